@@ -1,0 +1,99 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TaskSpec is a TaskDescription stored as a Kubernetes object.
+//
+// The description is kept in its wire form (the snake_case TaskDescription of the
+// runner protocol) rather than re-typed in camelCase: packs convert one to one, and
+// the runner's strict decoder stays the single judge of validity, so an unknown key
+// is reported with its JSON path instead of being pruned silently by the API server.
+type TaskSpec struct {
+	// Description is the TaskDescription (task_id, system_prompt, agent_tools,
+	// initial_state, grading, ...).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:XValidation:rule="has(self.task_id) && has(self.adapter_type) && has(self.system_prompt)",message="description needs task_id, adapter_type and system_prompt"
+	Description apiextensionsv1.JSON `json:"description"`
+	// InitialStateFrom loads initial_state.tables from a ConfigMap key (JSON,
+	// optionally gzip-compressed) for states too large to inline.
+	// +optional
+	InitialStateFrom *InitialStateSource `json:"initialStateFrom,omitempty"`
+	// InitialUserMessage opens the conversation (host-side; not part of the
+	// protocol's trial spec since v2).
+	// +optional
+	InitialUserMessage string `json:"initialUserMessage,omitempty"`
+	// MaxTurns is the task's turn budget, used when the Trial sets none.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxTurns *int32 `json:"maxTurns,omitempty"`
+}
+
+// InitialStateSource points at a ConfigMap key holding the tables.
+type InitialStateSource struct {
+	ConfigMapKeyRef ConfigMapKeyRef `json:"configMapKeyRef"`
+}
+
+// ConfigMapKeyRef selects a key of a ConfigMap in the Task's namespace.
+type ConfigMapKeyRef struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+	// Gzip says the value (binaryData) is gzip-compressed.
+	// +optional
+	Gzip bool `json:"gzip,omitempty"`
+}
+
+// TaskStatus is what the Task controller learnt from decoding the description.
+type TaskStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	TaskID string `json:"taskID,omitempty"`
+	// +optional
+	Category string `json:"category,omitempty"`
+	// +optional
+	AgentTools int32 `json:"agentTools,omitempty"`
+	// +optional
+	UserTools int32 `json:"userTools,omitempty"`
+	// +optional
+	GoldenActions int32 `json:"goldenActions,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=tolokaforge
+// +kubebuilder:printcolumn:name="Task ID",type=string,JSONPath=`.status.taskID`
+// +kubebuilder:printcolumn:name="Category",type=string,JSONPath=`.status.category`
+// +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.agentTools`
+// +kubebuilder:printcolumn:name="Golden",type=integer,JSONPath=`.status.goldenActions`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Task is one evaluation task.
+type Task struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TaskSpec   `json:"spec"`
+	Status TaskStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// TaskList is a list of Tasks.
+type TaskList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Task `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Task{}, &TaskList{})
+}

@@ -1,0 +1,234 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TrialSpec is one agent run on one task. It is immutable: a different run is a
+// different Trial.
+// +kubebuilder:validation:XValidation:rule="has(self.taskRef) != has(self.task)",message="exactly one of taskRef and task must be set"
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+type TrialSpec struct {
+	// TaskRef names a Task in the Trial's namespace.
+	// +optional
+	TaskRef *TaskReference `json:"taskRef,omitempty"`
+	// Task is an inline TaskDescription in wire form (see TaskSpec.Description).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Task *apiextensionsv1.JSON `json:"task,omitempty"`
+	// TrialIndex distinguishes repeated trials of one task (the k of pass^k).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TrialIndex int32 `json:"trialIndex,omitempty"`
+	// Agent is the model under evaluation.
+	Agent ModelSpec `json:"agent"`
+	// UserSimulator plays the user.
+	// +optional
+	UserSimulator *UserSimulatorSpec `json:"userSimulator,omitempty"`
+	// Judge is the model the runner uses for the task's LLM rubric, if any.
+	// +optional
+	Judge *ModelSpec `json:"judge,omitempty"`
+	// MaxTurns bounds agent LLM calls; defaults to the task's, else 30.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxTurns *int32 `json:"maxTurns,omitempty"`
+	// +optional
+	Timeouts Timeouts `json:"timeouts,omitempty"`
+	// +optional
+	RetryPolicy RetryPolicy `json:"retryPolicy,omitempty"`
+	// +optional
+	Runner PodOverrides `json:"runner,omitempty"`
+	// +optional
+	DBService PodOverrides `json:"dbService,omitempty"`
+	// TTLSecondsAfterFinished keeps a failed attempt's pods for debugging.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+}
+
+// TaskReference names a Task.
+type TaskReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// TrialPhase is the one-word answer to "how is this trial doing".
+// +kubebuilder:validation:Enum=Pending;Starting;Running;Grading;Passed;Failed;GradingFailed;InfraFailed;Invalid;ProtocolSkew
+type TrialPhase string
+
+const (
+	PhasePending       TrialPhase = "Pending"
+	PhaseStarting      TrialPhase = "Starting"
+	PhaseRunning       TrialPhase = "Running"
+	PhaseGrading       TrialPhase = "Grading"
+	PhasePassed        TrialPhase = "Passed"
+	PhaseFailed        TrialPhase = "Failed"
+	PhaseGradingFailed TrialPhase = "GradingFailed"
+	PhaseInfraFailed   TrialPhase = "InfraFailed"
+	PhaseInvalid       TrialPhase = "Invalid"
+	PhaseProtocolSkew  TrialPhase = "ProtocolSkew"
+)
+
+// Condition types of a Trial.
+const (
+	TrialPodsReady  = "PodsReady"
+	TrialRegistered = "Registered"
+	// TrialCompleted is terminal: True once the trial has its final outcome
+	// (its reason says which), so `kubectl wait --for=condition=Completed` works.
+	TrialCompleted = "Completed"
+)
+
+// AttemptOutcome is how one attempt ended.
+// +kubebuilder:validation:Enum=Running;Passed;Failed;GradingFailed;InfraFailed;Invalid;ProtocolSkew;Canceled
+type AttemptOutcome string
+
+// AttemptStatus records one attempt.
+type AttemptStatus struct {
+	Number int32 `json:"number"`
+	// ID is the opaque attempt_id sent in the TrialSpec.
+	ID string `json:"id"`
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
+	Outcome AttemptOutcome `json:"outcome"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	RunnerPod string `json:"runnerPod,omitempty"`
+	// +optional
+	DBServicePod string `json:"dbServicePod,omitempty"`
+}
+
+// GradeComponents are the component scores; a component that was not evaluated
+// is absent, never 0.
+type GradeComponents struct {
+	// +optional
+	StateChecks *float64 `json:"stateChecks,omitempty"`
+	// +optional
+	TranscriptRules *float64 `json:"transcriptRules,omitempty"`
+	// +optional
+	LLMJudge *float64 `json:"llmJudge,omitempty"`
+	// +optional
+	CustomChecks *float64 `json:"customChecks,omitempty"`
+	// +optional
+	TraceChecks *float64 `json:"traceChecks,omitempty"`
+}
+
+// GradeSummary is the grade of the attempt that earned it.
+type GradeSummary struct {
+	Score      float64 `json:"score"`
+	BinaryPass bool    `json:"binaryPass"`
+	// +optional
+	Components GradeComponents `json:"components,omitempty"`
+	// +optional
+	Reasons string `json:"reasons,omitempty"`
+	// DiffSummary is the state diff's one-line summary when hashes differed.
+	// +optional
+	DiffSummary string `json:"diffSummary,omitempty"`
+	// Attempt is the number of the attempt that earned this grade.
+	Attempt int32 `json:"attempt"`
+}
+
+// TokenUsage is one actor's spend.
+type TokenUsage struct {
+	// +optional
+	Calls int64 `json:"calls,omitempty"`
+	// +optional
+	PromptTokens int64 `json:"promptTokens,omitempty"`
+	// +optional
+	CompletionTokens int64 `json:"completionTokens,omitempty"`
+	// +optional
+	ReasoningTokens int64 `json:"reasoningTokens,omitempty"`
+	// +optional
+	CostUSD float64 `json:"costUSD,omitempty"`
+}
+
+// Usage sums spend per actor over all attempts (what the providers billed).
+type Usage struct {
+	// +optional
+	Agent TokenUsage `json:"agent,omitempty"`
+	// +optional
+	UserSimulator TokenUsage `json:"userSimulator,omitempty"`
+	// +optional
+	Judge TokenUsage `json:"judge,omitempty"`
+	// +optional
+	TotalTokens int64 `json:"totalTokens,omitempty"`
+	// +optional
+	TotalCostUSD float64 `json:"totalCostUSD,omitempty"`
+}
+
+// TrialStatus is rebuilt from the world on every reconcile.
+type TrialStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// +optional
+	Phase TrialPhase `json:"phase,omitempty"`
+	// TaskID and Agent are resolved for display.
+	// +optional
+	TaskID string `json:"taskID,omitempty"`
+	// +optional
+	Agent string `json:"agent,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// +optional
+	Attempts []AttemptStatus `json:"attempts,omitempty"`
+	// +optional
+	AttemptCount int32 `json:"attemptCount,omitempty"`
+	// +optional
+	Grade *GradeSummary `json:"grade,omitempty"`
+	// +optional
+	TerminationReason string `json:"terminationReason,omitempty"`
+	// +optional
+	Turns int32 `json:"turns,omitempty"`
+	// +optional
+	Usage *Usage `json:"usage,omitempty"`
+	// ArtifactsPath is where trajectory.yaml, grade.yaml and metrics.yaml are.
+	// +optional
+	ArtifactsPath string `json:"artifactsPath,omitempty"`
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=tolokaforge
+// +kubebuilder:printcolumn:name="Task",type=string,JSONPath=`.status.taskID`
+// +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agent`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Score",type=number,JSONPath=`.status.grade.score`
+// +kubebuilder:printcolumn:name="Pass",type=boolean,JSONPath=`.status.grade.binaryPass`
+// +kubebuilder:printcolumn:name="Turns",type=integer,JSONPath=`.status.turns`
+// +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attemptCount`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Trial is one agent run on one task, graded by the runner.
+type Trial struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   TrialSpec   `json:"spec"`
+	Status TrialStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// TrialList is a list of Trials.
+type TrialList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Trial `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Trial{}, &TrialList{})
+}

@@ -1,0 +1,88 @@
+// Command tolokaforge is the one binary of the Tolokaforge trial operator: the
+// manager (operator + host), the runner, the DB service, local trials, pack tools
+// and a local development cluster, chosen by subcommand.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// errNotImplemented marks a subcommand whose issue is still open.
+var errNotImplemented = errors.New("not implemented yet")
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string) error
+}
+
+func notImplemented(context.Context, []string) error { return errNotImplemented }
+
+func commands() map[string]command {
+	return map[string]command{
+		"manager":   {"run the operator (Trial/Campaign controllers and the host)", notImplemented},
+		"runner":    {"serve the RunnerService (tools, grading) over gRPC", notImplemented},
+		"dbservice": {"serve a trial database over HTTP", notImplemented},
+		"trial":     {"run one trial locally: trial run --task PATH", notImplemented},
+		"pack":      {"convert and validate task packs: pack import|validate", notImplemented},
+		"dev":       {"start a local control plane with the manager and the pod simulator", notImplemented},
+		"version":   {"print the version and the engine protocol version", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout, cmds)
+		return 0
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "tolokaforge: unknown command %q\n", args[0])
+		usage(stderr, cmds)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.run(ctx, args[1:]); err != nil {
+		if errors.Is(err, errNotImplemented) {
+			fmt.Fprintf(stderr, "tolokaforge %s: %v\n", args[0], err)
+			return 2
+		}
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintf(stderr, "tolokaforge %s: %s\n", args[0], msg)
+			}
+			return ec.ExitCode()
+		}
+		fmt.Fprintf(stderr, "tolokaforge %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("usage: tolokaforge <command> [flags]\n\ncommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprint(w, b.String())
+}
