@@ -1,0 +1,245 @@
+package task
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+)
+
+// checker records the first validation failure. Checks run in declaration
+// order (map keys sorted), so the same bad input always yields the same error.
+type checker struct {
+	err *DecodeError
+}
+
+func (c *checker) failf(path, format string, args ...any) {
+	if c.err == nil {
+		c.err = &DecodeError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (c *checker) result() error {
+	if c.err == nil {
+		return nil
+	}
+	return c.err
+}
+
+func (c *checker) required(path, value string) {
+	if value == "" {
+		c.failf(path, "required")
+	}
+}
+
+// enum checks a closed-set value set in Go (the decoder already checked what came
+// off the wire). Empty is left to required() or to the default.
+func (c *checker) enum(path, value string, members []string) {
+	if value != "" && !isMember(value, members) {
+		c.failf(path, "%s", notMember(value, members))
+	}
+}
+
+func (c *checker) unit(path string, v *float64) {
+	if v != nil && !(*v >= 0 && *v <= 1) {
+		c.failf(path, "%v is outside [0, 1]", *v)
+	}
+}
+
+func (c *checker) nonNegative(path string, v float64) {
+	if !(v >= 0) {
+		c.failf(path, "%v must be >= 0", v)
+	}
+}
+
+func (c *checker) nonNegativeInt(path string, v *int) {
+	if v != nil && *v < 0 {
+		c.failf(path, "%d must be >= 0", *v)
+	}
+}
+
+// regex compiles an RE2 pattern the way the evaluators will.
+func (c *checker) regex(path, pattern string) {
+	if _, err := regexp.Compile(pattern); err != nil {
+		c.failf(path, "invalid RE2 regular expression: %v", err)
+	}
+}
+
+// jsonObject checks a free-form value that must be an object (or absent).
+func (c *checker) jsonObject(path string, raw json.RawMessage) {
+	if raw == nil {
+		return
+	}
+	if k := rawKind(raw); k != "object" {
+		c.failf(path, "expected a JSON object, got %s", k)
+	}
+}
+
+func rawKind(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "nothing"
+	}
+	if !json.Valid(t) {
+		return "invalid JSON"
+	}
+	return jsonKind(t)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Validate checks a TrialSpec after ApplyDefaults; errors are *DecodeError
+// with paths rooted at the spec ("task.grading.pass_threshold").
+func (s *TrialSpec) Validate() error {
+	c := &checker{}
+	s.validate(c)
+	return c.result()
+}
+
+func (s *TrialSpec) validate(c *checker) {
+	if s.Task == nil {
+		c.failf("task", "required")
+	} else {
+		s.Task.validate(c, "task")
+	}
+	if s.Agent == nil {
+		c.failf("agent", "required")
+	} else {
+		s.Agent.validate(c, "agent")
+	}
+	if s.UserSimulatorModel != nil {
+		s.UserSimulatorModel.validate(c, "user_simulator_model")
+	}
+	if s.Judge != nil {
+		s.Judge.validate(c, "judge")
+	}
+}
+
+func (m *ModelConfig) validate(c *checker, path string) {
+	c.required(joinKey(path, "provider"), string(m.Provider))
+	c.enum(joinKey(path, "provider"), string(m.Provider), m.Provider.members())
+	if m.Temperature != nil {
+		c.nonNegative(joinKey(path, "temperature"), *m.Temperature)
+	}
+	c.unit(joinKey(path, "top_p"), m.TopP)
+	if m.MaxTokens != nil && *m.MaxTokens < 1 {
+		c.failf(joinKey(path, "max_tokens"), "%d must be >= 1", *m.MaxTokens)
+	}
+	if p := m.Pricing; p != nil {
+		c.nonNegative(joinKey(path, "pricing.input_usd_per_mtok"), p.InputUSDPerMTok)
+		c.nonNegative(joinKey(path, "pricing.output_usd_per_mtok"), p.OutputUSDPerMTok)
+	}
+}
+
+// Validate checks a TaskDescription after ApplyDefaults; paths are rooted at
+// the task ("grading.combine_method").
+func (t *TaskDescription) Validate() error {
+	c := &checker{}
+	t.validate(c, "")
+	return c.result()
+}
+
+func (t *TaskDescription) validate(c *checker, path string) {
+	c.required(joinKey(path, "task_id"), t.TaskID)
+	c.required(joinKey(path, "name"), t.Name)
+	c.required(joinKey(path, "category"), t.Category)
+	c.required(joinKey(path, "description"), t.Description)
+	c.required(joinKey(path, "adapter_type"), string(t.AdapterType))
+	c.enum(joinKey(path, "adapter_type"), string(t.AdapterType), t.AdapterType.members())
+	c.required(joinKey(path, "system_prompt"), t.SystemPrompt)
+	validateTools(c, joinKey(path, "agent_tools"), t.AgentTools)
+	validateTools(c, joinKey(path, "user_tools"), t.UserTools)
+	for i, a := range t.InitializationActions {
+		p := joinIndex(joinKey(path, "initialization_actions"), i)
+		c.required(joinKey(p, "env_type"), string(a.EnvType))
+		c.enum(joinKey(p, "env_type"), string(a.EnvType), a.EnvType.members())
+		c.required(joinKey(p, "tool_name"), a.ToolName)
+		c.jsonObject(joinKey(p, "arguments"), a.Arguments)
+	}
+	if t.InitialState != nil {
+		t.InitialState.validate(c, joinKey(path, "initial_state"))
+	}
+	if u := t.UserSimulator; u != nil {
+		p := joinKey(path, "user_simulator")
+		c.enum(joinKey(p, "mode"), string(u.Mode), u.Mode.members())
+		for i, line := range u.ScriptedFlow {
+			c.required(joinKey(joinIndex(joinKey(p, "scripted_flow"), i), "message"), line.Message)
+		}
+	}
+	if s := t.Search; s != nil {
+		p := joinKey(path, "search")
+		// A key never travels in a trial spec (ARCHITECTURE.md, "Contracts"):
+		// older dumps carry api_key as null, which decodes to absent.
+		if s.APIKey != nil && *s.APIKey != "" {
+			c.failf(joinKey(p, "api_key"), "a secret never travels in the trial spec; only null is accepted")
+		}
+		if s.Port != nil && (*s.Port < 1 || *s.Port > 65535) {
+			c.failf(joinKey(p, "port"), "%d is outside [1, 65535]", *s.Port)
+		}
+	}
+	if t.Grading != nil {
+		t.Grading.validate(c, joinKey(path, "grading"))
+	}
+}
+
+func validateTools(c *checker, path string, tools []ToolSchema) {
+	first := map[string]int{}
+	for i, tool := range tools {
+		p := joinIndex(path, i)
+		c.required(joinKey(p, "name"), tool.Name)
+		if tool.Name != "" {
+			if j, dup := first[tool.Name]; dup {
+				c.failf(joinKey(p, "name"), "duplicate tool name %q (also at index %d)", tool.Name, j)
+			} else {
+				first[tool.Name] = i
+			}
+		}
+		c.jsonObject(joinKey(p, "parameters"), tool.Parameters)
+		c.enum(joinKey(p, "category"), string(tool.Category), tool.Category.members())
+		if !(tool.TimeoutS > 0) {
+			c.failf(joinKey(p, "timeout_s"), "%v must be > 0", tool.TimeoutS)
+		}
+		if src := tool.Source; src != nil {
+			c.enum(joinKey(p, "source.invocation_style"), string(src.InvocationStyle), src.InvocationStyle.members())
+		}
+	}
+}
+
+func (st *InitialState) validate(c *checker, path string) {
+	for _, name := range sortedKeys(st.Tables) {
+		p := joinKey(joinKey(path, "tables"), name)
+		raw := bytes.TrimSpace(st.Tables[name])
+		if k := rawKind(raw); k != "array" {
+			c.failf(p, "expected an array of objects, got %s", k)
+			continue
+		}
+		var rows []json.RawMessage
+		if err := json.Unmarshal(raw, &rows); err != nil {
+			c.failf(p, "%v", err)
+			continue
+		}
+		for i, row := range rows {
+			if k := rawKind(row); k != "object" {
+				c.failf(joinIndex(p, i), "expected object, got %s", k)
+				break
+			}
+		}
+	}
+	for i, s := range st.Schemas {
+		c.required(joinKey(joinIndex(joinKey(path, "schemas"), i), "table_name"), s.TableName)
+	}
+	for i, u := range st.UnstableFields {
+		p := joinIndex(joinKey(path, "unstable_fields"), i)
+		c.required(joinKey(p, "table_name"), u.TableName)
+		c.required(joinKey(p, "field_name"), u.FieldName)
+		c.enum(joinKey(p, "reason"), string(u.Reason), u.Reason.members())
+	}
+}

@@ -1,0 +1,129 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+const shopDescription = `{"task_id":"shop_orders_02","name":"Shop","category":"tool_use",
+ "description":"Place and pay for an order","adapter_type":"native","system_prompt":"You are a shop agent.",
+ "initial_state":{"tables":{"customers":[{"id":"C-101","balance":300.0}]}}}`
+
+func newTask(name, description string) *evalv1.Task {
+	return &evalv1.Task{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       evalv1.TaskSpec{Description: apiextensionsv1.JSON{Raw: []byte(description)}},
+	}
+}
+
+func oracleTrial(name string) *evalv1.Trial {
+	return &evalv1.Trial{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: evalv1.TrialSpec{
+			TaskRef: &evalv1.TaskReference{Name: "shop"},
+			Agent:   evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
+		},
+	}
+}
+
+var _ = Describe("Task and Trial validation", func() {
+	It("stores a Task with its description verbatim, unknown keys included", func() {
+		// Unknown keys must survive to the runner's strict decoder, which names
+		// them by JSON path; the API server must not prune them silently.
+		desc := `{"task_id":"t1","adapter_type":"native","system_prompt":"p","grading":{"state_checks":{"hsah_enabled":true}}}`
+		Expect(k8sClient.Create(ctx, newTask("verbatim", desc))).To(Succeed())
+		var got evalv1.Task
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: "default", Name: "verbatim"}, &got)).To(Succeed())
+		Expect(string(got.Spec.Description.Raw)).To(ContainSubstring(`"hsah_enabled":true`))
+	})
+
+	It("creates a Task and an oracle Trial, defaulting the user simulator mode", func() {
+		Expect(k8sClient.Create(ctx, newTask("shop", shopDescription))).To(Succeed())
+		trial := oracleTrial("oracle-0")
+		trial.Spec.UserSimulator = &evalv1.UserSimulatorSpec{}
+		Expect(k8sClient.Create(ctx, trial)).To(Succeed())
+		var got evalv1.Trial
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(trial), &got)).To(Succeed())
+		Expect(got.Spec.UserSimulator.Mode).To(Equal(evalv1.UserSimulatorScripted))
+		Expect(got.Spec.Agent.Provider).To(Equal(evalv1.ProviderOracle))
+	})
+
+	DescribeTable("refuses invalid objects with the server's message",
+		func(obj client.Object, want string) {
+			err := k8sClient.Create(ctx, obj)
+			Expect(err).To(HaveOccurred())
+			Expect(err.Error()).To(ContainSubstring(want))
+		},
+		Entry("a Task missing its required keys", newTask("bad-task", `{"name":"x"}`),
+			"description needs task_id, adapter_type and system_prompt"),
+		Entry("a Trial with both taskRef and an inline task", func() *evalv1.Trial {
+			t := oracleTrial("both")
+			t.Spec.Task = &apiextensionsv1.JSON{Raw: []byte(shopDescription)}
+			return t
+		}(), "exactly one of taskRef and task must be set"),
+		Entry("a Trial with neither taskRef nor task", func() *evalv1.Trial {
+			t := oracleTrial("neither")
+			t.Spec.TaskRef = nil
+			return t
+		}(), "exactly one of taskRef and task must be set"),
+		Entry("an unknown provider", func() *evalv1.Trial {
+			t := oracleTrial("bad-provider")
+			t.Spec.Agent.Provider = "anthropic-direct"
+			return t
+		}(), `spec.agent.provider: Unsupported value: "anthropic-direct"`),
+		Entry("an openai agent without a model", func() *evalv1.Trial {
+			t := oracleTrial("no-model")
+			t.Spec.Agent.Provider = evalv1.ProviderOpenAI
+			return t
+		}(), "model is required unless provider is oracle"),
+		Entry("a temperature out of range", func() *evalv1.Trial {
+			t := oracleTrial("hot")
+			t.Spec.Agent = evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "gpt", Temperature: ptr.To(3.5)}
+			return t
+		}(), "spec.agent.temperature: Invalid value: 3.5: spec.agent.temperature in body should be less than or equal to 2"),
+		Entry("zero max turns", func() *evalv1.Trial {
+			t := oracleTrial("zero-turns")
+			t.Spec.MaxTurns = ptr.To[int32](0)
+			return t
+		}(), "spec.maxTurns in body should be greater than or equal to 1"),
+		Entry("an llm user simulator without a model", func() *evalv1.Trial {
+			t := oracleTrial("llm-user")
+			t.Spec.UserSimulator = &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorLLM}
+			return t
+		}(), "model is required when mode is llm"),
+		Entry("a Campaign with both selector and names", &evalv1.Campaign{
+			ObjectMeta: metav1.ObjectMeta{Name: "both", Namespace: "default"},
+			Spec: evalv1.CampaignSpec{
+				Tasks:         evalv1.CampaignTasks{Names: []string{"shop"}, Selector: &metav1.LabelSelector{}},
+				TrialsPerTask: 2,
+				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: evalv1.ProviderOracle}}},
+			},
+		}, "exactly one of selector and names must be set"),
+	)
+
+	It("refuses any change to a Trial's spec", func() {
+		trial := oracleTrial("immutable")
+		Expect(k8sClient.Create(ctx, trial)).To(Succeed())
+		trial.Spec.TrialIndex = 7
+		err := k8sClient.Update(ctx, trial)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec is immutable"))
+	})
+
+	It("leaves a refused Trial absent", func() {
+		t := oracleTrial("refused")
+		t.Spec.TaskRef = nil
+		Expect(k8sClient.Create(ctx, t)).NotTo(Succeed())
+		err := k8sClient.Get(ctx, client.ObjectKeyFromObject(t), &evalv1.Trial{})
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(Equal(fmt.Sprintf("trials.eval.tolokaforge.io %q not found", "refused")))
+	})
+})

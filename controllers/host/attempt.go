@@ -1,0 +1,180 @@
+package host
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+)
+
+// Outcome classifies how an attempt ended; the Trial controller maps it to a
+// condition reason and decides whether another attempt follows.
+type Outcome string
+
+const (
+	// OutcomeGraded: the runner graded the trial (pass or fail is in Grade).
+	OutcomeGraded Outcome = "Graded"
+	// OutcomeSelfGraded: the loop ended in a way that never reaches GradeTrial
+	// (stuck_detected, error, timeout); the host scored it 0 with a reason
+	// naming the termination. Final, not retried.
+	OutcomeSelfGraded Outcome = "SelfGraded"
+	// OutcomeGradingFailed: GradeTrial answered success=false. Final.
+	OutcomeGradingFailed Outcome = "GradingFailed"
+	// OutcomeInvalid: RegisterTrial refused the task (or the AttemptConfig
+	// itself was unusable, Reason ReasonInvalidConfig). Final, before any token.
+	OutcomeInvalid Outcome = "Invalid"
+	// OutcomeProtocolSkew: RegisterTrial refused our engine protocol version.
+	OutcomeProtocolSkew Outcome = "ProtocolSkew"
+	// OutcomeInfraFailed: an infrastructure fault (runner/DB unreachable,
+	// trial_lost, provider rate_limit/api_error after retries). Retried by the
+	// attempt policy. Reason ReasonCanceled means the caller's context ended
+	// (Trial deleted, manager stopping): the attempt proves nothing either way.
+	OutcomeInfraFailed Outcome = "InfraFailed"
+)
+
+// Reasons are the short CamelCase causes AttemptResult.Reason carries; the
+// controller copies them into attempt history and events.
+const (
+	ReasonPassed            = "Passed"
+	ReasonFailed            = "Failed"
+	ReasonGradingFailed     = "GradingFailed"
+	ReasonStuckDetected     = "StuckDetected"
+	ReasonTimeout           = "TrialTimeout"
+	ReasonAgentError        = "AgentError"    // an actor ended the trial as error (provider 4xx, pack defect)
+	ReasonToolNotFound      = "ToolNotFound"  // the runner answered TOOL_NOT_FOUND
+	ReasonRunnerProtocol    = "RunnerProtocol" // the runner answered something the protocol does not allow
+	ReasonRateLimited       = "RateLimited"
+	ReasonProviderError     = "ProviderError"
+	ReasonTrialLost         = "TrialLost"
+	ReasonRunnerUnavailable = "RunnerUnavailable"
+	ReasonCanceled          = "Canceled"
+	ReasonInvalidTask       = "InvalidTask"
+	ReasonInvalidConfig     = "InvalidConfig"
+	ReasonProtocolSkew      = "ProtocolSkew"
+)
+
+// AttemptConfig is everything one attempt needs.
+type AttemptConfig struct {
+	// Runner is a connected client of the attempt's runner.
+	Runner runnerpb.RunnerServiceClient
+	// Spec is the TrialSpec sent in RegisterTrial (trial_id, attempt_id, task,
+	// agent model config, env_endpoints pointing at the attempt's DB service).
+	Spec *task.TrialSpec
+	// InitialUserMessage opens the conversation (host-side only).
+	InitialUserMessage string
+	// MaxTurns bounds agent LLM calls (0: DefaultMaxTurns); TrialTimeout bounds
+	// the loop's wall clock (0: no bound beyond ctx).
+	MaxTurns     int
+	TrialTimeout time.Duration
+	// DefaultToolTimeout is RegisterTrialRequest.default_tool_timeout_s
+	// (0: the runner's default).
+	DefaultToolTimeout time.Duration
+	// GradingTimeout bounds GradeTrial (0: DefaultGradingTimeout).
+	GradingTimeout time.Duration
+	// RegisterTimeout bounds RegisterTrial (0: DefaultRegisterTimeout) and
+	// CleanupTimeout the final CleanupTrial (0: DefaultCleanupTimeout).
+	RegisterTimeout time.Duration
+	CleanupTimeout  time.Duration
+	// Agent and User are the actors; nil User means DefaultUser: the task's
+	// scripted_flow when its user simulator is scripted, else a scripted user
+	// that says InitialUserMessage and then ###STOP###.
+	Agent Actor
+	User  Actor
+	// ArtifactsDir, when set, receives trajectory.yaml, grade.yaml and
+	// metrics.yaml for this attempt under trials/<task_id>/<TrialIndex>/.
+	ArtifactsDir string
+	// TrialIndex places the artifacts (the k of pass^k).
+	TrialIndex int
+	// AttemptNumber is recorded in the artifacts.
+	AttemptNumber int
+	// Progress, when set, is called after every turn (for CLI progress lines).
+	Progress func(TurnEvent)
+	// Log receives structured progress; the zero value discards. Never given
+	// a secret: actors redact provider messages before they reach it.
+	Log logr.Logger
+}
+
+// Actor produces the next message of one side of the conversation.
+type Actor interface {
+	// Next returns the actor's next turn given the conversation so far (from
+	// that actor's point of view) and the tools offered to it. conv must not
+	// be modified. The agent's view starts with the system prompt and holds
+	// every message of the trial except the user's tool traffic; the user's
+	// view is mirrored (the agent's words as role "user", its own as
+	// "assistant") and holds no agent tool traffic.
+	//
+	// An error ends the trial: *ActorError says how (rate_limit, api_error,
+	// error); any other error ends it as error; a context error as timeout or
+	// cancellation.
+	Next(ctx context.Context, conv []task.Message, tools []*runnerpb.ToolSchema) (Turn, error)
+}
+
+// Turn is one message an actor produced, with what it cost.
+type Turn struct {
+	Content   string
+	ToolCalls []task.ToolCall
+	Usage     Usage
+}
+
+// Usage is token spend of one or more LLM calls. Calls and tokens count what
+// the provider billed: a call retried after a 429 or 5xx counts once, with
+// the usage of the response that succeeded; Retries counts the refused ones.
+type Usage struct {
+	Calls            int64
+	Retries          int64
+	PromptTokens     int64
+	CompletionTokens int64
+	ReasoningTokens  int64
+	CostUSD          float64
+}
+
+// Add accumulates o into u.
+func (u *Usage) Add(o Usage) {
+	u.Calls += o.Calls
+	u.Retries += o.Retries
+	u.PromptTokens += o.PromptTokens
+	u.CompletionTokens += o.CompletionTokens
+	u.ReasoningTokens += o.ReasoningTokens
+	u.CostUSD += o.CostUSD
+}
+
+// TurnEvent reports loop progress: one per agent turn and one per user
+// message. Turn is the agent turn count so far.
+type TurnEvent struct {
+	Turn      int
+	Actor     string // "agent" | "user"
+	Content   string
+	ToolCalls []string
+	// ToolStatuses is the runner's status per tool call, in order ("success",
+	// "error", ...), once the calls were executed.
+	ToolStatuses []string
+}
+
+// AttemptResult is how the attempt ended and what it produced.
+type AttemptResult struct {
+	Outcome Outcome
+	// Reason is a short CamelCase cause for conditions/events (one of the
+	// Reason* constants).
+	Reason string
+	// Message is the human sentence (the runner's error text, the fault).
+	Message           string
+	Grade             *runnerpb.Grade
+	TerminationReason task.TerminationReason
+	Turns             int
+	AgentUsage        Usage
+	UserUsage         Usage
+	JudgeUsage        Usage
+	// Transcript is the wire transcript (leading system message included) and
+	// ToolCalls the host's mirror of the runner's tool-call record.
+	Transcript    []task.Message
+	ToolCalls     []task.RecordedToolCall
+	ArtifactsPath string
+	// ArtifactsError is why the artifacts could not be written (the attempt's
+	// outcome stands regardless).
+	ArtifactsError error
+	StartTime      time.Time
+	EndTime        time.Time
+}

@@ -1,0 +1,59 @@
+package grading
+
+import (
+	"context"
+	"encoding/json"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/dbservice/client"
+)
+
+// Env is what GradeTrial needs from the runner's registration of one trial. The
+// runner implements it; grading never reaches into the runner's internals, so the
+// evaluators can be tested against a real DB service and plain Go tools.
+type Env interface {
+	// TrialID is the registered trial's id.
+	TrialID() string
+	// Spec is the decoded TrialSpec the trial was registered with.
+	Spec() *task.TrialSpec
+	// AgentTools and UserTools are the registered tool names, in declaration
+	// order (golden actions resolve against AgentTools only).
+	AgentTools() []string
+	UserTools() []string
+	// Records is a copy of the trial's ordered tool-call record.
+	Records() []task.RecordedToolCall
+	// Replay executes one golden action through the same adapter ExecuteTool
+	// uses, bounded by the tool's timeout, without recording it in the trial's
+	// history. Any status but ToolCallSuccess is a failed replay; err is for
+	// faults outside the tool (transport, DB).
+	Replay(ctx context.Context, toolName string, args json.RawMessage) (status task.ToolCallStatus, output string, err error)
+	// SyncFromTools writes the tables held by stateful tool servers (MCP) into
+	// the DB service, so hashes see the truth.
+	SyncFromTools(ctx context.Context) error
+	// PushToTools loads the DB service's current tables into stateful tool
+	// servers, after a reset or a restore changed the DB under them.
+	PushToTools(ctx context.Context) error
+	// DB is the trial's DB service client.
+	DB() *client.Client
+	// WorkDir is the trial's file-tool root (for path_glob checks).
+	WorkDir() string
+}
+
+// Request is GradeTrial's input after transport decoding.
+type Request struct {
+	// Transcript is llm_messages_json, verbatim (may be empty).
+	Transcript []byte
+	// TerminationReason is the raw string; Grade parses it against the enum.
+	TerminationReason string
+	// Components limits what is computed (empty: everything configured).
+	Components []string
+}
+
+// Grader computes grades. Construct with New; safe for concurrent use across
+// trials (the runner serializes grading of one trial).
+type Grader interface {
+	// Grade returns the grade, or an error whose Error() is exactly the
+	// GradeTrialResponse.error text of the spec's GradeTrial error table.
+	Grade(ctx context.Context, env Env, req Request) (*runnerpb.Grade, error)
+}
