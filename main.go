@@ -13,6 +13,10 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"tolokaforge.io/operator/dbservice"
+	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/runner"
 )
 
 // errNotImplemented marks a subcommand whose issue is still open.
@@ -28,8 +32,9 @@ func notImplemented(context.Context, []string) error { return errNotImplemented 
 func commands() map[string]command {
 	return map[string]command{
 		"manager":   {"run the operator (Trial/Campaign controllers and the host)", notImplemented},
-		"runner":    {"serve the RunnerService (tools, grading) over gRPC", notImplemented},
-		"dbservice": {"serve a trial database over HTTP", notImplemented},
+		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runner.Main},
+		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
+		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
 		"trial":     {"run one trial locally: trial run --task PATH", notImplemented},
 		"pack":      {"convert and validate task packs: pack import|validate", notImplemented},
 		"dev":       {"start a local control plane with the manager and the pod simulator", notImplemented},
@@ -85,4 +90,18 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprint(w, b.String())
+}
+
+// runMCP serves the example MCP servers shipped in the binary, so a runner pod
+// built from the same image can spawn them as `tolokaforge mcp <name>`.
+func runMCP(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: tolokaforge mcp shop [--state FILE]")
+	}
+	switch args[0] {
+	case "shop":
+		return shop.Main(ctx, args[1:])
+	default:
+		return fmt.Errorf("unknown MCP server %q (available: shop)", args[0])
+	}
 }

@@ -1,0 +1,18 @@
+// Package shop is the shop domain of the conformance task shop_orders_02
+// (spec/shop-domain.md) as a Go MCP server: four tools over three tables (products,
+// customers, orders), plus Tolokaforge's state convention (_tolokaforge_get_state_ /
+// _tolokaforge_set_state_) through which the runner pushes the initial tables and
+// reads the server's tables back after every call.
+//
+// It replaces a Python server, and the runner hashes the state it returns, so the
+// number model is Python's: ints and floats stay distinct (300.0 is not 300), floats
+// print as Python's repr and round like Python's round(x, 2) (see internal/pyjson).
+// Tool outputs are the text json.dumps(result) would produce.
+//
+// Main serves MCP over stdin/stdout (wired as `tolokaforge mcp shop`); NewServer
+// returns the server for in-process use. TaskJSON is the TaskDescription of the
+// task, built from the pack in shop_orders_02/.
+//
+// Imports: the standard library, github.com/modelcontextprotocol/go-sdk and
+// internal/pyjson. Nothing from the runner or the operator.
+package shop

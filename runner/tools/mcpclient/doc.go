@@ -1,0 +1,16 @@
+// Package mcpclient is the runner's adapter for tools of invocation style
+// mcp_server: one MCP client session per trial per server source, over stdio to a
+// child process (the usual case) or over streamable HTTP when the source names a URL.
+//
+// A stdio server runs in its own process group, in the trial's directory, with a
+// minimal environment (never the runner's own, which holds provider keys); its
+// stderr is drained line by line into the runner's logger. Close and Restart kill the
+// whole group, so a server that forked helpers leaves nothing behind.
+//
+// Tolokaforge's state convention is exposed as GetState / SetState over the hidden
+// tools _tolokaforge_get_state_ / _tolokaforge_set_state_; table contents pass
+// through as json.RawMessage so number literals (300.0 vs 300) survive untouched.
+//
+// Imports: the standard library, github.com/modelcontextprotocol/go-sdk and
+// github.com/go-logr/logr. It knows nothing of trials, the DB service or gRPC.
+package mcpclient
