@@ -20,7 +20,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.provider == 'oracle' || (has(self.model) && self.model != '')",message="model is required unless provider is oracle"
 type ModelSpec struct {
 	// +kubebuilder:default=oracle
-	Provider Provider `json:"provider"`
+	// +optional
+	Provider Provider `json:"provider,omitempty"`
 	// +optional
 	Model string `json:"model,omitempty"`
 	// BaseURL of the OpenAI-compatible API, e.g. https://api.openai.com/v1.
@@ -67,7 +68,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="self.mode != 'llm' || has(self.model)",message="model is required when mode is llm"
 type UserSimulatorSpec struct {
 	// +kubebuilder:default=scripted
-	Mode UserSimulatorMode `json:"mode"`
+	// +optional
+	Mode UserSimulatorMode `json:"mode,omitempty"`
 	// Model plays the user when mode is llm.
 	// +optional
 	Model *ModelSpec `json:"model,omitempty"`

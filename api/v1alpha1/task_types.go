@@ -16,7 +16,8 @@ type TaskSpec struct {
 	// initial_state, grading, ...).
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
-	// +kubebuilder:validation:XValidation:rule="has(self.task_id) && has(self.adapter_type) && has(self.system_prompt)",message="description needs task_id, adapter_type and system_prompt"
+	// CEL cannot type-check field access on a schemaless object, so required
+	// keys are enforced by the strict decoder (the Task's Valid condition).
 	Description apiextensionsv1.JSON `json:"description"`
 	// InitialStateFrom loads initial_state.tables from a ConfigMap key (JSON,
 	// optionally gzip-compressed) for states too large to inline.

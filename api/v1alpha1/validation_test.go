@@ -62,8 +62,6 @@ var _ = Describe("Task and Trial validation", func() {
 			Expect(err).To(HaveOccurred())
 			Expect(err.Error()).To(ContainSubstring(want))
 		},
-		Entry("a Task missing its required keys", newTask("bad-task", `{"name":"x"}`),
-			"description needs task_id, adapter_type and system_prompt"),
 		Entry("a Trial with both taskRef and an inline task", func() *evalv1.Trial {
 			t := oracleTrial("both")
 			t.Spec.Task = &apiextensionsv1.JSON{Raw: []byte(shopDescription)}
