@@ -1,0 +1,165 @@
+package grading
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/dbservice/canonical"
+)
+
+// gradeCtx is one Grade call's working set, shared by the evaluators.
+type gradeCtx struct {
+	opts *options
+	env  Env
+	id   string
+	task *task.TaskDescription
+	cfg  *task.GradingConfig
+
+	timeline        *timeline
+	transcriptEmpty bool
+	scope           map[string]bool // requested components; nil = all
+	populated       []scoredKey
+	golden          []string // resolved golden-action tool names
+	plan            *plan    // what preflight compiled
+	ledger          *ledger
+
+	synced    bool
+	trialHash string // the trial's stable hash as the hash evaluator read it
+	trial     *stableState
+	stateDiff string
+	notes     []string // reason lines beside the segments (hash_weight not consulted)
+}
+
+func (g *gradeCtx) wants(component string) bool {
+	return g.scope == nil || g.scope[component]
+}
+
+func (g *gradeCtx) initialState() *task.InitialState { return g.task.InitialState }
+
+// pairingFields names the record fields that pair a table's records in the state
+// diff: the table's declared primary key, else "id" when its records carry one, else
+// state_checks.id_fields.
+func (g *gradeCtx) pairingFields(table string, records []canonical.Value) []string {
+	if st := g.task.InitialState; st != nil {
+		for _, s := range st.Schemas {
+			if s.TableName == table {
+				if s.PrimaryKey == "" {
+					return []string{task.DefaultPrimaryKey}
+				}
+				return []string{s.PrimaryKey}
+			}
+		}
+	}
+	for _, r := range records {
+		if o, ok := r.(canonical.Object); ok && o.Has("id") {
+			return []string{"id"}
+		}
+	}
+	if sc := g.cfg.StateChecks; sc != nil && len(sc.IDFields) > 0 {
+		return sc.IDFields
+	}
+	return nil
+}
+
+func (g *gradeCtx) stateChecks() *task.StateChecks {
+	if g.cfg.StateChecks == nil || !g.wants(task.ComponentStateChecks) {
+		return nil
+	}
+	return g.cfg.StateChecks
+}
+
+// keysFor returns the populated keys an evaluator accounts for.
+func (g *gradeCtx) keysFor(evaluator string) []string {
+	var out []string
+	for _, k := range g.populated {
+		if k.evaluator == evaluator {
+			out = append(out, k.key)
+		}
+	}
+	return out
+}
+
+// syncState writes stateful tool servers' tables into the DB service once, before the
+// first read of state, so hashes and assertions see the truth.
+func (g *gradeCtx) syncState(ctx context.Context) error {
+	if g.synced {
+		return nil
+	}
+	if err := g.env.SyncFromTools(ctx); err != nil {
+		return hashFailed("StateSyncError: writing the tool servers' tables into the DB service", err)
+	}
+	g.synced = true
+	return nil
+}
+
+// trialState returns the trial's stable state, read once. It must only be called while
+// the DB holds the agent's state (never during golden replay).
+func (g *gradeCtx) trialState(ctx context.Context) (*stableState, error) {
+	if g.trial != nil {
+		return g.trial, nil
+	}
+	if err := g.syncState(ctx); err != nil {
+		return nil, err
+	}
+	st, err := readStableState(ctx, g.env, "trial's")
+	if err != nil {
+		return nil, err
+	}
+	if g.trialHash != "" && st.hash != g.trialHash {
+		// Golden replay ran in between: the restore did not give the agent's state back.
+		return nil, hashFailed(fmt.Sprintf("RestoreMismatch: after restoring %s the trial's stable state hashes to %s, not the %s it held before golden replay",
+			snapshotName, st.hash, g.trialHash), nil)
+	}
+	g.trial = st
+	return st, nil
+}
+
+// stableState is a stable (unstable fields removed) state as canonical values.
+type stableState struct {
+	hash   string
+	names  []string // sorted
+	tables map[string]canonical.Value
+	root   any // {"db": tables} as plain Go values, built on first JSONPath use
+}
+
+func readStableState(ctx context.Context, env Env, which string) (*stableState, error) {
+	resp, err := env.DB().StableState(ctx, env.TrialID())
+	if err != nil {
+		return nil, hashFailed(fmt.Sprintf("StableStateError: reading the %s stable state", which), err)
+	}
+	st := &stableState{hash: resp.StableHash, tables: make(map[string]canonical.Value, len(resp.Data))}
+	for name, raw := range resp.Data {
+		v, err := canonical.Parse(bytes.TrimSpace(raw))
+		if err != nil {
+			return nil, hashFailed(fmt.Sprintf("StableStateError: the %s stable table %q does not parse", which, name), err)
+		}
+		st.tables[name] = v
+		st.names = append(st.names, name)
+	}
+	sort.Strings(st.names)
+	return st, nil
+}
+
+// object returns the state as one canonical object {table: records}.
+func (s *stableState) object() canonical.Object {
+	ms := make([]canonical.Member, 0, len(s.names))
+	for _, n := range s.names {
+		ms = append(ms, canonical.Member{Key: n, Value: s.tables[n]})
+	}
+	return canonical.NewObject(ms...)
+}
+
+// jsonPathRoot is the document JSONPath checks query: {db: <stable tables>}.
+func (s *stableState) jsonPathRoot() any {
+	if s.root == nil {
+		db := make(map[string]any, len(s.tables))
+		for n, v := range s.tables {
+			db[n] = canonical.ToAny(v)
+		}
+		s.root = map[string]any{"db": db}
+	}
+	return s.root
+}
