@@ -1,0 +1,53 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinels matched by *APIError under errors.Is.
+var (
+	ErrTrialNotFound      = errors.New("dbservice: trial not found")
+	ErrTableNotFound      = errors.New("dbservice: table not found")
+	ErrSnapshotNotFound   = errors.New("dbservice: snapshot not found")
+	ErrTrialAlreadyExists = errors.New("dbservice: trial already exists")
+	ErrVersionMismatch    = errors.New("dbservice: version mismatch")
+	ErrDuplicateKey       = errors.New("dbservice: duplicate key")
+	// ErrInvalidRequest matches every 4xx the caller caused by what it sent: InvalidJSON,
+	// InvalidOperation, InvalidTrialID, ValidationError and PayloadTooLarge.
+	ErrInvalidRequest = errors.New("dbservice: invalid request")
+)
+
+// APIError is an error response of the DB service.
+type APIError struct {
+	StatusCode int
+	Type       string
+	Message    string
+	Details    map[string]any
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("dbservice: %d %s: %s", e.StatusCode, e.Type, e.Message)
+}
+
+// Is maps the wire type to the sentinels.
+func (e *APIError) Is(target error) bool {
+	switch e.Type {
+	case "TrialNotFound":
+		return target == ErrTrialNotFound
+	case "TableNotFound":
+		return target == ErrTableNotFound
+	case "SnapshotNotFound":
+		return target == ErrSnapshotNotFound
+	case "TrialAlreadyExists":
+		return target == ErrTrialAlreadyExists
+	// ETagMismatch is the upstream service's name for the same conflict.
+	case "VersionMismatch", "ETagMismatch":
+		return target == ErrVersionMismatch
+	case "DuplicateKey":
+		return target == ErrDuplicateKey
+	case "InvalidJSON", "InvalidOperation", "InvalidTrialID", "ValidationError", "PayloadTooLarge":
+		return target == ErrInvalidRequest
+	}
+	return false
+}

@@ -1,0 +1,161 @@
+package client
+
+import "encoding/json"
+
+// InitRequest is the body of POST /trials/{id}/init.
+type InitRequest struct {
+	// Tables maps a table name to a JSON array of record objects.
+	Tables         map[string]json.RawMessage `json:"tables"`
+	Schemas        []TableSchema              `json:"schemas,omitempty"`
+	UnstableFields []UnstableField            `json:"unstable_fields,omitempty"`
+}
+
+// TableSchema declares a table's fields and primary key. A primary key turns on
+// DuplicateKey checks for inserts and is the default upsert key.
+type TableSchema struct {
+	TableName  string          `json:"table_name"`
+	Fields     json.RawMessage `json:"fields,omitempty"`
+	PrimaryKey string          `json:"primary_key,omitempty"`
+}
+
+// UnstableField names a field that stable hashing ignores in every record of a table.
+type UnstableField struct {
+	TableName string `json:"table_name"`
+	FieldName string `json:"field_name"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// InitResponse answers Init.
+type InitResponse struct {
+	Status                   string   `json:"status"`
+	TrialID                  string   `json:"trial_id"`
+	Version                  int64    `json:"version"`
+	StableHash               string   `json:"stable_hash"`
+	FullHash                 string   `json:"full_hash"`
+	InitialHash              string   `json:"initial_hash"`
+	TablesInitialized        []string `json:"tables_initialized"`
+	SchemasRegistered        int      `json:"schemas_registered"`
+	UnstableFieldsRegistered int      `json:"unstable_fields_registered"`
+}
+
+// StateResponse answers State. Data maps a table to its JSON array of records.
+type StateResponse struct {
+	Data       map[string]json.RawMessage `json:"data"`
+	Version    int64                      `json:"version"`
+	FullHash   string                     `json:"full_hash"`
+	StableHash string                     `json:"stable_hash"`
+}
+
+// FilteredField is one unstable field removed from a stable view.
+type FilteredField struct {
+	Table string `json:"table"`
+	Field string `json:"field"`
+}
+
+// StableStateResponse answers StableState.
+type StableStateResponse struct {
+	Data           map[string]json.RawMessage `json:"data"`
+	Version        int64                      `json:"version"`
+	StableHash     string                     `json:"stable_hash"`
+	FilteredFields []FilteredField            `json:"filtered_fields"`
+}
+
+// HashResponse answers Hash.
+type HashResponse struct {
+	StableHash string `json:"stable_hash"`
+	FullHash   string `json:"full_hash"`
+	Version    int64  `json:"version"`
+}
+
+// Operation is one PATCH operation: insert {Record}, update {Filter, Set},
+// delete {Filter} or upsert {Record, Key}. Use the Insert, Update, Delete and Upsert
+// helpers to build them.
+type Operation struct {
+	Op     string          `json:"op"`
+	Record json.RawMessage `json:"record,omitempty"`
+	Filter json.RawMessage `json:"filter,omitempty"`
+	Set    json.RawMessage `json:"set,omitempty"`
+	Key    string          `json:"key,omitempty"`
+}
+
+// Insert appends record.
+func Insert(record json.RawMessage) Operation { return Operation{Op: "insert", Record: record} }
+
+// Update merges set into every record matching filter.
+func Update(filter, set json.RawMessage) Operation {
+	return Operation{Op: "update", Filter: filter, Set: set}
+}
+
+// Delete removes every record matching filter ({} removes all).
+func Delete(filter json.RawMessage) Operation { return Operation{Op: "delete", Filter: filter} }
+
+// Upsert merges record into the first record whose key field equals record's, or
+// appends it. An empty key means the table's primary key, else "id".
+func Upsert(record json.RawMessage, key string) Operation {
+	return Operation{Op: "upsert", Record: record, Key: key}
+}
+
+// PatchRequest is the body of PATCH /trials/{id}/state/{table}. The operations apply
+// atomically; IfVersion and ETag (the current full hash) are optional guards.
+type PatchRequest struct {
+	Operations []Operation `json:"operations"`
+	IfVersion  *int64      `json:"if_version,omitempty"`
+	ETag       string      `json:"etag,omitempty"`
+}
+
+// PatchResponse answers Patch.
+type PatchResponse struct {
+	Status       string `json:"status"`
+	Version      int64  `json:"version"`
+	AffectedRows int    `json:"affected_rows"`
+}
+
+// SnapshotResponse answers Snapshot; Replaced is true when the name already existed.
+type SnapshotResponse struct {
+	Status       string `json:"status"`
+	SnapshotName string `json:"snapshot_name"`
+	Version      int64  `json:"version"`
+	StableHash   string `json:"stable_hash"`
+	Replaced     bool   `json:"replaced"`
+}
+
+// RestoreResponse answers Restore.
+type RestoreResponse struct {
+	Status          string `json:"status"`
+	RestoredFrom    string `json:"restored_from"`
+	Version         int64  `json:"version"`
+	SnapshotVersion int64  `json:"snapshot_version"`
+	StableHash      string `json:"stable_hash"`
+}
+
+// ResetResponse answers Reset.
+type ResetResponse struct {
+	Status     string `json:"status"`
+	Version    int64  `json:"version"`
+	StableHash string `json:"stable_hash"`
+}
+
+// QueryResponse answers Query.
+type QueryResponse struct {
+	Results []json.RawMessage `json:"results"`
+	Count   int               `json:"count"`
+}
+
+// TableSchemaInfo is one table's schema as the service reports it.
+type TableSchemaInfo struct {
+	Fields     json.RawMessage `json:"fields"`
+	PrimaryKey string          `json:"primary_key"`
+}
+
+// SchemaResponse answers Schema.
+type SchemaResponse struct {
+	Schemas        map[string]TableSchemaInfo `json:"schemas"`
+	UnstableFields []UnstableField            `json:"unstable_fields"`
+}
+
+// HealthResponse answers Health.
+type HealthResponse struct {
+	Status       string `json:"status"`
+	Version      string `json:"version"`
+	ActiveTrials int    `json:"active_trials"`
+}

@@ -1,0 +1,31 @@
+// Package dbservice is the per-trial database of a Tolokaforge trial: an in-memory,
+// HTTP-served store of JSON tables with named snapshots, reset to the initial state,
+// stable-state filtering and the Python-compatible canonical hash (package canonical).
+//
+// One process serves many independent trials. Requests on one trial are serialized by
+// the trial's mutex; different trials never share a lock beyond the trial map.
+//
+// State is persistent (immutable) data: a trial's state is a map of tables, a table is
+// a list of chunks of up to 256 records, and a record is an immutable canonical.Object
+// with its canonical bytes cached (full, and with the table's unstable fields removed).
+// A PATCH builds a new state by copying only the chunks it touches, inside a transaction
+// that is discarded on any error, so a request applies completely or not at all.
+// Snapshots, restore and reset swap state pointers, costing O(1) whatever the record
+// count. A hash never re-serializes: it feeds each chunk's cached, comma-joined bytes to
+// sha256, and resumes from the sha256 state saved before the first chunk that differs
+// from an earlier version, so it costs at most one pass (digest.go). Equality filters
+// on the table's key field (its primary key, else "id") use per-chunk hash indexes.
+//
+// Stable filtering removes each declared unstable field from the top level of every
+// record of the table whose name equals the declared table name exactly. Unlike the
+// Python service there is no plural/singular or suffix matching of table names, and a
+// dotted table name is not split.
+//
+// Filter matching (update, delete, and upsert's key lookup) is field equality by
+// canonical.Equal: numbers compare across int and float (1 == 1.0), booleans equal only
+// booleans, a missing field matches a null filter value (Python's rec.get(k) == v) and
+// {} matches every record.
+//
+// This package imports the standard library, package canonical, logr, the Prometheus
+// client and github.com/theory/jsonpath (RFC 9535 queries). It never imports its client.
+package dbservice

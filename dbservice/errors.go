@@ -1,0 +1,62 @@
+package dbservice
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Error types on the wire (the "error" field of an error body).
+const (
+	ErrTypeTrialNotFound      = "TrialNotFound"
+	ErrTypeTableNotFound      = "TableNotFound"
+	ErrTypeSnapshotNotFound   = "SnapshotNotFound"
+	ErrTypeTrialAlreadyExists = "TrialAlreadyExists"
+	ErrTypeVersionMismatch    = "VersionMismatch"
+	ErrTypeDuplicateKey       = "DuplicateKey"
+	ErrTypeInvalidJSON        = "InvalidJSON"
+	ErrTypeInvalidOperation   = "InvalidOperation"
+	ErrTypeInvalidTrialID     = "InvalidTrialID"
+	ErrTypeValidation         = "ValidationError"
+	ErrTypePayloadTooLarge    = "PayloadTooLarge"
+	ErrTypeNotFound           = "NotFound"
+	ErrTypeInternal           = "InternalError"
+)
+
+// Error is a request failure with its HTTP status and wire type.
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	Details map[string]any
+}
+
+func (e *Error) Error() string { return e.Type + ": " + e.Message }
+
+func newError(status int, typ string, details map[string]any, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...), Details: details}
+}
+
+func errTrialNotFound(id string) *Error {
+	return newError(http.StatusNotFound, ErrTypeTrialNotFound, map[string]any{"trial_id": id},
+		"trial %q not found", id)
+}
+
+func errTableNotFound(id, table string) *Error {
+	return newError(http.StatusNotFound, ErrTypeTableNotFound, map[string]any{"trial_id": id, "table": table},
+		"table %q not found in trial %q", table, id)
+}
+
+func errSnapshotNotFound(id, name string) *Error {
+	return newError(http.StatusNotFound, ErrTypeSnapshotNotFound, map[string]any{"trial_id": id, "snapshot_name": name},
+		"snapshot %q not found in trial %q", name, id)
+}
+
+func errValidation(path, format string, args ...any) *Error {
+	return newError(http.StatusBadRequest, ErrTypeValidation, map[string]any{"path": path},
+		"%s: %s", path, fmt.Sprintf(format, args...))
+}
+
+func errInvalidOp(index int, format string, args ...any) *Error {
+	return newError(http.StatusBadRequest, ErrTypeInvalidOperation, map[string]any{"index": index},
+		"operations[%d]: %s", index, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,133 @@
+package dbservice
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"tolokaforge.io/operator/dbservice/canonical"
+)
+
+var fuzzSeeds = []string{
+	`{"operations":[{"op":"insert","record":{"id":1,"x":300.00}}]}`,
+	`{"operations":[{"op":"update","filter":{"id":1.0},"set":{"v":true}},{"op":"delete","filter":{}}],"if_version":1}`,
+	`{"operations":[{"op":"upsert","record":{"id":"3","n":null},"key":"id"},{"op":"upsert","record":{"n":2}}]}`,
+	`{"operations":[{"op":"delete","filter":{"b":null}},{"op":"insert","record":{"id":2}}]}`,
+	`{"operations":[{"op":"merge"}]}`,
+	`{"operations":[{"op":"insert","record":{"id":NaN}}]}`,
+	`{"tables":{"t":[{"id":1}]},"schemas":[{"table_name":"t","primary_key":"id"}],"unstable_fields":[{"table_name":"t","field_name":"ts"}]}`,
+	`{"jsonpath":"$.db.t[?@.id == 1]","stable":true}`,
+	`{"operations":[]}`, `[]`, `{"operations":{}}`, `{`, `{"operations":[{"op":"update","filter":{},"set":{"id":2}}],"etag":"x"}`,
+}
+
+// The request decoders accept or reject any byte string without panicking, and every
+// rejection is a 400 that names what was wrong.
+func FuzzDecodeRequests(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkErr := func(kind string, e *Error) {
+			if e == nil {
+				return
+			}
+			if e.Status != http.StatusBadRequest || e.Message == "" || e.Details == nil {
+				t.Fatalf("%s: rejection %+v is not a described 400", kind, e)
+			}
+			switch e.Type {
+			case ErrTypeInvalidJSON, ErrTypeValidation, ErrTypeInvalidOperation:
+			default:
+				t.Fatalf("%s: unexpected error type %q", kind, e.Type)
+			}
+		}
+		if req, e := decodePatch(body); e == nil {
+			if len(req.ops) == 0 {
+				t.Fatal("accepted a PATCH without operations")
+			}
+			for i, op := range req.ops {
+				if _, ok := opKeys[op.op]; !ok {
+					t.Fatalf("accepted op %d %q", i, op.op)
+				}
+			}
+		} else {
+			checkErr("patch", e)
+			if e.Type == ErrTypeInvalidOperation && !strings.HasPrefix(e.Message, "operations[") {
+				t.Fatalf("InvalidOperation without an index: %q", e.Message)
+			}
+		}
+		if req, e := decodeInit(body); e == nil {
+			for name, v := range req.tables.All() {
+				for _, r := range v.(canonical.Array) {
+					if r.Kind() != canonical.KindObject {
+						t.Fatalf("table %q accepted a non-object record", name)
+					}
+				}
+			}
+		} else {
+			checkErr("init", e)
+		}
+		if _, e := decodeQuery(body); e != nil {
+			checkErr("query", e)
+		}
+	})
+}
+
+// Any PATCH body that decodes is applied exactly as the slice model applies it; a
+// rejected one leaves the trial's state untouched.
+func FuzzApplyOperations(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	base := `[{"id":1,"n":"a","v":1.0,"b":true},{"id":2,"n":"b","v":2,"b":false},{"id":"3","n":"c"},{"n":"d"}]`
+	baseVal, err := canonical.Parse([]byte(base))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, withPK bool) {
+		req, e := decodePatch(body)
+		if e != nil {
+			return
+		}
+		ir := &initRequest{tables: canonical.NewObject(canonical.Member{Key: "t", Value: baseVal})}
+		model := &refModel{tables: map[string][]canonical.Object{}, pk: map[string]string{}}
+		if withPK {
+			ir.schemas = []tableSchema{{Name: "t", PrimaryKey: "id", Fields: canonical.Object{}}}
+			model.pk["t"] = "id"
+		}
+		for _, r := range baseVal.(canonical.Array) {
+			model.tables["t"] = append(model.tables["t"], r.(canonical.Object))
+		}
+		tr, e := newTrial("fz", ir)
+		if e != nil {
+			t.Fatal(e)
+		}
+		before := string(tr.current.canonicalBytes(false))
+		for _, table := range []string{"t", "other"} {
+			next, n, e := tr.applyPatch(table, req.ops)
+			wantN, wantErr := model.apply(table, req.ops)
+			gotErr := ""
+			if e != nil {
+				gotErr = e.Type
+			}
+			if gotErr != wantErr || (e == nil && n != wantN) {
+				t.Fatalf("table %s: got (%d, %q), model (%d, %q)", table, n, gotErr, wantN, wantErr)
+			}
+			if after := string(tr.current.canonicalBytes(false)); after != before {
+				t.Fatalf("applyPatch modified the current state in place")
+			}
+			if e != nil {
+				continue
+			}
+			if got, want := string(next.canonicalBytes(false)), model.canonical(nil); got != want {
+				t.Fatalf("table %s: got %s\nwant %s", table, got, want)
+			}
+			// Both tables start from the original state.
+			delete(model.tables, "other")
+			model.tables["t"] = nil
+			for _, r := range baseVal.(canonical.Array) {
+				model.tables["t"] = append(model.tables["t"], r.(canonical.Object))
+			}
+		}
+	})
+}

@@ -1,0 +1,239 @@
+package dbservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ServiceVersion is reported by GET /health.
+const ServiceVersion = "1.0.0"
+
+// DefaultMaxBodyBytes bounds request bodies unless Options says otherwise.
+const DefaultMaxBodyBytes int64 = 64 << 20
+
+// Options configures a Server.
+type Options struct {
+	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means the default.
+	MaxBodyBytes int64
+	// Logger receives request logs (V(1)) and failures; the default discards.
+	Logger logr.Logger
+}
+
+// Server is the DB service: an http.Handler over an in-memory store of trials.
+type Server struct {
+	maxBody int64
+	log     logr.Logger
+	store   *store
+	metrics *metrics
+	mux     *http.ServeMux
+	root    http.Handler
+}
+
+// New returns a Server with no trials.
+func New(opts Options) *Server {
+	s := &Server{
+		maxBody: opts.MaxBodyBytes,
+		log:     opts.Logger,
+		store:   newStore(),
+		mux:     http.NewServeMux(),
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.log.GetSink() == nil {
+		s.log = logr.Discard()
+	}
+	s.metrics = newMetrics(func() float64 { return float64(s.store.count()) })
+	s.routes()
+	emptyID := s.wrap("empty trial id", func(w http.ResponseWriter, r *http.Request) *Error {
+		return newError(http.StatusBadRequest, ErrTypeInvalidTrialID, map[string]any{"trial_id": ""},
+			"trial id \"\" must match [A-Za-z0-9._:-]{1,253}")
+	})
+	s.root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux would answer /trials//init with a redirect to a cleaned path; an
+		// empty trial id is a bad request.
+		if strings.HasPrefix(r.URL.Path, "/trials//") {
+			emptyID(w, r)
+			return
+		}
+		s.mux.ServeHTTP(w, r)
+	})
+	return s
+}
+
+// Handler returns the HTTP handler serving every endpoint.
+func (s *Server) Handler() http.Handler { return s.root }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully (in-flight requests get
+// up to 5 seconds). It returns nil after a shutdown caused by ctx.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.root,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shut down %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// handlerFunc handles one route; a returned *Error becomes the error response, and
+// nothing must have been written in that case.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) *Error
+
+func (s *Server) routes() {
+	s.handle("POST /trials/{id}/init", s.handleInit)
+	s.handle("GET /trials/{id}/state", s.handleState)
+	s.handle("GET /trials/{id}/state/stable", s.handleStableState)
+	s.handle("GET /trials/{id}/state/hash", s.handleHash)
+	s.handle("PATCH /trials/{id}/state/{table}", s.handlePatch)
+	s.handle("POST /trials/{id}/snapshots/{name}", s.handleSnapshot)
+	s.handle("POST /trials/{id}/snapshots/{name}/restore", s.handleRestore)
+	s.handle("DELETE /trials/{id}/snapshots/{name}", s.handleDeleteSnapshot)
+	s.handle("POST /trials/{id}/reset", s.handleReset)
+	s.handle("DELETE /trials/{id}", s.handleDelete)
+	s.handle("POST /trials/{id}/query", s.handleQuery)
+	s.handle("GET /trials/{id}/schema", s.handleSchema)
+	s.handle("GET /health", s.handleHealth)
+	metricsHandler := promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{})
+	s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request) *Error {
+		metricsHandler.ServeHTTP(w, r)
+		return nil
+	})
+	// Anything else, including a known path with another method, gets a JSON 404.
+	s.handle("/", func(w http.ResponseWriter, r *http.Request) *Error {
+		return newError(http.StatusNotFound, ErrTypeNotFound, map[string]any{"method": r.Method, "path": r.URL.Path},
+			"no endpoint %s %s", r.Method, r.URL.Path)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, s.wrap(pattern, h))
+}
+
+// wrap adds error rendering, panic recovery, metrics and request logging to h.
+func (s *Server) wrap(route string, h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		if e := s.serve(h, sw, r); e != nil {
+			writeError(sw, e)
+			if e.Status >= 500 {
+				s.log.Error(errors.New(e.Message), "request failed", "method", r.Method, "path", r.URL.Path, "type", e.Type)
+			}
+		}
+		elapsed := time.Since(start)
+		s.metrics.requests.WithLabelValues(route, fmt.Sprint(sw.status)).Inc()
+		s.metrics.latency.WithLabelValues(route).Observe(elapsed.Seconds())
+		s.log.V(1).Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", elapsed)
+	}
+}
+
+// serve runs h, turning a panic into a 500 so one bad request cannot take down the
+// trials of everyone else.
+func (s *Server) serve(h handlerFunc, w http.ResponseWriter, r *http.Request) (e *Error) {
+	defer func() {
+		if p := recover(); p != nil {
+			e = newError(http.StatusInternalServerError, ErrTypeInternal, nil, "internal error: %v", p)
+		}
+	}()
+	return h(w, r)
+}
+
+// validTrialID reports whether id matches [A-Za-z0-9._:-]{1,253}.
+func validTrialID(id string) bool {
+	if len(id) == 0 || len(id) > 253 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func trialID(r *http.Request) (string, *Error) {
+	id := r.PathValue("id")
+	if !validTrialID(id) {
+		return "", newError(http.StatusBadRequest, ErrTypeInvalidTrialID, map[string]any{"trial_id": id},
+			"trial id %q must match [A-Za-z0-9._:-]{1,253}", id)
+	}
+	return id, nil
+}
+
+func snapshotName(r *http.Request) (string, *Error) {
+	name := r.PathValue("name")
+	if name == "" || len(name) > 253 {
+		return "", newError(http.StatusBadRequest, ErrTypeValidation, map[string]any{"snapshot_name": name},
+			"snapshot name must be 1 to 253 bytes long")
+	}
+	return name, nil
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
+	tooLarge := func() *Error {
+		return newError(http.StatusRequestEntityTooLarge, ErrTypePayloadTooLarge, map[string]any{"limit_bytes": s.maxBody},
+			"request body exceeds the limit of %d bytes", s.maxBody)
+	}
+	if r.ContentLength > s.maxBody {
+		return nil, tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge()
+		}
+		return nil, newError(http.StatusBadRequest, ErrTypeInvalidJSON, nil, "reading request body: %v", err)
+	}
+	return body, nil
+}

@@ -1,0 +1,269 @@
+package dbservice
+
+import (
+	"slices"
+	"sync/atomic"
+
+	"tolokaforge.io/operator/dbservice/canonical"
+)
+
+// chunkSize bounds the records per chunk: a one-record change copies one chunk of this
+// many pointers plus the chunk list, instead of the whole table.
+const chunkSize = 256
+
+// chunk is a run of consecutive records. A chunk is immutable once the transaction
+// that created it (owner) has finished; only that transaction may modify it.
+type chunk struct {
+	recs []*record
+	// id is unique for the process lifetime; hash checkpoints name chunks by id so they
+	// never keep old chunks alive.
+	id    uint64
+	owner uint64
+	// index is built lazily, only on frozen chunks, for one key field.
+	index atomic.Pointer[chunkIndex]
+	// full and stable cache the records' canonical bytes joined by commas, built lazily
+	// once the chunk is frozen, so hashing a state is a few large sha256 writes per
+	// chunk instead of two small ones per record.
+	full, stable atomic.Pointer[[]byte]
+}
+
+// joined returns the chunk's records in canonical form separated by commas.
+func (c *chunk) joined(stable bool) []byte {
+	p := &c.full
+	if stable {
+		p = &c.stable
+	}
+	if b := p.Load(); b != nil {
+		return *b
+	}
+	if stable && c.stableIsFull() {
+		b := c.joined(false)
+		c.stable.Store(&b)
+		return b
+	}
+	n := len(c.recs)
+	for _, r := range c.recs {
+		n += len(r.bytes(stable))
+	}
+	buf := make([]byte, 0, n)
+	for i, r := range c.recs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, r.bytes(stable)...)
+	}
+	p.Store(&buf)
+	return buf
+}
+
+// stableIsFull reports whether no record of the chunk lost a field to stable filtering.
+func (c *chunk) stableIsFull() bool {
+	for _, r := range c.recs {
+		if !r.stableIsFull() {
+			return false
+		}
+	}
+	return true
+}
+
+// chunkIndex maps canonical.EqualityKey of a field's value to the record's position in
+// the chunk; -1 marks a value held by several records, which are then found by scanning.
+type chunkIndex struct {
+	field string
+	pos   map[string]int32
+}
+
+func (c *chunk) indexFor(field string) *chunkIndex {
+	if ix := c.index.Load(); ix != nil && ix.field == field {
+		return ix
+	}
+	ix := &chunkIndex{field: field, pos: make(map[string]int32, len(c.recs))}
+	for i, r := range c.recs {
+		key, ok := r.equalityKey(field)
+		if !ok {
+			continue
+		}
+		if _, dup := ix.pos[key]; dup {
+			ix.pos[key] = -1
+		} else {
+			ix.pos[key] = int32(i)
+		}
+	}
+	c.index.Store(ix)
+	return ix
+}
+
+// table is an immutable, ordered list of records.
+type table struct {
+	chunks []*chunk
+	n      int
+}
+
+var emptyTable = &table{}
+
+var chunkSeq atomic.Uint64
+
+func newChunk(recs []*record, owner uint64) *chunk {
+	return &chunk{recs: recs, owner: owner, id: chunkSeq.Add(1)}
+}
+
+func newTable(recs []*record) *table {
+	t := &table{n: len(recs)}
+	for start := 0; start < len(recs); start += chunkSize {
+		end := min(start+chunkSize, len(recs))
+		t.chunks = append(t.chunks, newChunk(recs[start:end:end], 0))
+	}
+	return t
+}
+
+func (t *table) each(fn func(*record)) {
+	for _, c := range t.chunks {
+		for _, r := range c.recs {
+			fn(r)
+		}
+	}
+}
+
+// loc addresses a record inside a transaction's chunk list.
+type loc struct{ ci, ri int }
+
+var txnSeq atomic.Uint64
+
+// tableTxn is a private, copy-on-write working copy of a table. Nothing it does is
+// visible until commit returns the new table; dropping it aborts.
+type tableTxn struct {
+	id     uint64
+	chunks []*chunk
+	copied bool
+	n      int
+	dirty  bool
+}
+
+func beginTable(t *table) *tableTxn {
+	return &tableTxn{id: txnSeq.Add(1), chunks: t.chunks, n: t.n}
+}
+
+func (tx *tableTxn) ownList() {
+	if !tx.copied {
+		tx.chunks = slices.Clone(tx.chunks)
+		tx.copied = true
+	}
+}
+
+// own returns chunk ci, copying it first unless this transaction created it.
+func (tx *tableTxn) own(ci int) *chunk {
+	c := tx.chunks[ci]
+	if c.owner == tx.id {
+		return c
+	}
+	tx.ownList()
+	recs := make([]*record, len(c.recs), max(len(c.recs), chunkSize))
+	copy(recs, c.recs)
+	nc := newChunk(recs, tx.id)
+	tx.chunks[ci] = nc
+	return nc
+}
+
+// find returns the records matching filter, in table order, stopping after limit
+// matches when limit > 0. keyField names the field the chunk indexes cover.
+func (tx *tableTxn) find(filter canonical.Object, keyField string, limit int) []loc {
+	var out []loc
+	lookupKey, useIndex := "", false
+	if v, ok := filter.Get(keyField); ok && canonical.KindOf(v) != canonical.KindNull {
+		lookupKey, useIndex = canonical.EqualityKey(v)
+	}
+	for ci, c := range tx.chunks {
+		if useIndex && c.owner != tx.id {
+			p, ok := c.indexFor(keyField).pos[lookupKey]
+			if !ok {
+				continue
+			}
+			if p >= 0 {
+				if c.recs[p].matches(filter) {
+					out = append(out, loc{ci, int(p)})
+					if limit > 0 && len(out) == limit {
+						return out
+					}
+				}
+				continue
+			}
+		}
+		for ri, r := range c.recs {
+			if r.matches(filter) {
+				out = append(out, loc{ci, ri})
+				if limit > 0 && len(out) == limit {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (tx *tableTxn) get(l loc) *record { return tx.chunks[l.ci].recs[l.ri] }
+
+func (tx *tableTxn) replace(l loc, r *record) {
+	tx.own(l.ci).recs[l.ri] = r
+	tx.dirty = true
+}
+
+func (tx *tableTxn) appendRecord(r *record) {
+	if last := len(tx.chunks) - 1; last >= 0 && len(tx.chunks[last].recs) < chunkSize {
+		c := tx.own(last)
+		c.recs = append(c.recs, r)
+	} else {
+		tx.ownList()
+		recs := make([]*record, 1, chunkSize)
+		recs[0] = r
+		tx.chunks = append(tx.chunks, newChunk(recs, tx.id))
+	}
+	tx.n++
+	tx.dirty = true
+}
+
+// remove deletes the records at locs, which must be in table order.
+func (tx *tableTxn) remove(locs []loc) {
+	if len(locs) == 0 {
+		return
+	}
+	// Walk backwards so earlier locations stay valid while chunks shrink or vanish.
+	for i := len(locs) - 1; i >= 0; {
+		ci := locs[i].ci
+		c := tx.own(ci)
+		j := i
+		for ; j >= 0 && locs[j].ci == ci; j-- {
+			ri := locs[j].ri
+			c.recs = append(c.recs[:ri], c.recs[ri+1:]...)
+		}
+		tx.n -= i - j
+		if len(c.recs) == 0 {
+			tx.chunks = append(tx.chunks[:ci], tx.chunks[ci+1:]...)
+		}
+		i = j
+	}
+	tx.dirty = true
+	// Deletes leave partly filled chunks; repack when they would slow scans noticeably.
+	if full := (tx.n + chunkSize - 1) / chunkSize; len(tx.chunks) > 2*full+2 {
+		tx.repack()
+	}
+}
+
+func (tx *tableTxn) repack() {
+	recs := make([]*record, 0, tx.n)
+	for _, c := range tx.chunks {
+		recs = append(recs, c.recs...)
+	}
+	t := newTable(recs)
+	for _, c := range t.chunks {
+		c.owner = tx.id
+	}
+	tx.chunks, tx.copied = t.chunks, true
+}
+
+// commit returns the resulting table, or nil when nothing changed.
+func (tx *tableTxn) commit() *table {
+	if !tx.dirty {
+		return nil
+	}
+	return &table{chunks: tx.chunks, n: tx.n}
+}

@@ -1,0 +1,243 @@
+package dbservice
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	"tolokaforge.io/operator/dbservice/canonical"
+)
+
+// trial is one trial's database. mu serializes every request on it.
+type trial struct {
+	mu   sync.Mutex
+	id   string
+	gone bool // deleted while a request waited for mu
+
+	schemas    []tableSchema
+	unstable   []unstableField
+	unstableBy map[string][]string
+	pkBy       map[string]string
+
+	initial   *dbState
+	current   *dbState
+	version   int64
+	snapshots map[string]*snapshot
+}
+
+type snapshot struct {
+	state   *dbState
+	version int64
+}
+
+// newTrial builds a trial from a checked init request. It runs before the trial is
+// published, so a failure leaves nothing behind.
+func newTrial(id string, req *initRequest) (*trial, *Error) {
+	t := &trial{
+		id:         id,
+		schemas:    req.schemas,
+		unstable:   req.unstable,
+		unstableBy: map[string][]string{},
+		pkBy:       map[string]string{},
+		version:    1,
+		snapshots:  map[string]*snapshot{},
+	}
+	for _, uf := range req.unstable {
+		t.unstableBy[uf.Table] = append(t.unstableBy[uf.Table], uf.Field)
+	}
+	for _, s := range req.schemas {
+		if s.PrimaryKey != "" {
+			t.pkBy[s.Name] = s.PrimaryKey
+		}
+	}
+	tables := make(map[string]*table, req.tables.Len())
+	for name, v := range req.tables.All() {
+		arr := v.(canonical.Array)
+		recs := make([]*record, len(arr))
+		uf := t.unstableBy[name]
+		pk := t.pkBy[name]
+		var seen map[string]int
+		if pk != "" {
+			seen = make(map[string]int, len(arr))
+		}
+		for i, r := range arr {
+			obj := r.(canonical.Object)
+			if pk != "" {
+				if kv, ok := obj.Get(pk); ok {
+					if key, ok := canonical.EqualityKey(kv); ok {
+						if j, dup := seen[key]; dup {
+							return nil, errValidation(fmt.Sprintf("$.tables[%s][%d]", quote(name), i),
+								"duplicate primary key %s=%s (also at index %d)", pk, canonical.Marshal(kv), j)
+						}
+						seen[key] = i
+					}
+				}
+			}
+			recs[i] = newRecord(obj, uf)
+		}
+		tables[name] = newTable(recs)
+	}
+	t.initial = newState(tables)
+	t.current = t.initial
+	return t, nil
+}
+
+// keyField is the field upsert matches on by default and the chunk indexes cover.
+func (t *trial) keyField(table string) string {
+	if pk := t.pkBy[table]; pk != "" {
+		return pk
+	}
+	return "id"
+}
+
+func (t *trial) unstableFor(table string) []string { return t.unstableBy[table] }
+
+// filteredFields lists the declared unstable fields whose table exists in s.
+func (t *trial) filteredFields(s *dbState) []unstableField {
+	var out []unstableField
+	for _, uf := range t.unstable {
+		if _, ok := s.tables[uf.Table]; ok {
+			out = append(out, uf)
+		}
+	}
+	return out
+}
+
+func errDuplicateKey(trialID, table, pk string, v canonical.Value, index int) *Error {
+	return newError(http.StatusConflict, ErrTypeDuplicateKey,
+		map[string]any{"trial_id": trialID, "table": table, "primary_key": pk, "value": string(canonical.Marshal(v)), "index": index},
+		"operations[%d]: table %q already holds a record with %s=%s", index, table, pk, canonical.Marshal(v))
+}
+
+// checkDuplicate fails when rec's primary-key value is already present in the table.
+func (t *trial) checkDuplicate(tx *tableTxn, table, pk string, rec canonical.Object, index int) *Error {
+	kv, ok := rec.Get(pk)
+	if !ok {
+		return nil
+	}
+	if len(tx.find(canonical.NewObject(canonical.Member{Key: pk, Value: kv}), pk, 1)) > 0 {
+		return errDuplicateKey(t.id, table, pk, kv, index)
+	}
+	return nil
+}
+
+// applyPatch runs ops against a private copy of the table and returns the state that
+// would result; t is not modified. Missing tables are created only when the first
+// operation inserts or upserts.
+func (t *trial) applyPatch(tableName string, ops []operation) (*dbState, int, *Error) {
+	cur := t.current
+	tbl, exists := cur.tables[tableName]
+	if !exists {
+		if first := ops[0].op; first != "insert" && first != "upsert" {
+			return nil, 0, errTableNotFound(t.id, tableName)
+		}
+		tbl = emptyTable
+	}
+	tx := beginTable(tbl)
+	keyField := t.keyField(tableName)
+	pk := t.pkBy[tableName]
+	uf := t.unstableFor(tableName)
+	affected := 0
+	for i, op := range ops {
+		switch op.op {
+		case "insert":
+			if pk != "" {
+				if e := t.checkDuplicate(tx, tableName, pk, op.record, i); e != nil {
+					return nil, 0, e
+				}
+			}
+			tx.appendRecord(newRecord(op.record, uf))
+			affected++
+		case "update":
+			locs := tx.find(op.filter, keyField, 0)
+			for _, l := range locs {
+				tx.replace(l, newRecord(tx.get(l).val.Merge(op.set), uf))
+			}
+			affected += len(locs)
+		case "delete":
+			locs := tx.find(op.filter, keyField, 0)
+			tx.remove(locs)
+			affected += len(locs)
+		case "upsert":
+			key := op.key
+			if key == "" {
+				key = keyField
+			}
+			kv, ok := op.record.Get(key)
+			if !ok {
+				return nil, 0, errInvalidOp(i, "upsert record lacks its key field %q", key)
+			}
+			locs := tx.find(canonical.NewObject(canonical.Member{Key: key, Value: kv}), keyField, 1)
+			if len(locs) > 0 {
+				tx.replace(locs[0], newRecord(tx.get(locs[0]).val.Merge(op.record), uf))
+			} else {
+				if pk != "" && pk != key {
+					if e := t.checkDuplicate(tx, tableName, pk, op.record, i); e != nil {
+						return nil, 0, e
+					}
+				}
+				tx.appendRecord(newRecord(op.record, uf))
+			}
+			affected++
+		default:
+			// decodeOp admits only the four ops above.
+			return nil, 0, errInvalidOp(i, "unknown op %q", op.op)
+		}
+	}
+	next := tx.commit()
+	switch {
+	case next != nil:
+		return cur.with(tableName, next), affected, nil
+	case !exists:
+		return cur.with(tableName, &table{}), affected, nil
+	default:
+		return cur, affected, nil
+	}
+}
+
+// stableIsFull reports whether stable filtering leaves s unchanged because none of its
+// tables declares unstable fields.
+func (t *trial) stableIsFull(s *dbState) bool {
+	for name := range t.unstableBy {
+		if _, ok := s.tables[name]; ok {
+			return false
+		}
+	}
+	return true
+}
+
+// takeSnapshot saves the current state under name and reports whether it replaced one.
+// It copies nothing: states are immutable.
+func (t *trial) takeSnapshot(name string) (replaced bool) {
+	_, replaced = t.snapshots[name]
+	t.snapshots[name] = &snapshot{state: t.current, version: t.version}
+	return replaced
+}
+
+// restore makes snapshot name current (version +1).
+func (t *trial) restore(name string) (*snapshot, *Error) {
+	snap, ok := t.snapshots[name]
+	if !ok {
+		return nil, errSnapshotNotFound(t.id, name)
+	}
+	t.current = snap.state
+	t.version++
+	return snap, nil
+}
+
+// reset makes the initial state current (version +1); snapshots stay.
+func (t *trial) reset() {
+	t.current = t.initial
+	t.version++
+}
+
+// patch applies ops to table atomically and bumps the version on success.
+func (t *trial) patch(table string, ops []operation) (int, *Error) {
+	next, n, e := t.applyPatch(table, ops)
+	if e != nil {
+		return 0, e
+	}
+	t.current = next
+	t.version++
+	return n, nil
+}

@@ -1,0 +1,111 @@
+package dbservice
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"tolokaforge.io/operator/dbservice/canonical"
+)
+
+// The shared vectors are read with canonical.Parse: encoding/json would replace lone
+// surrogates. The copy in canonical/testdata keeps the tests self-contained.
+func loadVectors(t testing.TB) canonical.Object {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("canonical", "testdata", "stable_hash.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := canonical.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(canonical.Object)
+}
+
+func get(t testing.TB, v canonical.Value, key string) canonical.Value {
+	t.Helper()
+	o, ok := v.(canonical.Object)
+	if !ok {
+		t.Fatalf("%s of a non-object", key)
+	}
+	x, ok := o.Get(key)
+	if !ok {
+		t.Fatalf("missing %q", key)
+	}
+	return x
+}
+
+func getStr(t testing.TB, v canonical.Value, key string) string {
+	t.Helper()
+	return string(get(t, v, key).(canonical.String))
+}
+
+// End to end: init each table vector with its unstable fields, then GET .../state/hash
+// and .../state/stable must give the reference digests and canonical text.
+func TestTableVectorsOverHTTP(t *testing.T) {
+	_, base := startServer(t, Options{})
+	cases := get(t, get(t, loadVectors(t), "tables"), "cases").(canonical.Array)
+	if len(cases) < 40 {
+		t.Fatalf("only %d table vectors", len(cases))
+	}
+	for i, c := range cases {
+		id := fmt.Sprintf("vec-%d", i)
+		body := `{"tables":` + getStr(t, c, "tables_json") + `,"unstable_fields":` + string(canonical.Marshal(get(t, c, "unstable_fields"))) + `}`
+		if code, resp := rawDo(t, "POST", base+"/trials/"+id+"/init", body); code != 201 {
+			t.Fatalf("case %d init: %d %s", i, code, resp)
+		}
+		code, resp := rawDo(t, "GET", base+"/trials/"+id+"/state/hash", "")
+		if code != 200 {
+			t.Fatalf("case %d hash: %d %s", i, code, resp)
+		}
+		want := fmt.Sprintf(`{"stable_hash":%q,"full_hash":%q,"version":1}`, getStr(t, c, "stable_sha256"), getStr(t, c, "full_sha256"))
+		if resp != want {
+			t.Errorf("case %d: hash response\n got %s\nwant %s", i, resp, want)
+		}
+		code, resp = rawDo(t, "GET", base+"/trials/"+id+"/state/stable", "")
+		if code != 200 {
+			t.Fatalf("case %d stable: %d %s", i, code, resp)
+		}
+		doc, err := canonical.Parse([]byte(resp))
+		if err != nil {
+			t.Fatalf("case %d: stable response is not JSON: %v", i, err)
+		}
+		if got := string(canonical.Marshal(get(t, doc, "data"))); got != getStr(t, c, "stable_canonical") {
+			t.Errorf("case %d: stable data\n got %s\nwant %s", i, got, getStr(t, c, "stable_canonical"))
+		}
+	}
+}
+
+// Each canonical vector is stored as a field value and read back through a query: the
+// value survives request decoding, storage and response encoding byte for byte.
+func TestCanonicalVectorsOverHTTP(t *testing.T) {
+	_, base := startServer(t, Options{})
+	for i, c := range get(t, loadVectors(t), "canonical").(canonical.Array) {
+		id := fmt.Sprintf("cv-%d", i)
+		body := `{"tables":{"t":[{"v":` + getStr(t, c, "json") + `}]}}`
+		if code, resp := rawDo(t, "POST", base+"/trials/"+id+"/init", body); code != 201 {
+			t.Fatalf("case %d init: %d %s", i, code, resp)
+		}
+		code, resp := rawDo(t, "POST", base+"/trials/"+id+"/query", `{"jsonpath":"$.db.t[0].v"}`)
+		if code != 200 {
+			t.Fatalf("case %d query: %d %s", i, code, resp)
+		}
+		want := `{"results":[` + getStr(t, c, "canonical") + `],"count":1}`
+		if resp != want {
+			t.Errorf("case %d: query\n got %s\nwant %s", i, resp, want)
+		}
+		code, resp = rawDo(t, "GET", base+"/trials/"+id+"/state", "")
+		if code != 200 {
+			t.Fatalf("case %d state: %d", i, code)
+		}
+		doc, err := canonical.Parse([]byte(resp))
+		if err != nil {
+			t.Fatalf("case %d: state response is not JSON: %v", i, err)
+		}
+		if got, want := string(canonical.Marshal(get(t, doc, "data"))), `{"t":[{"v":`+getStr(t, c, "canonical")+`}]}`; got != want {
+			t.Errorf("case %d: state data\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
