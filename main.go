@@ -14,9 +14,11 @@ import (
 	"strings"
 	"syscall"
 
+	"tolokaforge.io/operator/controllers/manager"
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/runner"
+	"tolokaforge.io/operator/test/devcluster"
 )
 
 // errNotImplemented marks a subcommand whose issue is still open.
@@ -31,13 +33,13 @@ func notImplemented(context.Context, []string) error { return errNotImplemented 
 
 func commands() map[string]command {
 	return map[string]command{
-		"manager":   {"run the operator (Trial/Campaign controllers and the host)", notImplemented},
+		"manager":   {"run the operator (Trial/Campaign controllers and the host)", manager.Main},
 		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runner.Main},
 		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
 		"trial":     {"run one trial locally: trial run --task PATH", notImplemented},
 		"pack":      {"convert and validate task packs: pack import|validate", notImplemented},
-		"dev":       {"start a local control plane with the manager and the pod simulator", notImplemented},
+		"dev":       {"start a local control plane with the manager and the pod simulator", devcluster.Main},
 		"version":   {"print the version and the engine protocol version", runVersion},
 	}
 }
