@@ -34,7 +34,7 @@ func notImplemented(context.Context, []string) error { return errNotImplemented 
 func commands() map[string]command {
 	return map[string]command{
 		"manager":   {"run the operator (Trial/Campaign controllers and the host)", manager.Main},
-		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runner.Main},
+		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runRunner},
 		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
 		"trial":     {"run one trial locally: trial run --task PATH", notImplemented},
@@ -106,4 +106,8 @@ func runMCP(ctx context.Context, args []string) error {
 	default:
 		return fmt.Errorf("unknown MCP server %q (available: shop)", args[0])
 	}
+}
+
+func runRunner(ctx context.Context, args []string) error {
+	return runner.MainWith(ctx, args, runner.Config{Version: version})
 }

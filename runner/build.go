@@ -1,0 +1,285 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/tools"
+	"tolokaforge.io/operator/runner/tools/builtin"
+	"tolokaforge.io/operator/runner/tools/mcpclient"
+)
+
+// Names of Tolokaforge's state-convention tools: never offered to an actor.
+const (
+	stateGetTool = "_tolokaforge_get_state_"
+	stateSetTool = "_tolokaforge_set_state_"
+)
+
+// selfCommand as an MCP command's argv[0] means the runner's own binary.
+const selfCommand = "tolokaforge"
+
+// toolPlan is one declared tool resolved to an adapter, before anything is
+// started: every refusal RegisterTrial can make about a tool happens here,
+// ahead of any side effect.
+type toolPlan struct {
+	path    string // "task.agent_tools[2]"
+	schema  task.ToolSchema
+	timeout time.Duration
+	builtin *builtin.Builtin
+	mcp     *mcpLaunch
+	remote  string // MCP: the tool's name on the server
+	// validator is nil for an MCP tool without declared parameters: its
+	// schema comes from the server once it runs.
+	validator *tools.Validator
+}
+
+// mcpLaunch is how to reach one MCP server; key identifies it within a trial.
+type mcpLaunch struct {
+	key string
+	cfg mcpclient.Config
+}
+
+// layout is a trial's directory: files is the file tools' root (and where
+// initial_state.filesystem lands), artifacts holds tool_artifacts (and is
+// where a relative mcp_server_script resolves).
+type layout struct {
+	dir, files, artifacts string
+}
+
+func newLayout(dir string) layout {
+	return layout{dir: dir, files: filepath.Join(dir, "files"), artifacts: filepath.Join(dir, "artifacts")}
+}
+
+// planTools resolves both actors' tools.
+func (s *Server) planTools(spec *task.TrialSpec, explicit declared, def time.Duration, lay layout) (agent, user []toolPlan, err error) {
+	if agent, err = s.planList("task.agent_tools", spec.Task.AgentTools, explicit.agent, def, lay); err != nil {
+		return nil, nil, err
+	}
+	if user, err = s.planList("task.user_tools", spec.Task.UserTools, explicit.user, def, lay); err != nil {
+		return nil, nil, err
+	}
+	return agent, user, nil
+}
+
+func (s *Server) planList(base string, list []task.ToolSchema, explicit []presence, def time.Duration, lay layout) ([]toolPlan, error) {
+	plans := make([]toolPlan, 0, len(list))
+	for i, ts := range list {
+		var has presence
+		if i < len(explicit) {
+			has = explicit[i]
+		}
+		p := toolPlan{path: fmt.Sprintf("%s[%d]", base, i), schema: ts, timeout: def}
+		if has.timeout {
+			p.timeout = tools.Seconds(ts.TimeoutS)
+		}
+		if err := s.planTool(&p, lay); err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", p.path, ts.Name, err)
+		}
+		if p.builtin != nil && !has.category {
+			p.schema.Category = p.builtin.Category
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+func (s *Server) planTool(p *toolPlan, lay layout) error {
+	ts := p.schema
+	if ts.Name == stateGetTool || ts.Name == stateSetTool {
+		return fmt.Errorf("%q is reserved for the state convention and cannot be offered to an actor", ts.Name)
+	}
+	if hasParameters(ts.Parameters) {
+		v, err := tools.NewValidator(ts.Parameters)
+		if err != nil {
+			return fmt.Errorf("parameters: invalid JSON Schema: %w", err)
+		}
+		p.validator = v
+	}
+	src := ts.Source
+	switch {
+	case src == nil || src.Toolset == tools.AdapterBuiltin:
+		name := ts.Name
+		if src != nil && src.ClassName != "" {
+			name = src.ClassName
+		}
+		b, ok := s.lookupBuiltin(name)
+		if !ok {
+			return fmt.Errorf("no builtin tool named %q; builtins: %s", name, strings.Join(s.builtinNames(), ", "))
+		}
+		p.builtin = &b
+		if p.validator == nil {
+			v, err := tools.NewValidator(b.Parameters)
+			if err != nil {
+				return fmt.Errorf("builtin %q schema: %w", name, err)
+			}
+			p.validator = v
+		}
+		return nil
+	case src.InvocationStyle == task.InvocationMCPServer:
+		launch, err := s.planMCP(src, lay)
+		if err != nil {
+			return err
+		}
+		p.mcp = launch
+		p.remote = ts.Name
+		if src.ClassName != "" {
+			p.remote = src.ClassName
+		}
+		return nil
+	}
+	return fmt.Errorf("source.invocation_style %q loads a Python class, which this Go runner cannot run; supported styles: %s (source null or toolset %q) and %s",
+		src.InvocationStyle, tools.AdapterBuiltin, tools.AdapterBuiltin, task.InvocationMCPServer)
+}
+
+func hasParameters(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && !bytes.Equal(raw, []byte("null"))
+}
+
+func (s *Server) lookupBuiltin(name string) (builtin.Builtin, bool) {
+	for _, b := range s.cfg.ExtraBuiltins {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return builtin.Lookup(name)
+}
+
+func (s *Server) builtinNames() []string {
+	names := builtin.Names()
+	for _, b := range s.cfg.ExtraBuiltins {
+		if _, ok := builtin.Lookup(b.Name); !ok {
+			names = append(names, b.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// planMCP reads source.extra: command (argv array), url, cwd (relative to the
+// trial's directory) and env (object); without command or url,
+// mcp_server_script is the executable (a .py script runs under python3).
+func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
+	var argv []string
+	var url, cwd string
+	env := map[string]string{}
+	if raw, ok := src.Extra["command"]; ok {
+		if err := json.Unmarshal(raw, &argv); err != nil || len(argv) == 0 || argv[0] == "" {
+			return nil, fmt.Errorf("source.extra.command: want a non-empty JSON array of strings, got %s", raw)
+		}
+	}
+	if raw, ok := src.Extra["url"]; ok {
+		if err := json.Unmarshal(raw, &url); err != nil || url == "" {
+			return nil, fmt.Errorf("source.extra.url: want a non-empty string, got %s", raw)
+		}
+	}
+	if raw, ok := src.Extra["cwd"]; ok {
+		if err := json.Unmarshal(raw, &cwd); err != nil {
+			return nil, fmt.Errorf("source.extra.cwd: want a string, got %s", raw)
+		}
+		rel, err := builtin.CleanRelPath(cwd)
+		if err != nil {
+			return nil, fmt.Errorf("source.extra.cwd: %s", strings.TrimPrefix(err.Error(), "arguments.path: "))
+		}
+		cwd = rel
+	}
+	if raw, ok := src.Extra["env"]; ok {
+		if err := json.Unmarshal(raw, &env); err != nil {
+			return nil, fmt.Errorf("source.extra.env: want an object of strings, got %s", raw)
+		}
+	}
+	if url != "" && len(argv) > 0 {
+		return nil, fmt.Errorf("source.extra: command and url are exclusive")
+	}
+	if url == "" && len(argv) == 0 {
+		if src.MCPServerScript == nil || *src.MCPServerScript == "" {
+			return nil, fmt.Errorf("source: an mcp_server tool needs extra.command, extra.url or mcp_server_script")
+		}
+		script := *src.MCPServerScript
+		if !filepath.IsAbs(script) {
+			rel, err := builtin.CleanRelPath(script)
+			if err != nil {
+				return nil, fmt.Errorf("source.mcp_server_script: %s", strings.TrimPrefix(err.Error(), "arguments.path: "))
+			}
+			script = filepath.Join(lay.artifacts, filepath.FromSlash(rel))
+		}
+		argv = []string{script}
+		if strings.HasSuffix(script, ".py") {
+			argv = []string{"python3", script}
+		}
+	}
+	if len(argv) > 0 && argv[0] == selfCommand {
+		argv = append([]string{s.cfg.SelfExecutable}, argv[1:]...)
+	}
+	dir := lay.dir
+	if cwd != "" && cwd != "." {
+		dir = filepath.Join(lay.dir, filepath.FromSlash(cwd))
+	}
+	cfg := mcpclient.Config{Command: argv, URL: url, Env: s.mcpEnv(lay, env)}
+	if url == "" {
+		cfg.Dir = dir
+	}
+	key := url
+	if url == "" {
+		key = strings.Join(argv, "\x00") + "\x01" + dir + "\x01" + strings.Join(cfg.Env, "\x00")
+	}
+	return &mcpLaunch{key: key, cfg: cfg}, nil
+}
+
+// mcpEnv is what an MCP server gets on top of mcpclient's minimal
+// environment (PATH, HOME, LANG; never the runner's own, which holds keys): a
+// temp dir inside the trial, where the trial's directories are, the runner's
+// MCPEnv and the tool source's env, later entries winning.
+func (s *Server) mcpEnv(lay layout, extra map[string]string) []string {
+	env := []string{
+		"TMPDIR=" + lay.dir,
+		"TOLOKAFORGE_TRIAL_DIR=" + lay.dir,
+		"TOLOKAFORGE_FILES_DIR=" + lay.files,
+	}
+	env = append(env, s.cfg.MCPEnv...)
+	for _, k := range sortedKeys(extra) {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+// declared says which tools spelled out timeout_s and category: decoding
+// fills their defaults (30 s, compute), but an absent timeout_s must fall back
+// to the request's default_tool_timeout_s first, and an absent category on a
+// builtin is the builtin's own.
+type declared struct {
+	agent, user []presence
+}
+
+type presence struct {
+	timeout, category bool
+}
+
+func declaredFields(specJSON []byte) declared {
+	type toolKeys struct {
+		TimeoutS *float64 `json:"timeout_s"`
+		Category *string  `json:"category"`
+	}
+	var probe struct {
+		Task struct {
+			AgentTools []toolKeys `json:"agent_tools"`
+			UserTools  []toolKeys `json:"user_tools"`
+		} `json:"task"`
+	}
+	// The strict decoder already accepted the document; this reads presence only.
+	_ = json.Unmarshal(specJSON, &probe)
+	conv := func(in []toolKeys) []presence {
+		out := make([]presence, len(in))
+		for i, t := range in {
+			out[i] = presence{timeout: t.TimeoutS != nil, category: t.Category != nil}
+		}
+		return out
+	}
+	return declared{agent: conv(probe.Task.AgentTools), user: conv(probe.Task.UserTools)}
+}

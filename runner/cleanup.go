@@ -1,0 +1,98 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/dbservice/client"
+)
+
+// teardownTimeout bounds one trial's cleanup (process kills, a DB delete).
+const teardownTimeout = 30 * time.Second
+
+// CleanupTrial implements RunnerService.CleanupTrial. It is idempotent: an
+// unknown trial is already clean.
+func (s *Server) CleanupTrial(ctx context.Context, req *runnerpb.CleanupTrialRequest) (*runnerpb.CleanupTrialResponse, error) {
+	id := req.GetTrialId()
+	if id == "" {
+		return &runnerpb.CleanupTrialResponse{Success: false, Error: "trial_id is required"}, nil
+	}
+	t := s.unregister(id)
+	if t == nil {
+		return &runnerpb.CleanupTrialResponse{Success: true}, nil
+	}
+	defer s.release(id)
+	// A host that gives up on the RPC must not leave half a cleanup behind.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	t.mu.Lock()
+	t.closed = true
+	err := s.teardown(ctx, t, true, true)
+	t.mu.Unlock()
+	if err != nil {
+		t.log.Error(err, "cleanup incomplete")
+		return &runnerpb.CleanupTrialResponse{Success: false, Error: fmt.Sprintf("trial '%s' was forgotten but cleanup was incomplete: %v", id, err)}, nil
+	}
+	t.log.Info("trial cleaned up")
+	return &runnerpb.CleanupTrialResponse{Success: true}, nil
+}
+
+// unregister removes a trial from the registry and keeps its id reserved until
+// release, so a re-registration cannot race the teardown of the old one.
+func (s *Server) unregister(id string) *trial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.trials[id]
+	if t == nil {
+		return nil
+	}
+	delete(s.trials, id)
+	s.registering[id] = struct{}{}
+	return t
+}
+
+// teardown stops a trial's MCP servers (their whole process groups), deletes
+// its DB state and removes its directory, collecting every failure.
+func (s *Server) teardown(ctx context.Context, t *trial, db, dir bool) error {
+	var errs []error
+	for _, sess := range t.sessions {
+		if err := sess.close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop MCP server: %w", err))
+		}
+	}
+	if db && t.db != nil {
+		if err := t.db.c.Delete(ctx, t.id); err != nil && !errors.Is(err, client.ErrTrialNotFound) {
+			errs = append(errs, fmt.Errorf("delete DB state: %w", err))
+		}
+	}
+	if dir && t.dir != "" {
+		if err := os.RemoveAll(t.dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove trial directory: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cleanupAll tears down every registered trial (shutdown) and returns how many.
+func (s *Server) cleanupAll(ctx context.Context) int {
+	s.mu.Lock()
+	all := make([]*trial, 0, len(s.trials))
+	for id, t := range s.trials {
+		all = append(all, t)
+		delete(s.trials, id)
+	}
+	s.mu.Unlock()
+	for _, t := range all {
+		t.mu.Lock()
+		t.closed = true
+		if err := s.teardown(ctx, t, true, true); err != nil {
+			t.log.Error(err, "cleanup at shutdown incomplete")
+		}
+		t.mu.Unlock()
+	}
+	return len(all)
+}

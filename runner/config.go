@@ -1,0 +1,100 @@
+package runner
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/tools/builtin"
+)
+
+// Config configures a runner. The zero value is usable: defaults are filled by
+// New.
+type Config struct {
+	// DBServiceURL is used when a TrialSpec's env_endpoints.db_service_url is
+	// empty, and is what HealthCheck probes.
+	DBServiceURL string
+	// MinEngineProtocol is the lowest engine_protocol_version RegisterTrial
+	// accepts (default task.EngineProtocolVersion).
+	MinEngineProtocol int32
+	// WorkDir holds one directory per trial (default os.TempDir()).
+	WorkDir string
+	// SelfExecutable replaces an MCP command's argv[0] "tolokaforge"
+	// (default os.Executable()).
+	SelfExecutable string
+	// Grader computes grades; nil makes GradeTrial answer
+	// "Grading error: no grader configured".
+	Grader grading.Grader
+	// Version is what HealthCheck reports (default "dev").
+	Version string
+	// DrainTimeout bounds GracefulStop on shutdown before in-flight RPCs are
+	// cut (default 10 s).
+	DrainTimeout time.Duration
+	// ExtraBuiltins are compiled-in tools in addition to package builtin's; a
+	// name here shadows a catalog tool of the same name. Embedders and tests
+	// use it to add tools without an MCP server.
+	ExtraBuiltins []builtin.Builtin
+	// MCPEnv is added to every MCP server's minimal environment (KEY=VALUE),
+	// before the tool source's own env.
+	MCPEnv []string
+	// HTTPClient talks to DB services (default: a pooled client sized for many
+	// concurrent trials).
+	HTTPClient *http.Client
+	// Logger receives structured logs (default logr.Discard()).
+	Logger logr.Logger
+}
+
+// Defaults.
+const (
+	DefaultListen       = "127.0.0.1:50051"
+	DefaultDrainTimeout = 10 * time.Second
+	// maxMessageBytes matches the Python runner's 50 MiB gRPC limit with room
+	// for large initial states.
+	maxMessageBytes = 64 << 20
+)
+
+func (c *Config) withDefaults() (Config, error) {
+	out := *c
+	if out.MinEngineProtocol == 0 {
+		out.MinEngineProtocol = task.EngineProtocolVersion
+	}
+	if out.MinEngineProtocol < 0 {
+		return out, fmt.Errorf("minimum engine protocol must be >= 0, got %d", out.MinEngineProtocol)
+	}
+	if out.WorkDir == "" {
+		out.WorkDir = os.TempDir()
+	}
+	if err := os.MkdirAll(out.WorkDir, 0o755); err != nil {
+		return out, fmt.Errorf("work dir: %w", err)
+	}
+	if out.SelfExecutable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return out, fmt.Errorf("resolve own executable: %w", err)
+		}
+		out.SelfExecutable = exe
+	}
+	if out.Version == "" {
+		out.Version = "dev"
+	}
+	if out.DrainTimeout <= 0 {
+		out.DrainTimeout = DefaultDrainTimeout
+	}
+	if out.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// One runner drives many trials against one DB service; the default
+		// two idle connections per host would churn sockets under load.
+		t.MaxIdleConns = 512
+		t.MaxIdleConnsPerHost = 256
+		out.HTTPClient = &http.Client{Transport: t, Timeout: 60 * time.Second}
+	}
+	if out.Logger.GetSink() == nil {
+		out.Logger = logr.Discard()
+	}
+	return out, nil
+}

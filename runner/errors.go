@@ -1,0 +1,15 @@
+package runner
+
+import "fmt"
+
+// wireError is an error whose text is a spec-mandated in-band message
+// ("Trial '<id>' not found", "Invalid trial_spec_json: ..."). Those sentences
+// start with a capital letter by contract, which Go's error-string convention
+// would otherwise flag; the type makes the exception explicit.
+type wireError struct{ msg string }
+
+func (e *wireError) Error() string { return e.msg }
+
+func wiref(format string, args ...any) error { return &wireError{msg: fmt.Sprintf(format, args...)} }
+
+func trialNotFound(id string) string { return fmt.Sprintf("Trial '%s' not found", id) }

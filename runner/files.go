@@ -1,0 +1,69 @@
+package runner
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"tolokaforge.io/operator/runner/tools/builtin"
+)
+
+// provision creates the trial's directory layout and writes the task's
+// tool_artifacts (base64) and initial_state.filesystem (text) into it. Paths are
+// held to the file tools' rule: relative, no "..", written through os.Root so a
+// symlink cannot lead outside either.
+func provision(lay layout, artifacts map[string]string, filesystem map[string]string) error {
+	for _, d := range []string{lay.files, lay.artifacts} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	for _, name := range sortedKeys(artifacts) {
+		data, err := base64.StdEncoding.DecodeString(artifacts[name])
+		if err != nil {
+			return fmt.Errorf("task.tool_artifacts[%q]: not base64: %w", name, err)
+		}
+		if err := writeUnder(lay.artifacts, name, data, 0o755); err != nil {
+			return fmt.Errorf("task.tool_artifacts[%q]: %w", name, err)
+		}
+	}
+	for _, name := range sortedKeys(filesystem) {
+		if err := writeUnder(lay.files, name, []byte(filesystem[name]), 0o644); err != nil {
+			return fmt.Errorf("task.initial_state.filesystem[%q]: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func writeUnder(dir, name string, data []byte, perm os.FileMode) error {
+	rel, err := builtin.CleanRelPath(name)
+	if err != nil {
+		return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "arguments.path: "))
+	}
+	if rel == "." {
+		return fmt.Errorf("names a directory, not a file")
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if d := path.Dir(rel); d != "." {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	return root.WriteFile(rel, data, perm)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

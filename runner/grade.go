@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/tools"
+)
+
+// GradeTrial implements RunnerService.GradeTrial by handing the trial to the
+// configured grading.Grader under the trial's lock, so nothing else touches
+// the trial while golden replay resets and restores its state.
+func (s *Server) GradeTrial(ctx context.Context, req *runnerpb.GradeTrialRequest) (*runnerpb.GradeTrialResponse, error) {
+	t := s.lookup(req.GetTrialId())
+	if t == nil {
+		return &runnerpb.GradeTrialResponse{Success: false, Error: trialNotFound(req.GetTrialId())}, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return &runnerpb.GradeTrialResponse{Success: false, Error: trialNotFound(req.GetTrialId())}, nil
+	}
+	if s.cfg.Grader == nil {
+		return &runnerpb.GradeTrialResponse{Success: false, Error: "Grading error: no grader configured"}, nil
+	}
+	t.flushPending(ctx, nil)
+	// Grading writes to the DB directly (snapshot, reset, restore); learn the
+	// version it left so MCP servers are reloaded before the next call.
+	defer func() {
+		if err := t.db.refresh(context.WithoutCancel(ctx)); err != nil {
+			t.log.Error(err, "read the DB version after grading")
+		}
+	}()
+	grade, err := s.gradeSafely(ctx, t, grading.Request{
+		Transcript:        []byte(req.GetLlmMessagesJson()),
+		TerminationReason: req.GetTerminationReason(),
+		Components:        req.GetGradingComponents(),
+	})
+	if err != nil {
+		t.log.Info("grading failed", "error", err.Error())
+		return &runnerpb.GradeTrialResponse{Success: false, Error: err.Error()}, nil
+	}
+	return &runnerpb.GradeTrialResponse{Success: true, Grade: grade}, nil
+}
+
+// gradeSafely keeps a panicking grader from taking the runner down.
+func (s *Server) gradeSafely(ctx context.Context, t *trial, req grading.Request) (g *runnerpb.Grade, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			g, err = nil, wiref("Grading error: grader panicked: %v", p)
+		}
+	}()
+	g, err = s.cfg.Grader.Grade(ctx, &trialEnv{s: s, t: t}, req)
+	if err == nil && g == nil {
+		err = wiref("Grading error: grader returned no grade")
+	}
+	return g, err
+}
+
+// trialEnv is grading.Env over a registered trial. The grader runs with the
+// trial's lock held, so its methods take no lock of their own.
+type trialEnv struct {
+	s *Server
+	t *trial
+}
+
+var _ grading.Env = (*trialEnv)(nil)
+
+func (e *trialEnv) TrialID() string                  { return e.t.id }
+func (e *trialEnv) Spec() *task.TrialSpec            { return e.t.spec }
+func (e *trialEnv) AgentTools() []string             { return e.t.agent.Names() }
+func (e *trialEnv) UserTools() []string              { return e.t.user.Names() }
+func (e *trialEnv) Records() []task.RecordedToolCall { return e.t.recordsCopy() }
+func (e *trialEnv) DB() *client.Client               { return e.t.db.c }
+func (e *trialEnv) WorkDir() string                  { return e.t.filesDir }
+
+// Replay runs one golden action through the adapter ExecuteTool uses, within
+// the tool's own budget, without recording it. The DB's version is read first:
+// grading resets it directly, and an MCP server must be reloaded from the DB
+// before it replays anything.
+func (e *trialEnv) Replay(ctx context.Context, toolName string, args json.RawMessage) (task.ToolCallStatus, string, error) {
+	entry, ok := e.t.agent.Lookup(toolName)
+	if !ok {
+		return task.ToolCallToolNotFound, fmt.Sprintf("Tool '%s' not found in agent tools", toolName), nil
+	}
+	valid, err := entry.Validator.Validate(args)
+	if err != nil {
+		return task.ToolCallInvalidArguments, fmt.Sprintf("Invalid arguments for tool '%s': %v", toolName, err), nil
+	}
+	if err := e.t.db.refresh(ctx); err != nil {
+		return "", "", fmt.Errorf("read the DB version before replay: %w", err)
+	}
+	out := tools.Invoke(ctx, entry, valid, tools.Budget(0, entry.Timeout, e.t.defaultTimeout))
+	if out.Status == task.ToolCallSuccess {
+		return out.Status, out.Output, nil
+	}
+	return out.Status, out.Message, nil
+}
+
+// SyncFromTools writes every stateful MCP server's changed tables into the DB.
+// The runner already writes them back after each call, so this finds nothing
+// to do unless a server changed outside a call; a server the DB moved past is
+// stale and is not written.
+func (e *trialEnv) SyncFromTools(ctx context.Context) error {
+	if err := e.t.db.refresh(ctx); err != nil {
+		return fmt.Errorf("sync MCP server state into the DB: %w", err)
+	}
+	for _, sess := range e.t.sessions {
+		if err := sess.syncToDB(ctx); err != nil {
+			return fmt.Errorf("sync MCP server state into the DB: %w", err)
+		}
+	}
+	return nil
+}
+
+// PushToTools loads the DB's current tables into every stateful MCP server.
+func (e *trialEnv) PushToTools(ctx context.Context) error {
+	for _, sess := range e.t.sessions {
+		if err := sess.push(ctx); err != nil {
+			return fmt.Errorf("push DB state into MCP server: %w", err)
+		}
+	}
+	return nil
+}

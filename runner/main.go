@@ -1,0 +1,156 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading"
+)
+
+// Main runs `tolokaforge runner`: it serves RunnerService and grpc.health.v1
+// on --listen until ctx ends (SIGTERM in the binary), then drains. Flags:
+// --listen (default 127.0.0.1:50051), --db-service-url, --min-engine-protocol
+// (default task.EngineProtocolVersion), --work-dir (default the system temp
+// dir), --drain-timeout (default 10s), --log-level (error, info, debug or a
+// verbosity number; default info). GradeTrial uses grading.New unless MainWith
+// is given another Grader.
+func Main(ctx context.Context, args []string) error {
+	return MainWith(ctx, args, Config{})
+}
+
+// MainWith is Main with a base Config (the binary passes its Grader and
+// Version); flags override the fields they name.
+func MainWith(ctx context.Context, args []string, base Config) error {
+	return run(ctx, args, base, os.Stderr, nil)
+}
+
+type flags struct {
+	listen       string
+	dbURL        string
+	minProtocol  int
+	workDir      string
+	drainTimeout time.Duration
+	logLevel     int
+}
+
+func parseFlags(args []string, out io.Writer) (*flags, error) {
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
+	fs.SetOutput(out)
+	f := &flags{}
+	fs.StringVar(&f.listen, "listen", DefaultListen, "address to serve gRPC on (host:port; port 0 picks a free one)")
+	fs.StringVar(&f.dbURL, "db-service-url", "", "DB service base URL, used when a trial spec names none (e.g. http://127.0.0.1:8000)")
+	fs.IntVar(&f.minProtocol, "min-engine-protocol", task.EngineProtocolVersion, "lowest engine_protocol_version RegisterTrial accepts")
+	fs.StringVar(&f.workDir, "work-dir", "", "directory for per-trial directories (default: the system temp dir)")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
+	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("runner flags: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("runner flags: unexpected arguments %q", fs.Args())
+	}
+	if f.minProtocol < 1 || f.minProtocol > 1<<30 {
+		return nil, fmt.Errorf("runner flags: --min-engine-protocol must be >= 1, got %d", f.minProtocol)
+	}
+	if f.drainTimeout <= 0 {
+		return nil, fmt.Errorf("runner flags: --drain-timeout must be positive, got %s", f.drainTimeout)
+	}
+	if f.dbURL != "" && !strings.HasPrefix(f.dbURL, "http://") && !strings.HasPrefix(f.dbURL, "https://") {
+		return nil, fmt.Errorf("runner flags: --db-service-url %q: want an http:// or https:// URL", f.dbURL)
+	}
+	v, err := parseLogLevel(*level)
+	if err != nil {
+		return nil, fmt.Errorf("runner flags: %w", err)
+	}
+	f.logLevel = v
+	return f, nil
+}
+
+func parseLogLevel(s string) (int, error) {
+	switch strings.ToLower(s) {
+	case "error":
+		return -1, nil
+	case "info":
+		return 0, nil
+	case "debug":
+		return 1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--log-level %q: want error, info, debug or a verbosity >= 0", s)
+	}
+	return n, nil
+}
+
+// newLogger writes JSON lines to out; level -1 keeps only errors.
+func newLogger(out io.Writer, level int) logr.Logger {
+	var mu sync.Mutex
+	l := funcr.NewJSON(func(obj string) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, _ = fmt.Fprintln(out, obj)
+	}, funcr.Options{Verbosity: max(level, 0)})
+	if level < 0 {
+		return logr.New(errorsOnly{l.GetSink()})
+	}
+	return l
+}
+
+type errorsOnly struct{ logr.LogSink }
+
+func (errorsOnly) Enabled(int) bool { return false }
+func (e errorsOnly) WithValues(kv ...any) logr.LogSink {
+	return errorsOnly{e.LogSink.WithValues(kv...)}
+}
+func (e errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{e.LogSink.WithName(name)} }
+
+// run is Main with its outputs injectable; ready, when non-nil, receives the
+// bound address once the server listens.
+func run(ctx context.Context, args []string, base Config, logOut io.Writer, ready chan<- string) error {
+	f, err := parseFlags(args, logOut)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	cfg := base
+	cfg.DBServiceURL = f.dbURL
+	cfg.MinEngineProtocol = int32(f.minProtocol)
+	cfg.WorkDir = f.workDir
+	cfg.DrainTimeout = f.drainTimeout
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = newLogger(logOut, f.logLevel).WithName("runner")
+	}
+	if cfg.Grader == nil {
+		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")))
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	lis, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("runner: listen on %s: %w", f.listen, err)
+	}
+	if ready != nil {
+		ready <- lis.Addr().String()
+	}
+	if err := srv.Serve(ctx, lis); err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	return nil
+}

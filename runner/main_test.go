@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/runner/client"
+)
+
+func TestParseFlags(t *testing.T) {
+	f, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.listen != "127.0.0.1:50051" || f.minProtocol != 2 || f.drainTimeout != 10*time.Second || f.logLevel != 0 || f.dbURL != "" || f.workDir != "" {
+		t.Fatalf("defaults: %+v", f)
+	}
+	f, err = parseFlags([]string{"--listen", ":0", "--db-service-url", "http://db:8000", "--min-engine-protocol", "3", "--work-dir", "/w", "--drain-timeout", "2s", "--log-level", "debug"}, io.Discard)
+	if err != nil || f.listen != ":0" || f.dbURL != "http://db:8000" || f.minProtocol != 3 || f.workDir != "/w" || f.drainTimeout != 2*time.Second || f.logLevel != 1 {
+		t.Fatalf("parsed %+v, %v", f, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--min-engine-protocol", "0"}, "runner flags: --min-engine-protocol must be >= 1, got 0"},
+		{[]string{"--drain-timeout", "0s"}, "runner flags: --drain-timeout must be positive, got 0s"},
+		{[]string{"--db-service-url", "db:8000"}, `runner flags: --db-service-url "db:8000": want an http:// or https:// URL`},
+		{[]string{"--log-level", "loud"}, `runner flags: --log-level "loud": want error, info, debug or a verbosity >= 0`},
+		{[]string{"extra"}, `runner flags: unexpected arguments ["extra"]`},
+		{[]string{"--nope"}, "runner flags: flag provided but not defined: -nope"},
+	} {
+		if _, err := parseFlags(tc.args, io.Discard); err == nil || err.Error() != tc.want {
+			t.Errorf("parseFlags(%q) = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestMainServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs strings.Builder
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--db-service-url", "http://127.0.0.1:1", "--work-dir", t.TempDir(), "--log-level", "error"},
+			Config{SelfExecutable: "/bin/true"}, &syncWriter{b: &logs}, ready)
+	}()
+	addr := <-ready
+	c, err := client.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := c.HealthCheck(wctx, &runnerpb.HealthCheckRequest{})
+	if err != nil || hc.GetStatus() != "degraded" || hc.GetVersion() != "dev" {
+		t.Fatalf("health: %+v %v", hc, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := run(context.Background(), []string{"--listen", "256.0.0.1:1"}, Config{}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "runner: listen on 256.0.0.1:1") {
+		t.Fatalf("bad listen address: %v", err)
+	}
+}
+
+type syncWriter struct {
+	b interface{ Write([]byte) (int, error) }
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) { return w.b.Write(p) }

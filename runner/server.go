@@ -1,0 +1,203 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/dbservice/client"
+)
+
+// ServiceName is the gRPC service the health server reports on (besides "").
+var ServiceName = runnerpb.RunnerService_ServiceDesc.ServiceName
+
+// Server is a runner: the RunnerService implementation, its health service and
+// the trial registry. Create it with New and run it with Serve.
+type Server struct {
+	runnerpb.UnimplementedRunnerServiceServer
+
+	cfg    Config
+	log    logr.Logger
+	grpc   *grpc.Server
+	health *health.Server
+
+	draining atomic.Bool
+	// life ends when a drain gives up waiting: tool calls run detached from
+	// their RPC (so a retry finds the real outcome) but not past this.
+	life    context.Context
+	endLife context.CancelFunc
+
+	mu          sync.Mutex
+	trials      map[string]*trial
+	registering map[string]struct{}
+	dbClients   map[string]*client.Client
+}
+
+// New builds a runner from cfg. It does not listen yet.
+func New(cfg Config) (*Server, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("runner config: %w", err)
+	}
+	life, endLife := context.WithCancel(context.Background())
+	s := &Server{
+		life:        life,
+		endLife:     endLife,
+		cfg:         c,
+		log:         c.Logger,
+		health:      health.NewServer(),
+		trials:      map[string]*trial{},
+		registering: map[string]struct{}{},
+		dbClients:   map[string]*client.Client{},
+	}
+	s.grpc = grpc.NewServer(
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.MaxSendMsgSize(maxMessageBytes),
+		// Hosts keep one long-lived channel per runner and ping it; allow
+		// that instead of answering with GOAWAY too_many_pings.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.ChainUnaryInterceptor(s.guard),
+		// Reused handler goroutines keep their grown stacks: a fresh goroutine
+		// per call spends a noticeable share of a cheap call growing its stack
+		// through JSON decoding and schema validation.
+		grpc.NumStreamWorkers(uint32(max(4, 2*runtime.GOMAXPROCS(0)))),
+	)
+	runnerpb.RegisterRunnerServiceServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	s.setServing(false)
+	return s, nil
+}
+
+// GRPCServer exposes the underlying server so an embedder can register more
+// services on the same port before Serve (benchmarks register nothing else:
+// the health service is the echo floor).
+func (s *Server) GRPCServer() *grpc.Server { return s.grpc }
+
+func (s *Server) setServing(ok bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ok {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	s.health.SetServingStatus("", st)
+	s.health.SetServingStatus(ServiceName, st)
+}
+
+// guard refuses RunnerService calls while draining (health answers stay
+// available so probes see the drain) and turns a panic that escaped a handler
+// into INTERNAL instead of a dead process.
+func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	if s.draining.Load() && info.FullMethod != healthpb.Health_Check_FullMethodName &&
+		info.FullMethod != runnerpb.RunnerService_HealthCheck_FullMethodName {
+		return nil, status.Error(codes.Unavailable, "runner is draining: it no longer accepts calls")
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error(fmt.Errorf("panic: %v", p), "handler panicked", "method", info.FullMethod)
+			resp, err = nil, status.Errorf(codes.Internal, "runner handler panicked: %v", p)
+		}
+	}()
+	return handler(ctx, req)
+}
+
+// Serve serves on lis until ctx ends, then drains: health NOT_SERVING, new
+// calls refused UNAVAILABLE, in-flight calls given DrainTimeout to finish
+// (GracefulStop), then cut (Stop), and every trial cleaned up. It returns nil
+// after a drain triggered by ctx, or the listener's error.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.grpc.Serve(lis) }()
+	s.setServing(true)
+	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.drain()
+	if serveErr != nil && !errors.Is(serveErr, grpc.ErrServerStopped) {
+		return fmt.Errorf("serve gRPC: %w", serveErr)
+	}
+	return nil
+}
+
+func (s *Server) drain() {
+	s.draining.Store(true)
+	s.setServing(false)
+	s.log.Info("draining", "timeout", s.cfg.DrainTimeout.String())
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(stopped)
+	}()
+	t := time.NewTimer(s.cfg.DrainTimeout)
+	select {
+	case <-stopped:
+		t.Stop()
+	case <-t.C:
+		s.log.Info("drain timeout reached; cutting in-flight calls")
+		s.endLife()
+		s.grpc.Stop()
+		<-stopped
+	}
+	s.endLife()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout+10*time.Second)
+	defer cancel()
+	n := s.cleanupAll(ctx)
+	// Release pooled DB connections so the DB service can shut down promptly.
+	s.cfg.HTTPClient.CloseIdleConnections()
+	s.log.Info("stopped", "trials_cleaned_up", n)
+}
+
+// dbClient returns the shared client for a DB service URL.
+func (s *Server) dbClient(url string) *client.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.dbClients[url]
+	if !ok {
+		c = client.New(url, client.WithHTTPClient(s.cfg.HTTPClient), client.WithLogger(s.log.WithName("dbclient")))
+		s.dbClients[url] = c
+	}
+	return c
+}
+
+// lookup returns a registered trial (nil when unknown).
+func (s *Server) lookup(id string) *trial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.trials[id]
+}
+
+// ActiveTrials is the number of registered trials.
+func (s *Server) ActiveTrials() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.trials)
+}
+
+// toolContext detaches a tool call from its RPC (a host that gives up must
+// still find the call's outcome recorded when it retries) while keeping it
+// bound to the server's life.
+func (s *Server) toolContext(rpc context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(rpc))
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
