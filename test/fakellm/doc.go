@@ -1,0 +1,11 @@
+// Package fakellm is a scripted stand-in for an OpenAI-compatible
+// chat-completions provider: a real HTTP server on loopback that answers
+// POST /v1/chat/completions (and /chat/completions) with replies from a
+// script (content, tool calls, usage, injected 429/500 errors with
+// Retry-After, delays) and records every request so tests can assert exactly
+// what the model was sent. Scripts can be kept per model, so one server plays
+// both the agent model and the user-simulator model.
+//
+// It is a test harness and may import only the standard library, logr and
+// sigs.k8s.io/yaml (script files); never the operator's own packages.
+package fakellm

@@ -1,0 +1,130 @@
+package fakellm
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/yaml"
+)
+
+// ScriptFile is the on-disk script (JSON or YAML):
+//
+//	replies:            # shared queue, for models without their own
+//	  - content: "Hello"
+//	    usage: {prompt_tokens: 12, completion_tokens: 3, reasoning_tokens: 1}
+//	  - status: 429
+//	    retry_after: "1"
+//	models:
+//	  agent-model:
+//	    - tool_calls: [{id: call_1, name: get_stock, arguments: '{"sku":"A1"}'}]
+//	      delay: 50ms
+//	    - content: done
+type ScriptFile struct {
+	Replies []Reply            `json:"replies,omitempty"`
+	Models  map[string][]Reply `json:"models,omitempty"`
+}
+
+// ParseScript decodes a script file. Unknown fields and invalid replies are
+// errors that name the offending entry.
+func ParseScript(data []byte) (ScriptFile, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return ScriptFile{}, fmt.Errorf("script is not valid YAML or JSON: %w", err)
+	}
+	var sf ScriptFile
+	if err := decodeStrict(js, &sf); err != nil {
+		return ScriptFile{}, fmt.Errorf("decode script: %w", err)
+	}
+	for i, r := range sf.Replies {
+		if err := r.validate(fmt.Sprintf("replies[%d]", i)); err != nil {
+			return ScriptFile{}, err
+		}
+	}
+	models := make([]string, 0, len(sf.Models))
+	for m := range sf.Models {
+		models = append(models, m)
+	}
+	sort.Strings(models) // report the first problem deterministically
+	for _, m := range models {
+		if m == "" {
+			return ScriptFile{}, errors.New("models: empty model name")
+		}
+		for i, r := range sf.Models[m] {
+			if err := r.validate(fmt.Sprintf("models.%s[%d]", m, i)); err != nil {
+				return ScriptFile{}, err
+			}
+		}
+	}
+	return sf, nil
+}
+
+// LoadScript reads and parses a script file.
+func LoadScript(path string) (ScriptFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ScriptFile{}, fmt.Errorf("read script: %w", err)
+	}
+	sf, err := ParseScript(data)
+	if err != nil {
+		return ScriptFile{}, fmt.Errorf("script %s: %w", path, err)
+	}
+	return sf, nil
+}
+
+// Config returns a server configuration replaying the file.
+func (sf ScriptFile) Config() Config {
+	return Config{Script: sf.Replies, Scripts: sf.Models}
+}
+
+// Main serves a script file until ctx is done: the `fakellm` subcommand of
+// `tolokaforge dev`. It prints the base URL on stdout once listening.
+func Main(ctx context.Context, args []string) error {
+	return run(ctx, args, os.Stdout, logr.Discard())
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer, log logr.Logger) error {
+	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	script := fs.String("script", "", "script file (JSON or YAML); empty serves an empty script")
+	apiKey := fs.String("api-key-env", "", "name of an environment variable holding the API key to require")
+	lenient := fs.Bool("lenient", false, "accept conversations the real API rejects")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("fakellm: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("fakellm: unexpected argument %q", fs.Arg(0))
+	}
+	var cfg Config
+	if *script != "" {
+		sf, err := LoadScript(*script)
+		if err != nil {
+			return fmt.Errorf("fakellm: %w", err)
+		}
+		cfg = sf.Config()
+	}
+	if *apiKey != "" {
+		cfg.APIKey = os.Getenv(*apiKey)
+		if cfg.APIKey == "" {
+			return fmt.Errorf("fakellm: --api-key-env %s: variable is empty or unset", *apiKey)
+		}
+	}
+	cfg.Lenient = *lenient
+	cfg.Log = log
+	srv, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(*listen); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(stdout, "fakellm listening on %s\n", srv.URL())
+	<-ctx.Done()
+	return srv.Close()
+}
