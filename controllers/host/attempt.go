@@ -43,8 +43,8 @@ const (
 	ReasonGradingFailed     = "GradingFailed"
 	ReasonStuckDetected     = "StuckDetected"
 	ReasonTimeout           = "TrialTimeout"
-	ReasonAgentError        = "AgentError"    // an actor ended the trial as error (provider 4xx, pack defect)
-	ReasonToolNotFound      = "ToolNotFound"  // the runner answered TOOL_NOT_FOUND
+	ReasonAgentError        = "AgentError"     // an actor ended the trial as error (provider 4xx, pack defect)
+	ReasonToolNotFound      = "ToolNotFound"   // the runner answered TOOL_NOT_FOUND
 	ReasonRunnerProtocol    = "RunnerProtocol" // the runner answered something the protocol does not allow
 	ReasonRateLimited       = "RateLimited"
 	ReasonProviderError     = "ProviderError"

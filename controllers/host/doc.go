@@ -4,5 +4,20 @@
 // controller and `tolokaforge trial run` both use RunAttempt, so a trial behaves
 // the same on a cluster and on a laptop.
 //
-// It may import api/..., runner/client and dbservice/client; never controllers.
+// The loop is one loop for every actor (oracle, LLM agent, scripted or LLM
+// user): the user opens; each agent call is one turn; tool calls go to the
+// runner in order under episode-unique call ids, the agent's with executor
+// "agent" and the user's with executor "user"; results come back as role
+// "tool" messages per the spec's status table. It ends with agent_done,
+// user_stop, max_turns (these three reach GradeTrial), stuck_detected,
+// timeout, error (graded 0 by the host), or rate_limit, api_error, trial_lost
+// (infrastructure: the attempt is retried by the caller's policy).
+//
+// Subpackages: agents (oracle, OpenAI-compatible agent and user simulator),
+// artifacts (trajectory.yaml, grade.yaml, metrics.yaml), trialrun (`tolokaforge
+// trial run`).
+//
+// It may import api/..., runner/client, dbservice/client and its own
+// subpackage artifacts; never controllers (agents and trialrun import host,
+// not the other way round).
 package host

@@ -1,0 +1,20 @@
+// Package artifacts writes one attempt's files in Tolokaforge's layout:
+//
+//	<root>/trials/<task_id>/<trial_index>/trajectory.yaml   the latest attempt
+//	<root>/trials/<task_id>/<trial_index>/grade.yaml
+//	<root>/trials/<task_id>/<trial_index>/metrics.yaml
+//	<root>/trials/<task_id>/<trial_index>/attempts/<n>/...  every attempt's own copy
+//
+// The top level always describes the trial's latest attempt, so a consumer
+// that walks trials/*/* counts each trial once however often it was retried
+// (the Python host double-counted retried trajectories); attempts/<n>/ keeps
+// the history of why earlier attempts ended. Every file is written to a
+// temporary file in its directory and renamed into place, so a reader sees
+// the old file or the new one, never half of one.
+//
+// It holds no secrets by construction: it only receives the transcript, the
+// tool-call record, the grade and figures, never a model config's key.
+//
+// Imports: the standard library, api/task, api/runnerpb, protobuf's protojson
+// and sigs.k8s.io/yaml. Never controllers/host (host imports it).
+package artifacts

@@ -1,0 +1,122 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/controllers/host/artifacts"
+)
+
+// RunAttempt drives one attempt against a registered-to-be runner:
+// RegisterTrial with the version lock, the loop, GradeTrial for the three
+// planned ends (agent_done, user_stop, max_turns), a host grade for the rest,
+// CleanupTrial (always, bounded, even when ctx is done), then the artifacts.
+// It never returns an error: every way an attempt can end is an Outcome.
+func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
+	res := AttemptResult{StartTime: time.Now()}
+	if err := validateConfig(&cfg); err != nil {
+		res.Outcome, res.Reason, res.Message = OutcomeInvalid, ReasonInvalidConfig, err.Error()
+		res.EndTime = time.Now()
+		return res
+	}
+	r := newRun(cfg)
+	end := r.execute(ctx)
+	r.cleanup(ctx)
+
+	res.EndTime = time.Now()
+	res.Outcome, res.Reason, res.Message = end.outcome, end.reason, end.message
+	res.TerminationReason = end.termination
+	res.Grade = end.grade
+	res.Turns = r.turns
+	res.AgentUsage, res.UserUsage = r.agentUsage, r.userUsage
+	res.JudgeUsage = judgeUsage(end.grade)
+	res.Transcript, res.ToolCalls = r.transcript, r.records
+	r.log.Info("attempt ended", "outcome", res.Outcome, "reason", res.Reason,
+		"termination", res.TerminationReason, "turns", res.Turns)
+
+	if cfg.ArtifactsDir != "" {
+		path, err := artifacts.Write(cfg.ArtifactsDir, r.artifactsOf(&res, end))
+		if err != nil {
+			r.log.Error(err, "writing artifacts")
+			res.ArtifactsError = err
+		} else {
+			res.ArtifactsPath = path
+		}
+	}
+	return res
+}
+
+// execute registers and runs the trial and says how it ended.
+func (r *run) execute(ctx context.Context) *ending {
+	start := time.Now()
+	reg, end := r.register(ctx)
+	r.timing.registration = time.Since(start)
+	if end != nil {
+		return end
+	}
+	r.log.V(1).Info("registered", "agentTools", len(reg.agentTools), "userTools", len(reg.userTools))
+	end = r.loop(ctx, reg)
+	switch end.termination {
+	case task.TerminationAgentDone, task.TerminationUserStop, task.TerminationMaxTurns:
+		return r.gradeTrial(ctx, end)
+	}
+	if end.outcome == OutcomeSelfGraded {
+		end.grade, end.gradedBy = selfGrade(end), "host"
+	}
+	return end
+}
+
+// cleanup forgets the registration on the runner. It runs even when ctx is
+// done (a deleted Trial must not leave its registration behind), bounded by
+// its own timeout; failure is logged, never the attempt's outcome.
+func (r *run) cleanup(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout)
+	defer cancel()
+	resp, err := r.cfg.Runner.CleanupTrial(cctx, &runnerpb.CleanupTrialRequest{TrialId: r.trialID})
+	switch {
+	case err != nil:
+		r.log.V(1).Info("cleanup trial failed", "error", err.Error())
+	case !resp.GetSuccess():
+		r.log.V(1).Info("cleanup trial refused", "error", resp.GetError())
+	}
+}
+
+func (r *run) artifactsOf(res *AttemptResult, end *ending) *artifacts.Attempt {
+	spec := r.cfg.Spec
+	a := &artifacts.Attempt{
+		TrialID: spec.TrialID, RunID: spec.RunID, AttemptID: spec.AttemptID, TaskID: spec.Task.TaskID,
+		TrialIndex: r.cfg.TrialIndex, AttemptNumber: r.cfg.AttemptNumber,
+		Outcome: string(res.Outcome), Reason: res.Reason, Message: res.Message,
+		TerminationReason: string(res.TerminationReason), Turns: res.Turns,
+		StartTime: res.StartTime, EndTime: res.EndTime,
+		ToolCalls: res.ToolCalls,
+		Grade:     res.Grade, GradedBy: end.gradedBy,
+		AgentUsage: usageOf(res.AgentUsage), UserUsage: usageOf(res.UserUsage), JudgeUsage: usageOf(res.JudgeUsage),
+		Timings: artifacts.Timings{
+			Registration: r.timing.registration, AgentLLM: r.timing.agentLLM, UserLLM: r.timing.userLLM,
+			Tools: r.timing.tools, Grading: r.timing.grading,
+		},
+	}
+	a.Messages = make([]artifacts.Message, len(r.transcript))
+	for i, m := range r.transcript {
+		a.Messages[i] = artifacts.Message{Message: m, Timestamp: r.stamps[i]}
+	}
+	return a
+}
+
+func usageOf(u Usage) artifacts.Usage {
+	return artifacts.Usage{Calls: u.Calls, Retries: u.Retries, PromptTokens: u.PromptTokens,
+		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens, CostUSD: u.CostUSD}
+}
+
+// String summarises a result for logs and CLI output.
+func (r AttemptResult) String() string {
+	s := fmt.Sprintf("outcome=%s reason=%s termination=%s turns=%d", r.Outcome, r.Reason, r.TerminationReason, r.Turns)
+	if r.Grade != nil {
+		s += fmt.Sprintf(" score=%g pass=%t", r.Grade.GetScore(), r.Grade.GetBinaryPass())
+	}
+	return s
+}

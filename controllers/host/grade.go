@@ -1,0 +1,82 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+)
+
+// gradeTrial asks the runner for the grade of a trial that ended the way the
+// harness planned (agent_done, user_stop, max_turns).
+func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
+	wire, err := task.EncodeTranscriptWire(r.transcript)
+	if err != nil {
+		// The host built a transcript its own encoder refuses: a host bug,
+		// and the runner could not grade it either.
+		end.outcome, end.reason = OutcomeGradingFailed, ReasonGradingFailed
+		end.message = fmt.Sprintf("encode transcript of trial %q: %v", r.trialID, err)
+		return end
+	}
+	gctx, cancel := context.WithTimeout(ctx, r.gradingTimeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := r.cfg.Runner.GradeTrial(gctx, &runnerpb.GradeTrialRequest{
+		TrialId:           r.trialID,
+		LlmMessagesJson:   string(wire),
+		TerminationReason: string(end.termination),
+	})
+	r.timing.grading = time.Since(start)
+	if err != nil {
+		e := r.transportEnding(ctx, "grade trial", err)
+		e.termination = end.termination
+		return e
+	}
+	if !resp.GetSuccess() {
+		if trialNotFoundPattern.MatchString(resp.GetError()) {
+			return &ending{outcome: OutcomeInfraFailed, reason: ReasonTrialLost, termination: end.termination,
+				message: fmt.Sprintf("grade trial %q: %s", r.trialID, resp.GetError())}
+		}
+		return &ending{outcome: OutcomeGradingFailed, reason: ReasonGradingFailed, termination: end.termination,
+			message: resp.GetError()}
+	}
+	if resp.GetGrade() == nil {
+		return &ending{outcome: OutcomeGradingFailed, reason: ReasonGradingFailed, termination: end.termination,
+			message: fmt.Sprintf("grade trial %q: the runner answered success without a grade", r.trialID)}
+	}
+	g := resp.GetGrade()
+	e := &ending{outcome: OutcomeGraded, reason: ReasonFailed, termination: end.termination,
+		grade: g, gradedBy: "runner", message: g.GetReasons()}
+	if g.GetBinaryPass() {
+		e.reason = ReasonPassed
+	}
+	return e
+}
+
+// selfGrade is the host's grade of a trial that never reaches GradeTrial:
+// score 0, no component evaluated, a reason naming the termination.
+func selfGrade(end *ending) *runnerpb.Grade {
+	return &runnerpb.Grade{
+		BinaryPass: false,
+		Score:      0,
+		Components: &runnerpb.GradeComponents{StateChecks: -1, TranscriptRules: -1, LlmJudge: -1, CustomChecks: -1},
+		Reasons:    fmt.Sprintf("Not graded: the trial ended with termination_reason %s (%s)", end.termination, end.message),
+	}
+}
+
+// judgeUsage reads the runner's report of the judge's spend.
+func judgeUsage(g *runnerpb.Grade) Usage {
+	jr := g.GetJudgeReport()
+	if jr == nil {
+		return Usage{}
+	}
+	return Usage{
+		Calls:            int64(jr.GetCalls()),
+		PromptTokens:     int64(jr.GetPromptTokens()),
+		CompletionTokens: int64(jr.GetCompletionTokens()),
+		ReasoningTokens:  int64(jr.GetReasoningTokens()),
+		CostUSD:          jr.GetCostUsd(),
+	}
+}

@@ -1,0 +1,129 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/status"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+)
+
+// execTools forwards calls in order through ExecuteTool and files each result
+// as a role "tool" message, per the spec's status table:
+//
+//	SUCCESS                          the output
+//	ERROR, TIMEOUT, INVALID_ARGUMENTS "Error: <error_message>", the trial goes on
+//	TOOL_NOT_FOUND                   "Error: ...", then the trial ends as error
+//	TRIAL_NOT_FOUND                  nothing recorded; the trial ends as trial_lost
+//
+// It returns the status of every executed call.
+func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task.ToolCall) ([]string, *ending) {
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	statuses := make([]string, 0, len(calls))
+	for _, c := range calls {
+		at := time.Now()
+		resp, err := r.cfg.Runner.ExecuteTool(lctx, &runnerpb.ExecuteToolRequest{
+			TrialId:       r.trialID,
+			ToolName:      c.Function.Name,
+			ArgumentsJson: c.Function.Arguments,
+			Executor:      executor,
+			CallId:        c.ID,
+		})
+		took := time.Since(at)
+		r.timing.tools += took
+		if err != nil {
+			if e := r.ctxEnding(lctx, ctx); e != nil {
+				return statuses, e
+			}
+			// The runner stopped answering mid-trial: whatever it held is
+			// out of reach, which is trial_lost to this attempt.
+			return statuses, terminate(task.TerminationTrialLost, ReasonRunnerUnavailable, fmt.Sprintf(
+				"execute tool %q (call %s) of trial %q: runner unreachable (%s): %s",
+				c.Function.Name, c.ID, r.trialID, status.Code(err), status.Convert(err).Message()))
+		}
+		var (
+			recStatus task.ToolCallStatus
+			content   string
+			end       *ending
+		)
+		errText := resp.GetErrorMessage()
+		switch resp.GetStatus() {
+		case runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS:
+			recStatus, content = task.ToolCallSuccess, resp.GetOutput()
+		case runnerpb.ExecutionStatus_EXECUTION_STATUS_ERROR:
+			recStatus, content = task.ToolCallError, toolError(errText, "tool raised an error")
+		case runnerpb.ExecutionStatus_EXECUTION_STATUS_TIMEOUT:
+			recStatus, content = task.ToolCallTimeout, toolError(errText, "tool execution timed out")
+		case runnerpb.ExecutionStatus_EXECUTION_STATUS_INVALID_ARGUMENTS:
+			recStatus, content = task.ToolCallInvalidArguments, toolError(errText, "invalid arguments")
+		case runnerpb.ExecutionStatus_EXECUTION_STATUS_TOOL_NOT_FOUND:
+			recStatus, content = task.ToolCallToolNotFound, toolError(errText, fmt.Sprintf("tool %q not found", c.Function.Name))
+			end = terminate(task.TerminationError, ReasonToolNotFound, fmt.Sprintf(
+				"%s called tool %q (call %s), which the runner does not hold for executor %q: %s",
+				actorName(executor), c.Function.Name, c.ID, executor, errText))
+		case runnerpb.ExecutionStatus_EXECUTION_STATUS_TRIAL_NOT_FOUND:
+			return statuses, terminate(task.TerminationTrialLost, ReasonTrialLost, fmt.Sprintf(
+				"execute tool %q (call %s): the runner holds no trial %q: %s", c.Function.Name, c.ID, r.trialID, errText))
+		default:
+			// Not a tool outcome the protocol defines: the runner is at fault,
+			// not the agent, so this is an infrastructure failure.
+			e := terminate(task.TerminationError, ReasonRunnerProtocol, fmt.Sprintf(
+				"execute tool %q (call %s): runner answered status %v, which the protocol does not define", c.Function.Name, c.ID, resp.GetStatus()))
+			e.outcome = OutcomeInfraFailed
+			return statuses, e
+		}
+		r.recordCall(c, executor, recStatus, resp, took, at)
+		r.addToolResult(executor, task.Message{Role: task.RoleTool, Content: content, ToolCallID: c.ID})
+		statuses = append(statuses, string(recStatus))
+		if end != nil {
+			return statuses, end
+		}
+	}
+	return statuses, nil
+}
+
+// toolError is the tool message a model sees for a failed call.
+func toolError(msg, fallback string) string {
+	if strings.TrimSpace(msg) == "" {
+		msg = fallback
+	}
+	return "Error: " + msg
+}
+
+func actorName(executor string) string {
+	if executor == task.ExecutorUser {
+		return "the user simulator"
+	}
+	return "the agent"
+}
+
+// recordCall mirrors the runner's record entry for one executed call: the
+// arguments as sent (as {} when the runner refused them, as it records them),
+// the output or the error text, the runner's own latency when it reported one.
+func (r *run) recordCall(c task.ToolCall, executor string, st task.ToolCallStatus, resp *runnerpb.ExecuteToolResponse, took time.Duration, at time.Time) {
+	args := json.RawMessage("{}")
+	if st != task.ToolCallInvalidArguments {
+		if a := strings.TrimSpace(c.Function.Arguments); a != "" && json.Valid([]byte(a)) {
+			args = json.RawMessage(a)
+		}
+	}
+	out := resp.GetOutput()
+	if st != task.ToolCallSuccess {
+		out = resp.GetErrorMessage()
+	}
+	latency := took.Seconds()
+	if m := resp.GetMetrics(); m != nil && m.GetLatencySeconds() > 0 {
+		latency = m.GetLatencySeconds()
+	}
+	r.records = append(r.records, task.RecordedToolCall{
+		CallID: c.ID, Sequence: len(r.records), ToolName: c.Function.Name, Arguments: args,
+		Executor: executor, Status: st, Output: out, LatencySeconds: latency, Timestamp: at.UTC(),
+	})
+}

@@ -1,0 +1,255 @@
+package trialrun
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/controllers/host/agents"
+)
+
+// ExitError is returned when the trial ran but did not pass; the binary
+// exits with ExitCode.
+type ExitError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ExitError) Error() string { return e.Msg }
+
+// ExitCode is the process exit status for this error.
+func (e *ExitError) ExitCode() int { return e.Code }
+
+// Main runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
+// --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
+// [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
+// trial passed, an *ExitError with code 1 when it ran and did not pass (a
+// failing grade, or an attempt that ended without one), and a plain error for
+// bad flags or a task file that cannot be used.
+func Main(ctx context.Context, args []string) error {
+	return Run(ctx, args, Env{Stdout: os.Stdout, Stderr: os.Stderr})
+}
+
+// Env is where Run writes and what it may reach; zero fields get defaults.
+type Env struct {
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+	// SelfExecutable resolves "tolokaforge" in MCP commands (default
+	// os.Executable(): the tolokaforge binary itself).
+	SelfExecutable string
+	Log            logr.Logger
+	// Agent options (HTTP client, retry policy) for OpenAI-compatible actors.
+	AgentOptions agents.Options
+}
+
+type runFlags struct {
+	taskPath      string
+	agent         string
+	baseURL       string
+	apiKeyEnv     string
+	user          string
+	userBaseURL   string
+	userAPIKeyEnv string
+	message       string
+	maxTurns      int
+	out           string
+	trialIndex    int
+	timeout       time.Duration
+	temperature   float64
+	seed          int64
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	if len(args) == 0 || args[0] != "run" {
+		return nil, fmt.Errorf("trial: want subcommand \"run\", got %q", args)
+	}
+	fs := flag.NewFlagSet("trial run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &runFlags{}
+	fs.StringVar(&f.taskPath, "task", "", "TaskDescription JSON or Task manifest (required)")
+	fs.StringVar(&f.agent, "agent", "oracle", "oracle, or openai:MODEL")
+	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL (default "+agents.DefaultBaseURL+")")
+	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (none: send no key)")
+	fs.StringVar(&f.user, "user", "scripted", "scripted, or openai:MODEL")
+	fs.StringVar(&f.userBaseURL, "user-base-url", "", "base URL of the user model (default --base-url)")
+	fs.StringVar(&f.userAPIKeyEnv, "user-api-key-env", "", "API key variable of the user model (default --api-key-env)")
+	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage, else the task description)")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "agent turn budget (default the manifest's maxTurns, else 30)")
+	fs.StringVar(&f.out, "out", "results", "artifacts directory (trials/<task_id>/<trial_index>/ under it)")
+	fs.IntVar(&f.trialIndex, "trial-index", 0, "trial index (the k of pass^k)")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "trial wall clock")
+	fs.Float64Var(&f.temperature, "temperature", -1, "sampling temperature of the models (default: the provider's)")
+	fs.Int64Var(&f.seed, "seed", -1, "sampling seed of the models (default: none)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, fmt.Errorf("trial run: %w", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("trial run: unexpected arguments %q", fs.Args())
+	case f.taskPath == "":
+		return nil, errors.New("trial run: --task is required")
+	case f.maxTurns < 0:
+		return nil, fmt.Errorf("trial run: --max-turns must be >= 0, got %d", f.maxTurns)
+	case f.trialIndex < 0:
+		return nil, fmt.Errorf("trial run: --trial-index must be >= 0, got %d", f.trialIndex)
+	case f.timeout <= 0:
+		return nil, fmt.Errorf("trial run: --timeout must be positive, got %s", f.timeout)
+	case f.temperature != -1 && (f.temperature < 0 || f.temperature > 2):
+		return nil, fmt.Errorf("trial run: --temperature must be in [0, 2], got %g", f.temperature)
+	}
+	if _, err := modelConfig("--agent", f.agent, true, f); err != nil {
+		return nil, err
+	}
+	if _, err := modelConfig("--user", f.user, false, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// modelConfig reads --agent / --user: "oracle" (agent only), "scripted"
+// (user only: nil config) or "openai:MODEL".
+func modelConfig(flagName, v string, agent bool, f *runFlags) (*task.ModelConfig, error) {
+	switch {
+	case agent && v == "oracle":
+		return &task.ModelConfig{Provider: task.ProviderOracle}, nil
+	case !agent && v == "scripted":
+		return nil, nil
+	case strings.HasPrefix(v, "openai:") && strings.TrimSpace(strings.TrimPrefix(v, "openai:")) != "":
+		mc := &task.ModelConfig{Provider: task.ProviderOpenAI, Model: strings.TrimPrefix(v, "openai:"),
+			BaseURL: f.baseURL, APIKeyEnv: f.apiKeyEnv}
+		if !agent {
+			if f.userBaseURL != "" {
+				mc.BaseURL = f.userBaseURL
+			}
+			if f.userAPIKeyEnv != "" {
+				mc.APIKeyEnv = f.userAPIKeyEnv
+			}
+		}
+		if f.temperature != -1 {
+			t := f.temperature
+			mc.Temperature = &t
+		}
+		if f.seed != -1 {
+			s := f.seed
+			mc.Seed = &s
+		}
+		return mc, nil
+	}
+	want := "scripted or openai:MODEL"
+	if agent {
+		want = "oracle or openai:MODEL"
+	}
+	return nil, fmt.Errorf("trial run: %s %q: want %s", flagName, v, want)
+}
+
+// Run is Main with its outputs and environment injectable.
+func Run(ctx context.Context, args []string, env Env) error {
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	f, err := parseRunFlags(args, env.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	lt, err := LoadTask(f.taskPath)
+	if err != nil {
+		return fmt.Errorf("trial run: %w", err)
+	}
+	agentCfg, _ := modelConfig("--agent", f.agent, true, f)
+	userCfg, _ := modelConfig("--user", f.user, false, f)
+
+	// The explicit opening line (flag, else the manifest's) is said verbatim
+	// by either kind of user. A bare TaskDescription carries none (protocol
+	// v2 moved it to the host): an LLM user then opens in its own words from
+	// the backstory, while a scripted user, which would otherwise stop before
+	// the agent ever acts, asks for the task as described.
+	opening := f.message
+	if opening == "" {
+		opening = lt.InitialUserMessage
+	}
+	scriptedOpening := opening
+	if scriptedOpening == "" {
+		scriptedOpening = strings.TrimSpace(lt.Task.Description)
+	}
+	maxTurns := f.maxTurns
+	if maxTurns == 0 {
+		maxTurns = lt.MaxTurns
+	}
+
+	now := time.Now().UTC()
+	spec := &task.TrialSpec{
+		TrialID:            fmt.Sprintf("%s:%d", lt.Task.TaskID, f.trialIndex),
+		RunID:              "local-" + now.Format("20060102T150405Z"),
+		AttemptID:          fmt.Sprintf("local-%d", now.UnixNano()),
+		Task:               lt.Task,
+		Agent:              agentCfg,
+		UserSimulatorModel: userCfg,
+	}
+	opts := env.AgentOptions
+	if opts.Getenv == nil {
+		opts.Getenv = env.Getenv
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = env.Log
+	}
+	agent, err := agents.NewAgent(spec, opts)
+	if err != nil {
+		return fmt.Errorf("trial run: %w", err)
+	}
+	var user host.Actor = host.DefaultUser(lt.Task, scriptedOpening)
+	if userCfg != nil {
+		if user, err = agents.NewUser(spec, opening, opts); err != nil {
+			return fmt.Errorf("trial run: %w", err)
+		}
+	}
+
+	stack, err := StartStack(ctx, StackConfig{SelfExecutable: env.SelfExecutable, Log: env.Log})
+	if err != nil {
+		return fmt.Errorf("trial run: %w", err)
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			env.Log.Error(err, "stopping the local runner and DB service")
+		}
+	}()
+	spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
+
+	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", spec.TrialID, f.agent, f.user, orDefault(maxTurns, host.DefaultMaxTurns))
+	res := host.RunAttempt(ctx, host.AttemptConfig{
+		Runner:             stack.Runner,
+		Spec:               spec,
+		InitialUserMessage: scriptedOpening,
+		MaxTurns:           maxTurns,
+		TrialTimeout:       f.timeout,
+		Agent:              agent,
+		User:               user,
+		ArtifactsDir:       f.out,
+		TrialIndex:         f.trialIndex,
+		AttemptNumber:      1,
+		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
+		Log:                env.Log,
+	})
+	return report(env.Stdout, res)
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}

@@ -1,0 +1,84 @@
+package trialrun
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"tolokaforge.io/operator/controllers/host"
+)
+
+// previewRunes bounds a message in a progress line.
+const previewRunes = 100
+
+func preview(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= previewRunes {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:previewRunes]) + "…"
+}
+
+func printTurn(w io.Writer, ev host.TurnEvent) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "turn %d %-5s", ev.Turn, ev.Actor)
+	if ev.Content != "" {
+		fmt.Fprintf(&b, " %q", preview(ev.Content))
+	}
+	for i, c := range ev.ToolCalls {
+		st := "not run"
+		if i < len(ev.ToolStatuses) {
+			st = ev.ToolStatuses[i]
+		}
+		fmt.Fprintf(&b, " -> %s [%s]", c, st)
+	}
+	fmt.Fprintln(w, b.String())
+}
+
+// report prints the outcome and maps it to Main's result.
+func report(w io.Writer, res host.AttemptResult) error {
+	fmt.Fprintf(w, "ended: %s after %d turns (outcome %s", orNone(string(res.TerminationReason)), res.Turns, res.Outcome)
+	if res.Reason != "" {
+		fmt.Fprintf(w, ", reason %s", res.Reason)
+	}
+	fmt.Fprintln(w, ")")
+	if u := res.AgentUsage; u.Calls > 0 || u.Retries > 0 {
+		fmt.Fprintf(w, "agent usage: %d calls (%d retries), %d prompt + %d completion tokens, $%.6f\n",
+			u.Calls, u.Retries, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	}
+	if u := res.UserUsage; u.Calls > 0 || u.Retries > 0 {
+		fmt.Fprintf(w, "user usage: %d calls (%d retries), %d prompt + %d completion tokens, $%.6f\n",
+			u.Calls, u.Retries, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	}
+	if g := res.Grade; g != nil {
+		fmt.Fprintf(w, "grade: score %g, pass %t\n", g.GetScore(), g.GetBinaryPass())
+		if g.GetReasons() != "" {
+			fmt.Fprintf(w, "reasons: %s\n", g.GetReasons())
+		}
+	} else if res.Message != "" {
+		fmt.Fprintf(w, "no grade: %s\n", res.Message)
+	}
+	if res.ArtifactsPath != "" {
+		fmt.Fprintf(w, "artifacts: %s\n", res.ArtifactsPath)
+	}
+	if res.ArtifactsError != nil {
+		fmt.Fprintf(w, "artifacts not written: %v\n", res.ArtifactsError)
+	}
+	switch {
+	case res.Grade != nil && res.Grade.GetBinaryPass():
+		return nil
+	case res.Grade != nil:
+		return &ExitError{Code: 1, Msg: fmt.Sprintf("trial failed: score %g", res.Grade.GetScore())}
+	default:
+		return &ExitError{Code: 1, Msg: fmt.Sprintf("trial ended without a grade: %s: %s", res.Outcome, res.Message)}
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no termination reason)"
+	}
+	return s
+}
