@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"tolokaforge.io/operator/controllers/host/trialrun"
 	"tolokaforge.io/operator/controllers/manager"
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/examples/shop"
@@ -37,7 +38,7 @@ func commands() map[string]command {
 		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runRunner},
 		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
-		"trial":     {"run one trial locally: trial run --task PATH", notImplemented},
+		"trial":     {"run one trial locally: trial run --task PATH", trialrun.Main},
 		"pack":      {"convert and validate task packs: pack import|validate", notImplemented},
 		"dev":       {"start a local control plane with the manager and the pod simulator", devcluster.Main},
 		"version":   {"print the version and the engine protocol version", runVersion},

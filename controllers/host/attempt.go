@@ -86,6 +86,10 @@ type AttemptConfig struct {
 	// ArtifactsDir, when set, receives trajectory.yaml, grade.yaml and
 	// metrics.yaml for this attempt under trials/<task_id>/<TrialIndex>/.
 	ArtifactsDir string
+	// GradingComponents limits what GradeTrial computes. Nil means every
+	// configured component, except for the oracle agent: see
+	// OracleGradingComponents.
+	GradingComponents []string
 	// TrialIndex places the artifacts (the k of pass^k).
 	TrialIndex int
 	// AttemptNumber is recorded in the artifacts.

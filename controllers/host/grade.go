@@ -26,6 +26,7 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	resp, err := r.cfg.Runner.GradeTrial(gctx, &runnerpb.GradeTrialRequest{
 		TrialId:           r.trialID,
 		LlmMessagesJson:   string(wire),
+		GradingComponents: gradingComponents(r.cfg),
 		TerminationReason: string(end.termination),
 	})
 	r.timing.grading = time.Since(start)
@@ -53,6 +54,23 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 		e.reason = ReasonPassed
 	}
 	return e
+}
+
+// OracleGradingComponents is what an oracle trial is graded on. The oracle
+// replays the golden actions and says nothing, so conversational components
+// (transcript rules, a judge) would score the absence of a conversation rather
+// than the pack; an oracle trial answers one question: does the golden path
+// reach the state the task's state checks expect.
+var OracleGradingComponents = []string{task.ComponentStateChecks}
+
+func gradingComponents(cfg AttemptConfig) []string {
+	if cfg.GradingComponents != nil {
+		return cfg.GradingComponents
+	}
+	if cfg.Spec != nil && cfg.Spec.Agent != nil && cfg.Spec.Agent.Provider == task.ProviderOracle {
+		return OracleGradingComponents
+	}
+	return nil
 }
 
 // selfGrade is the host's grade of a trial that never reaches GradeTrial:

@@ -17,4 +17,14 @@ func TestOracleOnShopPasses(t *testing.T) {
 	if res.Outcome != host.OutcomeGraded || res.Grade == nil || !res.Grade.GetBinaryPass() {
 		t.Fatalf("oracle on shop: %s %s", res, res.Message)
 	}
+	// An oracle is graded on state checks only: the transcript rules would
+	// score a conversation the oracle never has.
+	g := res.Grade
+	if g.GetScore() != 1.0 || g.GetComponents().GetStateChecks() != 1.0 || g.GetComponents().GetTranscriptRules() != -1 {
+		t.Fatalf("oracle grade = score %v state %v transcript %v, want 1, 1, -1 (reasons %q)",
+			g.GetScore(), g.GetComponents().GetStateChecks(), g.GetComponents().GetTranscriptRules(), g.GetReasons())
+	}
+	if want := "State: hash match | JSONPath: all 7 checks passed"; g.GetReasons() != want {
+		t.Fatalf("reasons = %q, want %q", g.GetReasons(), want)
+	}
 }
