@@ -46,8 +46,8 @@ func TestRunOracleOnShopPasses(t *testing.T) {
 		"turn 1 agent -> place_order [success] -> confirm_payment [success]\n",
 		`turn 2 agent "###STOP###"` + "\n",
 		"ended: agent_done after 2 turns (outcome Graded, reason Passed)\n",
-		"grade: score 0.833333, pass true\n",
-		"reasons: State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed",
+		"grade: score 1, pass true\n",
+		"reasons: State: hash match | JSONPath: all 7 checks passed\n",
 		"artifacts: " + filepath.Join(dir, "trials", "shop_orders_02", "0") + "\n",
 	} {
 		if !strings.Contains(got, want) {
@@ -61,12 +61,14 @@ func TestRunOracleOnShopPasses(t *testing.T) {
 	}
 }
 
-// manifest wraps the shop task in a Task manifest with a pass threshold the
-// oracle cannot reach (its transcript misses two required actions).
+// manifest wraps the shop task in a Task manifest the oracle cannot pass: one
+// JSONPath check expects a stock the golden path does not leave (41 -> 40), and
+// the threshold is raised to 1.0, so the state score 0.6 + 0.4*6/7 fails.
 func manifest(tb testing.TB) string {
-	desc := strings.Replace(string(shop.TaskJSON()), `"pass_threshold": 0.75`, `"pass_threshold": 0.9`, 1)
-	if desc == string(shop.TaskJSON()) {
-		tb.Fatal("shop task has no pass_threshold 0.75 to raise")
+	desc := strings.Replace(string(shop.TaskJSON()), `"pass_threshold": 0.75`, `"pass_threshold": 1.0`, 1)
+	desc = strings.Replace(desc, `"equals": 41,`, `"equals": 40,`, 1)
+	if strings.Count(desc, `"pass_threshold": 1.0`) != 1 || strings.Count(desc, `"equals": 40,`) != 1 {
+		tb.Fatal("shop task no longer has the threshold and stock check this test edits")
 	}
 	y := "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Task\nmetadata:\n  name: shop-strict\nspec:\n" +
 		"  initialUserMessage: I'm C-101, please buy a headset.\n  maxTurns: 4\n  description: " + desc + "\n"
@@ -81,10 +83,10 @@ func TestRunFailingGradeExitsOne(t *testing.T) {
 	var out bytes.Buffer
 	err := trialrun.Run(ctxT(t), []string{"run", "--task", manifest(t), "--out", t.TempDir()}, env(t, &out))
 	var ee *trialrun.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "trial failed: score 0.833333" {
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "trial failed: score 0.942857" {
 		t.Fatalf("err = %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"max turns 4\n", `turn 0 user  "I'm C-101, please buy a headset."`, "grade: score 0.833333, pass false\n"} {
+	for _, want := range []string{"max turns 4\n", `turn 0 user  "I'm C-101, please buy a headset."`, "grade: score 0.942857, pass false\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
