@@ -14,23 +14,20 @@ import (
 	"strings"
 	"syscall"
 
+	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host/trialrun"
 	"tolokaforge.io/operator/controllers/manager"
+	"tolokaforge.io/operator/controllers/report"
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/test/devcluster"
 )
 
-// errNotImplemented marks a subcommand whose issue is still open.
-var errNotImplemented = errors.New("not implemented yet")
-
 type command struct {
 	summary string
 	run     func(ctx context.Context, args []string) error
 }
-
-func notImplemented(context.Context, []string) error { return errNotImplemented }
 
 func commands() map[string]command {
 	return map[string]command{
@@ -39,8 +36,9 @@ func commands() map[string]command {
 		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
 		"trial":     {"run one trial locally: trial run --task PATH", trialrun.Main},
-		"pack":      {"convert and validate task packs: pack import|validate", notImplemented},
+		"pack":      {"convert and validate task packs: pack import|validate", pack.Main},
 		"dev":       {"start a local control plane with the manager and the pod simulator", devcluster.Main},
+		"report":    {"campaign results as a table, HTML page and aggregate.json", report.Main},
 		"version":   {"print the version and the engine protocol version", runVersion},
 	}
 }
@@ -64,10 +62,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cmd.run(ctx, args[1:]); err != nil {
-		if errors.Is(err, errNotImplemented) {
-			fmt.Fprintf(stderr, "tolokaforge %s: %v\n", args[0], err)
-			return 2
-		}
 		var ec interface{ ExitCode() int }
 		if errors.As(err, &ec) {
 			if msg := err.Error(); msg != "" {

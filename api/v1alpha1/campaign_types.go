@@ -2,16 +2,19 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // CampaignSpec is tasks x trialsPerTask x agents, run under caps.
 type CampaignSpec struct {
 	Tasks CampaignTasks `json:"tasks"`
-	// TrialsPerTask is k: trials per (task, agent).
+	// TrialsPerTask is k: trials per (task, agent), and the k of the status's
+	// pass@k and pass^k. Raising it mid-run adds only the new indexes.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	TrialsPerTask int32 `json:"trialsPerTask"`
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=50
 	// +listType=map
 	// +listMapKey=name
 	Agents []NamedAgent `json:"agents"`
@@ -29,11 +32,26 @@ type CampaignSpec struct {
 	// +optional
 	RetryPolicy RetryPolicy `json:"retryPolicy,omitempty"`
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	MaxTurns *int32 `json:"maxTurns,omitempty"`
 	// +optional
 	Timeouts Timeouts `json:"timeouts,omitempty"`
-	// Rerun re-creates the campaign's Trials that ended in these phases.
+	// Runner and DBService adjust the pods of every Trial.
+	// +optional
+	Runner PodOverrides `json:"runner,omitempty"`
+	// +optional
+	DBService PodOverrides `json:"dbService,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// Rerun deletes and re-creates, once per campaign generation, the Trials
+	// that ended in these phases and were created under an earlier
+	// generation. A Trial re-created by a rerun is not rerun again until the
+	// spec changes (a new generation) with rerun still set.
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:validation:XValidation:rule="self.all(p, p in ['Passed', 'Failed', 'GradingFailed', 'InfraFailed', 'Invalid', 'ProtocolSkew'])",message="rerun takes terminal phases only: Passed, Failed, GradingFailed, InfraFailed, Invalid, ProtocolSkew"
+	// +listType=set
 	// +optional
 	Rerun []TrialPhase `json:"rerun,omitempty"`
 }
@@ -43,6 +61,8 @@ type CampaignSpec struct {
 type CampaignTasks struct {
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+	// +kubebuilder:validation:MinItems=1
+	// +listType=set
 	// +optional
 	Names []string `json:"names,omitempty"`
 }
@@ -67,34 +87,95 @@ type Budget struct {
 
 // Condition types of a Campaign.
 const (
-	CampaignProgressing    = "Progressing"
+	// CampaignProgressing is True while Trials remain to be created or to finish.
+	CampaignProgressing = "Progressing"
+	// CampaignBudgetExceeded is True once the spend reached spec.budget.
 	CampaignBudgetExceeded = "BudgetExceeded"
-	CampaignCompleted      = "Completed"
+	// CampaignTasksResolved is False while a named Task does not exist.
+	CampaignTasksResolved = "TasksResolved"
+	// CampaignCompleted is True when nothing is left to create or to wait for.
+	CampaignCompleted = "Completed"
 )
 
-// TrialCounts counts a campaign's Trials by state (one per Trial, never per attempt).
+// Annotations and labels the Campaign controller puts on its Trials.
+const (
+	// LabelCampaign, LabelAgent, LabelTask and LabelTrialIndex select a
+	// campaign's Trials (values longer than 63 characters are shortened with
+	// a hash).
+	LabelCampaign   = "eval.tolokaforge.io/campaign"
+	LabelAgent      = "eval.tolokaforge.io/agent"
+	LabelTask       = "eval.tolokaforge.io/task"
+	LabelTrialIndex = "eval.tolokaforge.io/trial-index"
+	// AnnotationCampaignGeneration is the campaign generation a Trial was
+	// created under; a rerun only retires Trials created under an earlier one.
+	AnnotationCampaignGeneration = "eval.tolokaforge.io/campaign-generation"
+	// AnnotationTaskName is the Task's full name (the label may be shortened).
+	AnnotationTaskName = "eval.tolokaforge.io/task-name"
+)
+
+// TrialCounts counts a campaign's Trials by state: one per Trial, never per
+// attempt, over the Trials of the current plan (agents x tasks x indexes < k).
+// Zero counts are omitted (the status is written by merge patch, and an
+// absent key reads as 0).
 type TrialCounts struct {
-	Total       int32 `json:"total"`
-	Pending     int32 `json:"pending"`
-	Running     int32 `json:"running"`
-	Passed      int32 `json:"passed"`
-	Failed      int32 `json:"failed"`
-	InfraFailed int32 `json:"infraFailed"`
-	Invalid     int32 `json:"invalid"`
+	// Total is the planned number of Trials.
+	// +optional
+	Total int32 `json:"total,omitempty"`
+	// Queued Trials are planned but not created yet (held by maxParallel or
+	// the budget).
+	// +optional
+	Queued int32 `json:"queued,omitempty"`
+	// Pending Trials exist but have not started running (no phase, Pending,
+	// Starting), including creations the cache has not shown yet.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// Running counts phases Running and Grading.
+	// +optional
+	Running int32 `json:"running,omitempty"`
+	// +optional
+	Passed int32 `json:"passed,omitempty"`
+	// Failed counts phases Failed and GradingFailed: both are measured
+	// outcomes that did not pass.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// +optional
+	InfraFailed int32 `json:"infraFailed,omitempty"`
+	// Invalid counts phases Invalid and ProtocolSkew: the trial never ran.
+	// +optional
+	Invalid int32 `json:"invalid,omitempty"`
 }
 
 // Aggregate is a pass/score/cost summary over a set of Trials.
+//
+// The unit of the estimators is a (task, agent) cell with n measured Trials
+// (Passed, Failed, GradingFailed) of which c passed; InfraFailed and Invalid
+// Trials are not measurements of the agent and are left out of n. PassAt1,
+// PassAtK and PassHatK are means over the cells with n >= k (pass@1 over
+// cells with n >= 1); absent when no cell qualifies.
 type Aggregate struct {
-	Trials int32 `json:"trials"`
-	Passes int32 `json:"passes"`
+	// Trials counts the measured Trials and Passes those that passed.
 	// +optional
-	MeanScore float64 `json:"meanScore,omitempty"`
+	Trials int32 `json:"trials,omitempty"`
 	// +optional
-	PassAt1 float64 `json:"passAt1,omitempty"`
+	Passes int32 `json:"passes,omitempty"`
+	// MeanScore is the mean grade score over the measured Trials that have
+	// a grade (a GradingFailed Trial without one has no score to average).
 	// +optional
-	PassAtK float64 `json:"passAtK,omitempty"`
+	MeanScore *float64 `json:"meanScore,omitempty"`
 	// +optional
-	PassHatK float64 `json:"passHatK,omitempty"`
+	PassAt1 *float64 `json:"passAt1,omitempty"`
+	// PassAtK = mean over cells of 1 - C(n-c,k)/C(n,k).
+	// +optional
+	PassAtK *float64 `json:"passAtK,omitempty"`
+	// PassHatK = mean over cells of C(c,k)/C(n,k) (tau-bench's pass^k).
+	// +optional
+	PassHatK *float64 `json:"passHatK,omitempty"`
+	// KCells is the number of cells with n >= k that PassAtK and PassHatK
+	// average over.
+	// +optional
+	KCells int32 `json:"kCells,omitempty"`
+	// Tokens and CostUSD sum every attempt of every Trial (what was billed),
+	// measured or not.
 	// +optional
 	Tokens int64 `json:"tokens,omitempty"`
 	// +optional
@@ -107,10 +188,43 @@ type KeyedAggregate struct {
 	Aggregate `json:",inline"`
 }
 
+// Spend is tokens and money.
+type Spend struct {
+	// +optional
+	Tokens int64 `json:"tokens,omitempty"`
+	// +optional
+	CostUSD float64 `json:"costUSD,omitempty"`
+}
+
+// RetiredTrial is a Trial a rerun deleted; its spend stays in status.spent.
+type RetiredTrial struct {
+	Name string    `json:"name"`
+	UID  types.UID `json:"uid"`
+}
+
+// RerunStatus records the last rerun, so a rerun happens once per generation.
+type RerunStatus struct {
+	// Generation is the campaign generation the rerun was made for.
+	Generation int64 `json:"generation"`
+	// Phases are the phases that were rerun.
+	// +optional
+	Phases []TrialPhase `json:"phases,omitempty"`
+	// Retired counts the Trials this rerun deleted.
+	// +optional
+	Retired int32 `json:"retired,omitempty"`
+	// Deleting are retired Trials not confirmed gone yet; they are not
+	// re-created until they are.
+	// +optional
+	Deleting []RetiredTrial `json:"deleting,omitempty"`
+}
+
 // CampaignStatus is rebuilt from the campaign's Trials.
 type CampaignStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// K is the k of PassAtK and PassHatK (spec.trialsPerTask when observed).
+	// +optional
+	K int32 `json:"k,omitempty"`
 	// +optional
 	Counts TrialCounts `json:"counts,omitempty"`
 	// +optional
@@ -119,11 +233,21 @@ type CampaignStatus struct {
 	PerAgent []KeyedAggregate `json:"perAgent,omitempty"`
 	// +optional
 	PerTask []KeyedAggregate `json:"perTask,omitempty"`
+	// Spent is what the budget is compared with: every current Trial's usage
+	// plus the usage of Trials retired by reruns.
+	// +optional
+	Spent Spend `json:"spent,omitempty"`
+	// RetiredSpend is the part of Spent that belonged to retired Trials.
+	// +optional
+	RetiredSpend Spend `json:"retiredSpend,omitempty"`
+	// +optional
+	Rerun *RerunStatus `json:"rerun,omitempty"`
 	// Display fields for printer columns.
 	// +optional
 	AgentCount int32 `json:"agentCount,omitempty"`
 	// +optional
 	TaskCount int32 `json:"taskCount,omitempty"`
+	// Progress is "done/total": terminal Trials of the plan over planned ones.
 	// +optional
 	Progress string `json:"progress,omitempty"`
 	// +listType=map
@@ -140,7 +264,7 @@ type CampaignStatus struct {
 // +kubebuilder:printcolumn:name="Done/Total",type=string,JSONPath=`.status.progress`
 // +kubebuilder:printcolumn:name="Pass@1",type=number,JSONPath=`.status.overall.passAt1`
 // +kubebuilder:printcolumn:name="Pass^k",type=number,JSONPath=`.status.overall.passHatK`
-// +kubebuilder:printcolumn:name="Cost",type=number,JSONPath=`.status.overall.costUSD`
+// +kubebuilder:printcolumn:name="Cost",type=number,JSONPath=`.status.spent.costUSD`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Campaign runs many Trials and aggregates their results.

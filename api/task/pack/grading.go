@@ -1,0 +1,427 @@
+package pack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	"tolokaforge.io/operator/api/task"
+)
+
+// grading converts grading.yaml (Tolokaforge's host schema, notes §5.1) to
+// TaskDescription.grading (spec/grading-config.md).
+func (c *converter) grading(t *mapping) error {
+	name, err := t.str("grading")
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		if _, err := os.Stat(filepath.Join(c.dir, "grading.yaml")); errors.Is(err, os.ErrNotExist) {
+			c.rep.add(t.file, "grading", "absent and no grading.yaml: the task is not graded")
+			return nil
+		}
+		name = "grading.yaml"
+	}
+	data, err := c.read(name)
+	if err != nil {
+		return convError(t.file, "grading", "%v", err)
+	}
+	doc, err := parseYAML(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.file(name), err)
+	}
+	g, err := asMapping(c.file(name), "", doc)
+	if err != nil {
+		return err
+	}
+	cfg := &task.GradingConfig{}
+	if err := c.combine(g, cfg); err != nil {
+		return err
+	}
+	if err := c.stateChecks(g, cfg); err != nil {
+		return err
+	}
+	if err := c.transcriptRules(g, cfg); err != nil {
+		return err
+	}
+	if err := c.judge(g, cfg); err != nil {
+		return err
+	}
+	g.leftovers(&c.rep, "custom_checks are Python @check functions the Go runner cannot run; other keys have no TaskDescription field")
+	c.td.Grading = cfg
+	return nil
+}
+
+// Tolokaforge's combine methods: all_pass and any_pass are its spellings of
+// all and any.
+var combineMethods = map[string]task.CombineMethod{
+	"weighted": task.CombineWeighted, "all": task.CombineAll, "any": task.CombineAny,
+	"all_pass": task.CombineAll, "any_pass": task.CombineAny,
+}
+
+func (c *converter) combine(g *mapping, cfg *task.GradingConfig) error {
+	if !g.has("combine") {
+		g.take("combine")
+		// Tolokaforge's native adapter without a combine block.
+		one := 1.0
+		cfg.Weights = map[string]float64{task.ComponentStateChecks: 1}
+		cfg.PassThreshold = &one
+		return nil
+	}
+	m, err := g.sub("combine")
+	if err != nil {
+		return err
+	}
+	method, err := m.str("method")
+	if err != nil {
+		return err
+	}
+	if method != "" {
+		cm, ok := combineMethods[method]
+		if !ok {
+			return convError(m.file, m.at("method"), "%q is not one of weighted, all, any, all_pass, any_pass", method)
+		}
+		cfg.CombineMethod = cm
+	}
+	w, err := m.sub("weights")
+	if err != nil {
+		return err
+	}
+	cfg.Weights = map[string]float64{}
+	for _, k := range w.keys {
+		v, err := w.number(k)
+		if err != nil {
+			return err
+		}
+		if v != nil {
+			cfg.Weights[k] = *v
+		}
+	}
+	if cfg.PassThreshold, err = m.number("pass_threshold"); err != nil {
+		return err
+	}
+	m.leftovers(&c.rep, "combine has method, weights and pass_threshold")
+	return nil
+}
+
+func (c *converter) stateChecks(g *mapping, cfg *task.GradingConfig) error {
+	if !g.has("state_checks") {
+		g.take("state_checks")
+		return nil
+	}
+	m, err := g.sub("state_checks")
+	if err != nil {
+		return err
+	}
+	sc := &task.StateChecks{}
+	if m.has("hash") {
+		h, err := m.sub("hash")
+		if err != nil {
+			return err
+		}
+		if b, err := h.boolean("enabled"); err != nil {
+			return err
+		} else if b != nil {
+			sc.HashEnabled = *b
+		}
+		if sc.HashWeight, err = h.number("weight"); err != nil {
+			return err
+		}
+		if s, err := h.str("expected_state_hash"); err != nil {
+			return err
+		} else if s != "" {
+			sc.ExpectedHash = &s
+		}
+		actions, err := h.list("golden_actions")
+		if err != nil {
+			return err
+		}
+		for i, n := range actions {
+			a, err := c.action(h.file, fmt.Sprintf("%s[%d]", h.at("golden_actions"), i), n)
+			if err != nil {
+				return err
+			}
+			sc.GoldenActions = append(sc.GoldenActions, task.GoldenAction{ToolName: a.name, Arguments: a.args})
+		}
+		h.leftovers(&c.rep, "hash has enabled, weight, golden_actions and expected_state_hash")
+	} else {
+		m.take("hash")
+	}
+	paths, err := m.list("jsonpaths")
+	if err != nil {
+		return err
+	}
+	for i, n := range paths {
+		j, err := c.jsonPath(m.file, fmt.Sprintf("%s[%d]", m.at("jsonpaths"), i), n)
+		if err != nil {
+			return err
+		}
+		sc.JSONPaths = append(sc.JSONPaths, j)
+	}
+	if b, err := m.boolean("db_hash_check"); err != nil {
+		return err
+	} else if b != nil && *b {
+		c.rep.add(m.file, m.at("db_hash_check"), "not mapped: the legacy DB hash check has no equivalent; use hash.enabled with golden_actions")
+	}
+	m.leftovers(&c.rep, "env_assertions and file checks are not evaluated by the Go runner")
+	if sc.HashEnabled || len(sc.GoldenActions) > 0 || sc.ExpectedHash != nil || len(sc.JSONPaths) > 0 || sc.HashWeight != nil {
+		cfg.StateChecks = sc
+	}
+	return nil
+}
+
+type action struct {
+	name string
+	args []byte
+}
+
+// action reads a golden or required action: Tolokaforge writes name and
+// kwargs; tool_name and arguments are accepted too.
+func (c *converter) action(file, path string, n *yaml.Node) (action, error) {
+	m, err := asMapping(file, path, n)
+	if err != nil {
+		return action{}, err
+	}
+	var a action
+	for _, key := range []string{"name", "tool_name"} {
+		if s, err := m.str(key); err != nil {
+			return a, err
+		} else if s != "" {
+			a.name = s
+		}
+	}
+	if a.name == "" {
+		return a, convError(file, path, "names no tool (name)")
+	}
+	for _, key := range []string{"kwargs", "arguments"} {
+		if raw, err := m.object(key); err != nil {
+			return a, err
+		} else if raw != nil {
+			a.args = raw
+		}
+	}
+	m.leftovers(&c.rep, "an action has name and kwargs")
+	return a, nil
+}
+
+func (c *converter) jsonPath(file, path string, n *yaml.Node) (task.JSONPathCheck, error) {
+	var j task.JSONPathCheck
+	m, err := asMapping(file, path, n)
+	if err != nil {
+		return j, err
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"path", &j.Path}, {"path_glob", &j.PathGlob}, {"description", &j.Description}} {
+		if *f.dst, err = m.str(f.key); err != nil {
+			return j, err
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *[]byte
+	}{{"equals", (*[]byte)(&j.Equals)}, {"not_equals", (*[]byte)(&j.NotEquals)}, {"contains", (*[]byte)(&j.Contains)},
+		{"gt", (*[]byte)(&j.GT)}, {"gte", (*[]byte)(&j.GTE)}, {"lt", (*[]byte)(&j.LT)}, {"lte", (*[]byte)(&j.LTE)}} {
+		if m.has(f.key) {
+			if *f.dst, err = m.raw(f.key); err != nil {
+				return j, err
+			}
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst **string
+	}{{"equals_ci", &j.EqualsCI}, {"contains_ci", &j.ContainsCI}, {"matches", &j.Matches}} {
+		if m.has(f.key) {
+			s, err := m.str(f.key)
+			if err != nil {
+				return j, err
+			}
+			*f.dst = &s
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst **bool
+	}{{"exists", &j.Exists}, {"absent", &j.Absent}} {
+		if *f.dst, err = m.boolean(f.key); err != nil {
+			return j, err
+		}
+	}
+	if j.Count, err = m.integer("count"); err != nil {
+		return j, err
+	}
+	m.leftovers(&c.rep, "a JSONPath check has path or path_glob, one operator and description")
+	return j, nil
+}
+
+func (c *converter) transcriptRules(g *mapping, cfg *task.GradingConfig) error {
+	if !g.has("transcript_rules") {
+		g.take("transcript_rules")
+		return nil
+	}
+	m, err := g.sub("transcript_rules")
+	if err != nil {
+		return err
+	}
+	tr := &task.TranscriptRules{}
+	if tr.MustContain, err = m.strings("must_contain"); err != nil {
+		return err
+	}
+	if tr.DisallowRegex, err = m.strings("disallow_regex"); err != nil {
+		return err
+	}
+	if tr.MaxTurns, err = m.integer("max_turns"); err != nil {
+		return err
+	}
+	if tr.MinAssistantTurns, err = m.integer("min_assistant_turns"); err != nil {
+		return err
+	}
+	actions, err := m.list("required_actions")
+	if err != nil {
+		return err
+	}
+	for i, n := range actions {
+		p := fmt.Sprintf("%s[%d]", m.at("required_actions"), i)
+		ra, err := c.requiredAction(m.file, p, n)
+		if err != nil {
+			return err
+		}
+		tr.RequiredActions = append(tr.RequiredActions, ra)
+	}
+	infos, err := m.list("communicate_info")
+	if err != nil {
+		return err
+	}
+	for i, n := range infos {
+		p := fmt.Sprintf("%s[%d]", m.at("communicate_info"), i)
+		im, err := asMapping(m.file, p, n)
+		if err != nil {
+			return err
+		}
+		var ci task.CommunicateInfo
+		if ci.Info, err = im.str("info"); err != nil {
+			return err
+		}
+		if ci.Info == "" {
+			return convError(m.file, joinPath(p, "info"), "required")
+		}
+		if ci.Required, err = im.boolean("required"); err != nil {
+			return err
+		}
+		im.leftovers(&c.rep, "communicate_info has info and required")
+		tr.CommunicateInfo = append(tr.CommunicateInfo, ci)
+	}
+	if m.has("tool_expectations") {
+		te, err := m.sub("tool_expectations")
+		if err != nil {
+			return err
+		}
+		required, err := te.strings("required_tools")
+		if err != nil {
+			return err
+		}
+		for _, name := range required {
+			// A required tool is a required action compared by name only.
+			none := []string{}
+			tr.RequiredActions = append(tr.RequiredActions, task.RequiredAction{
+				ActionID: "required_tool_" + name, Requestor: task.RequestorAssistant, ToolName: name, CompareArgs: &none,
+			})
+		}
+		te.leftovers(&c.rep, "disallowed tools have no transcript rule; express them as trace_checks absent constraints")
+	} else {
+		m.take("tool_expectations")
+	}
+	m.leftovers(&c.rep, "not a key of Tolokaforge's transcript_rules")
+	cfg.TranscriptRules = tr
+	return nil
+}
+
+func (c *converter) requiredAction(file, path string, n *yaml.Node) (task.RequiredAction, error) {
+	var ra task.RequiredAction
+	m, err := asMapping(file, path, n)
+	if err != nil {
+		return ra, err
+	}
+	if ra.ActionID, err = m.str("action_id"); err != nil {
+		return ra, err
+	}
+	if ra.ActionID == "" {
+		return ra, convError(file, joinPath(path, "action_id"), "required")
+	}
+	req, err := m.str("requestor")
+	if err != nil {
+		return ra, err
+	}
+	ra.Requestor = task.Requestor(req)
+	for _, key := range []string{"name", "tool_name"} {
+		if s, err := m.str(key); err != nil {
+			return ra, err
+		} else if s != "" {
+			ra.ToolName = s
+		}
+	}
+	if ra.ToolName == "" {
+		return ra, convError(file, path, "names no tool (name)")
+	}
+	if ra.Arguments, err = m.object("arguments"); err != nil {
+		return ra, err
+	}
+	if m.vals["compare_args"] != nil && !isNull(m.vals["compare_args"]) {
+		ca, err := m.strings("compare_args")
+		if err != nil {
+			return ra, err
+		}
+		if ca == nil {
+			ca = []string{}
+		}
+		ra.CompareArgs = &ca
+	} else {
+		m.take("compare_args")
+	}
+	m.leftovers(&c.rep, "a required action has action_id, requestor, name, arguments and compare_args")
+	return ra, nil
+}
+
+// judge maps Tolokaforge's llm_judge (a model_ref and a free-text rubric)
+// onto the rubric judge: the text becomes the instructions and one graded
+// criterion asks whether the transcript meets them.
+func (c *converter) judge(g *mapping, cfg *task.GradingConfig) error {
+	if !g.has("llm_judge") {
+		g.take("llm_judge")
+		return nil
+	}
+	m, err := g.sub("llm_judge")
+	if err != nil {
+		return err
+	}
+	ref, err := m.str("model_ref")
+	if err != nil {
+		return err
+	}
+	rubric, err := m.str("rubric")
+	if err != nil {
+		return err
+	}
+	if ref == "" {
+		// Tolokaforge forwards the judge only when model_ref is set.
+		m.leftovers(&c.rep, "llm_judge without model_ref is not run (as in Tolokaforge)")
+		return nil
+	}
+	if rubric == "" {
+		return convError(m.file, m.at("rubric"), "required with model_ref")
+	}
+	cfg.LLMJudge = &task.LLMJudge{
+		ModelRef: ref,
+		Rubric: task.Rubric{Instructions: rubric, Criteria: []task.Criterion{{
+			ID: "rubric", Description: "The transcript meets the rubric in the instructions.", Kind: task.CriterionGraded,
+		}}},
+	}
+	c.rep.add(m.file, m.at("rubric"), "the free-text rubric became the judge's instructions with one graded criterion \"rubric\"")
+	m.leftovers(&c.rep, "the Go judge has no output_schema, agentic mode, system_prompt or tool_packs")
+	return nil
+}

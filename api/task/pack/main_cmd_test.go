@@ -1,0 +1,176 @@
+package pack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/controllers/host"
+)
+
+func TestImportCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic")}, &out, &errb, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, cms := readStream(t, out.Bytes())
+	if len(tasks) != 2 || len(cms) != 1 || tasks[0].Name != "shop-orders-02" || tasks[1].Name != "calc-basic" || tasks[1].Labels["suite"] != "shop" || cms[0].Namespace != "evals" {
+		t.Fatalf("stream: %d tasks %d configmaps", len(tasks), len(cms))
+	}
+	wantErr := strings.Join([]string{
+		"shop_orders_02/task.yaml: policies: kept as metadata.policies only: the runner does not show policies to the agent; put them in the system prompt to enforce them",
+		"calc_basic/task.yaml: system_prompt: absent and no system_prompt.md: the description is used as the system prompt",
+		`calc_basic/grading.yaml: state_checks.files: not mapped (env_assertions and file checks are not evaluated by the Go runner): [{"path":"result.txt","must_exist":true,"must_contain":"391"}]`,
+		`calc_basic/grading.yaml: transcript_rules.must_contain_phrases: not mapped (not a key of Tolokaforge's transcript_rules): ["391"]`,
+	}, "\n") + "\n"
+	if errb.String() != wantErr {
+		t.Fatalf("stderr\n%s\nwant\n%s", errb.String(), wantErr)
+	}
+
+	// --mcp-command overrides the known server.
+	out.Reset()
+	errb.Reset()
+	if err := run(context.Background(), []string{"import", "--mcp-command", "mcp_server.py=/opt/shop serve", fixture("shop_orders_02")}, &out, &errb, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "- /opt/shop\n") || strings.Contains(out.String(), "- tolokaforge\n") {
+		t.Fatalf("command not overridden:\n%s", out.String())
+	}
+}
+
+func TestImportCommandErrors(t *testing.T) {
+	dup := writePack(t, "copy", map[string]string{"task.yaml": strings.Replace(minimalTask, "task_id: mini", "task_id: shop_orders_02", 1)})
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "pack: a subcommand is required"},
+		{[]string{"export"}, `pack: unknown subcommand "export"`},
+		{[]string{"import"}, "pack import: name at least one task directory"},
+		{[]string{"import", "--label", "nokey", fixture("calc_basic")}, `--label "nokey": want KEY=VALUE`},
+		{[]string{"import", "--mcp-command", "x.py", fixture("calc_basic")}, `--mcp-command "x.py": want SCRIPT=ARGV`},
+		{[]string{"import", "--label", "suite=a b", fixture("calc_basic")}, `--label "suite=a b": value: a valid label must be`},
+		{[]string{"import", "--label", "-bad=x", fixture("calc_basic")}, `--label "-bad=x": key: name part must consist of`},
+		{[]string{"import", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"import", fixture("shop_orders_02"), dup}, `Task name "shop-orders-02" is also`},
+		{[]string{"import", fixture("calc_basic"), filepath.Join(t.TempDir(), "missing")}, "missing: open"},
+		{[]string{"validate"}, "pack validate: name at least one task directory"},
+	}
+	for _, tc := range cases {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), tc.args, &out, &errb, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: wrote to stdout on failure:\n%s", tc.args, out.String())
+		}
+	}
+}
+
+// packWithGrading copies shop_orders_02 into a directory named name with
+// its grading.yaml edited.
+func packWithGrading(t *testing.T, name string, edit func(string) string) string {
+	t.Helper()
+	src := fixture("shop_orders_02")
+	files := map[string]string{}
+	for _, f := range []string{"task.yaml", "grading.yaml", "initial_state.json", "system_prompt.md", "fixtures/tools.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[f] = string(b)
+	}
+	g := files["grading.yaml"]
+	if files["grading.yaml"] = edit(g); files["grading.yaml"] == g {
+		t.Fatal("the edit changed nothing: the fixture changed")
+	}
+	return writePack(t, name, files)
+}
+
+// brokenShop is shop_orders_02 with a golden path that buys the wrong
+// quantity: the replay is consistent (the hash matches) but the JSONPath
+// expectations of the end state fail.
+func brokenShop(t *testing.T) string {
+	t.Helper()
+	return packWithGrading(t, "broken_shop", func(g string) string { return strings.Replace(g, "quantity: 1\n", "quantity: 2\n", 1) })
+}
+
+func TestValidateCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs trials")
+	}
+	ctx := context.Background()
+	var out, errb bytes.Buffer
+	shop, calc, broken := fixture("shop_orders_02"), fixture("calc_basic"), brokenShop(t)
+	err := run(ctx, []string{"validate", shop, calc, broken, "--artifacts", t.TempDir()}, &out, &errb, selfExecutable(t))
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "2 of 3 tasks failed validation" {
+		t.Fatalf("error %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	// The oracle's transcript score depends on what the oracle says besides
+	// its golden calls, so only the state verdict is pinned here.
+	want := []string{
+		"PASS shop_orders_02 (" + shop + "): state checks 1, score ",
+		"FAIL calc_basic (" + calc + "): state checks n/a, score ",
+		"FAIL shop_orders_02 (" + broken + "): state checks ",
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d:\n%s\nwant prefix\n%s", i, lines[i], w)
+		}
+	}
+	if !strings.Contains(lines[0], ", golden path verified") {
+		t.Errorf("shop: %s", lines[0])
+	}
+	if !strings.Contains(lines[1], "the golden path decides nothing: the task has no state checks to replay it against") {
+		t.Errorf("calc_basic: %s", lines[1])
+	}
+	if !strings.Contains(lines[2], "the golden path does not reach the expected state: State: hash match | JSONPath: ") {
+		t.Errorf("broken pack's reason: %s", lines[2])
+	}
+}
+
+func TestJudge(t *testing.T) {
+	comp := func(state float64) *runnerpb.GradeComponents {
+		return &runnerpb.GradeComponents{StateChecks: state, TranscriptRules: -1, LlmJudge: -1, CustomChecks: -1}
+	}
+	reasons := "State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed: x"
+	cases := []struct {
+		name    string
+		outcome host.Outcome
+		grade   *runnerpb.Grade
+		strict  bool
+		pass    bool
+		why     string
+	}{
+		{"state 1, score 1", host.OutcomeGraded, &runnerpb.Grade{Score: 1, Components: comp(1)}, false, true, "golden path verified"},
+		{"state 1, transcript below", host.OutcomeGraded, &runnerpb.Grade{Score: 0.8333, Components: comp(1), Reasons: reasons}, false, true,
+			"golden path verified; components a golden replay cannot exercise (transcript, judge) scored below 1: Transcript: 5 of 9 rules failed: x"},
+		{"strict wants the whole grade", host.OutcomeGraded, &runnerpb.Grade{Score: 0.8333, Components: comp(1), Reasons: reasons}, true, false,
+			"--strict: the grade is below 1.0: " + reasons},
+		{"state below 1", host.OutcomeGraded, &runnerpb.Grade{Score: 0.6, Components: comp(0.4), Reasons: "State: hash mismatch"}, false, false,
+			"the golden path does not reach the expected state: State: hash mismatch"},
+		{"no state checks", host.OutcomeGraded, &runnerpb.Grade{Score: 1, Components: comp(-1), Reasons: "Transcript: all 1 rules passed"}, false, false,
+			"the golden path decides nothing: the task has no state checks to replay it against; reasons: Transcript: all 1 rules passed"},
+		{"no grade", host.OutcomeInvalid, nil, false, false, "the oracle's trial ended Invalid (InvalidTask): tool x is unknown"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := judge(Verdict{}, tc.outcome, "InvalidTask", "tool x is unknown", tc.grade, tc.strict)
+			if v.Pass != tc.pass || v.Why != tc.why {
+				t.Fatalf("pass=%v why=%q\nwant pass=%v why=%q", v.Pass, v.Why, tc.pass, tc.why)
+			}
+		})
+	}
+}

@@ -1,0 +1,377 @@
+package pack
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// Keys of the initial-state ConfigMap.
+const (
+	StateKeyGzip  = "tables.json.gz"
+	StateKeyPlain = "tables.json"
+)
+
+// Manifests are the objects of one converted task.
+type Manifests struct {
+	Task *yaml.Node
+	// ConfigMap holds the initial tables when they are not inline.
+	ConfigMap *yaml.Node
+	// StateRef is the Task's initialStateFrom (nil when inline).
+	StateRef *evalv1.ConfigMapKeyRef
+}
+
+// stateRef decides where the tables go. Inline unless they are larger than
+// the limit (gzip in binaryData) or hold a float literal with an integral
+// value: the Kubernetes API stores custom resources as untyped JSON and
+// writes 300.0 back as 300, and the canonical hash tells the two apart, so
+// such tables travel verbatim in a ConfigMap's data.
+func stateRef(c *Converted, limit int) *evalv1.ConfigMapKeyRef {
+	if c.Tables == nil {
+		return nil
+	}
+	name := c.Name + "-initial-state"
+	if len(c.Tables) > limit {
+		return &evalv1.ConfigMapKeyRef{Name: name, Key: StateKeyGzip, Gzip: true}
+	}
+	if hasIntegralFloat(c.Tables) {
+		return &evalv1.ConfigMapKeyRef{Name: name, Key: StateKeyPlain}
+	}
+	return nil
+}
+
+// hasIntegralFloat reports a number literal that reads as a float but whose
+// value is an integer (300.0, 1e3).
+func hasIntegralFloat(raw json.RawMessage) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		n, ok := tok.(json.Number)
+		if !ok || !strings.ContainsAny(string(n), ".eE") {
+			continue
+		}
+		if f, err := n.Float64(); err == nil && f == float64(int64(f)) {
+			return true
+		}
+	}
+}
+
+// Build renders the manifests of c.
+func Build(c *Converted, opts Options) (*Manifests, error) {
+	limit := opts.InlineLimit
+	if limit <= 0 {
+		limit = DefaultInlineLimit
+	}
+	m := &Manifests{StateRef: stateRef(c, limit)}
+	desc := c.Wire
+	if m.StateRef != nil {
+		var err error
+		if desc, err = withoutTables(c.Wire); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Dir, err)
+		}
+	}
+	descNode, err := jsonNode(desc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: render the description: %w", c.Dir, err)
+	}
+	spec := mapNode("description", descNode)
+	if r := m.StateRef; r != nil {
+		ref := mapNode("name", str(r.Name), "key", str(r.Key))
+		if r.Gzip {
+			ref = mapNode("name", str(r.Name), "key", str(r.Key), "gzip", boolNode(true))
+		}
+		spec.Content = append(spec.Content, str("initialStateFrom"), mapNode("configMapKeyRef", ref))
+	}
+	if c.InitialUserMessage != "" {
+		spec.Content = append(spec.Content, str("initialUserMessage"), str(c.InitialUserMessage))
+	}
+	if c.MaxTurns != nil {
+		spec.Content = append(spec.Content, str("maxTurns"), intNode(int64(*c.MaxTurns)))
+	}
+	labels := map[string]string{"eval.tolokaforge.io/task-id": labelSafe(c.Description.TaskID)}
+	if cat := labelSafe(c.Description.Category); cat != "" {
+		labels["eval.tolokaforge.io/category"] = cat
+	}
+	for k, v := range opts.Labels {
+		labels[k] = v
+	}
+	m.Task = mapNode(
+		"apiVersion", str(evalv1.GroupVersion.String()),
+		"kind", str("Task"),
+		"metadata", objectMeta(c.Name, opts.Namespace, labels),
+		"spec", spec,
+	)
+	if r := m.StateRef; r != nil {
+		var data *yaml.Node
+		if r.Gzip {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			if _, err := zw.Write(c.Tables); err != nil {
+				return nil, fmt.Errorf("%s: gzip the initial state: %w", c.Dir, err)
+			}
+			if err := zw.Close(); err != nil {
+				return nil, fmt.Errorf("%s: gzip the initial state: %w", c.Dir, err)
+			}
+			data = mapNode("binaryData", mapNode(r.Key, str(base64.StdEncoding.EncodeToString(gz.Bytes()))))
+		} else {
+			data = mapNode("data", mapNode(r.Key, str(string(c.Tables))))
+		}
+		m.ConfigMap = mapNode(
+			"apiVersion", str("v1"),
+			"kind", str("ConfigMap"),
+			"metadata", objectMeta(r.Name, opts.Namespace, map[string]string{"eval.tolokaforge.io/task-id": labelSafe(c.Description.TaskID)}),
+		)
+		m.ConfigMap.Content = append(m.ConfigMap.Content, data.Content...)
+	}
+	return m, nil
+}
+
+// WriteStream writes the manifests as one YAML stream, each ConfigMap
+// before the Task that reads it.
+func WriteStream(w io.Writer, ms []*Manifests) error {
+	enc := yaml.NewEncoder(w)
+	enc.SetIndent(2)
+	for _, m := range ms {
+		for _, n := range []*yaml.Node{m.ConfigMap, m.Task} {
+			if n == nil {
+				continue
+			}
+			if err := enc.Encode(n); err != nil {
+				return fmt.Errorf("write manifests: %w", err)
+			}
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("write manifests: %w", err)
+	}
+	return nil
+}
+
+func withoutTables(wire json.RawMessage) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(wire, &top); err != nil {
+		return nil, err
+	}
+	var is map[string]json.RawMessage
+	if err := json.Unmarshal(top["initial_state"], &is); err != nil {
+		return nil, err
+	}
+	delete(is, "tables")
+	b, err := marshalOrdered(is)
+	if err != nil {
+		return nil, err
+	}
+	top["initial_state"] = b
+	return marshalOrdered(top)
+}
+
+// marshalOrdered marshals a map of raw values with sorted keys and no HTML
+// escaping.
+func marshalOrdered(m map[string]json.RawMessage) (json.RawMessage, error) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeString(&b, k)
+		b.WriteByte(':')
+		b.Write(m[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func objectMeta(name, namespace string, labels map[string]string) *yaml.Node {
+	meta := mapNode("name", str(name))
+	if namespace != "" {
+		meta.Content = append(meta.Content, str("namespace"), str(namespace))
+	}
+	if len(labels) > 0 {
+		keys := make([]string, 0, len(labels))
+		for k := range labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		l := mapNode()
+		for _, k := range keys {
+			l.Content = append(l.Content, str(k), str(labels[k]))
+		}
+		meta.Content = append(meta.Content, str("labels"), l)
+	}
+	return meta
+}
+
+// labelSafe makes a label value of s: [A-Za-z0-9._-], at most 63, alphanumeric at both ends.
+func labelSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	out := b.String()
+	if len(out) > 63 {
+		out = out[:63]
+	}
+	return strings.TrimFunc(out, func(r rune) bool { return r == '.' || r == '_' || r == '-' })
+}
+
+func mapNode(kv ...any) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.Content = append(n.Content, str(kv[i].(string)), kv[i+1].(*yaml.Node))
+	}
+	return n
+}
+
+func str(s string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}
+	switch {
+	case strings.Contains(s, "\n") && isLiteralSafe(s):
+		n.Style = yaml.LiteralStyle
+	case yaml11Special(s):
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	return n
+}
+
+// yaml11Special reports a string kubectl's YAML 1.1 reader would not read
+// back as that string if written plain: the 1.1 booleans and nulls (y, n,
+// on, off, ...) and anything that may read as a number (1_000, 0o17, .5).
+// The YAML 1.2 encoder only quotes what 1.2 resolves.
+func yaml11Special(s string) bool {
+	switch strings.ToLower(s) {
+	case "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "":
+		return true
+	}
+	return strings.IndexAny(s[:1], "0123456789+-.") == 0
+}
+
+// isLiteralSafe: a block scalar cannot carry trailing spaces on a line or
+// control characters faithfully; those strings are double-quoted.
+func isLiteralSafe(s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasSuffix(line, " ") || strings.HasSuffix(line, "\t") {
+			return false
+		}
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' || r == 0x7f || r == '\uFEFF' {
+			return false
+		}
+	}
+	return !strings.HasPrefix(s, " ") && !strings.HasPrefix(s, "\n")
+}
+
+func boolNode(b bool) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(b)}
+}
+
+func intNode(i int64) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(i, 10)}
+}
+
+// jsonNode renders JSON as a YAML node tree: key order kept, ints as ints,
+// floats spelled with a "." so both YAML 1.1 (kubectl) and 1.2 read them as
+// floats.
+func jsonNode(raw json.RawMessage) (*yaml.Node, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	n, err := readNode(dec)
+	if err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("trailing data after the JSON value")
+	}
+	return n, nil
+}
+
+func readNode(dec *json.Decoder) (*yaml.Node, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch v := tok.(type) {
+	case json.Delim:
+		switch v {
+		case '{':
+			n := mapNode()
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				val, err := readNode(dec)
+				if err != nil {
+					return nil, err
+				}
+				n.Content = append(n.Content, str(kt.(string)), val)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return n, nil
+		case '[':
+			n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+			for dec.More() {
+				val, err := readNode(dec)
+				if err != nil {
+					return nil, err
+				}
+				n.Content = append(n.Content, val)
+			}
+			if _, err := dec.Token(); err != nil {
+				return nil, err
+			}
+			return n, nil
+		}
+		return nil, fmt.Errorf("unexpected %v", v)
+	case string:
+		return str(v), nil
+	case bool:
+		return boolNode(v), nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
+	case json.Number:
+		s := string(v)
+		if !strings.ContainsAny(s, ".eE") {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: s}, nil
+		}
+		if strings.ContainsAny(s, "eE") {
+			f, err := v.Float64()
+			if err != nil {
+				return nil, err
+			}
+			s = strconv.FormatFloat(f, 'e', -1, 64)
+			if mant, exp, ok := strings.Cut(s, "e"); ok && !strings.Contains(mant, ".") {
+				s = mant + ".0e" + exp
+			}
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: s}, nil
+	}
+	return nil, fmt.Errorf("unexpected token %v", tok)
+}

@@ -1,0 +1,75 @@
+package campaign
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxTrialNameLength keeps Trial names usable as label values (the Trial
+// controller labels pods with the Trial's name) and as DNS-1123 labels.
+const MaxTrialNameLength = validation.DNS1123LabelMaxLength
+
+// hashLen is the number of hex digits of the disambiguating hash.
+const hashLen = 10
+
+func shortHash(parts ...string) string {
+	h := sha256.New()
+	for i, p := range parts {
+		if i > 0 {
+			h.Write([]byte{0})
+		}
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:hashLen]
+}
+
+// TrialName is the deterministic name of a cell's Trial:
+// "<campaign>-<agent>-<task>-<index>". A name longer than 63 characters keeps
+// a prefix of it and gains a hash of (campaign, agent, task) before the
+// index, so it stays unique and the index stays readable.
+func TrialName(campaign, agent, taskName string, index int32) string {
+	plain := campaign + "-" + agent + "-" + taskName + "-" + strconv.Itoa(int(index))
+	if len(plain) <= MaxTrialNameLength {
+		return plain
+	}
+	return HashedTrialName(campaign, agent, taskName, index)
+}
+
+// HashedTrialName is TrialName's long form, also used when two cells'
+// plain names collide ("a-b"+"c" and "a"+"b-c").
+func HashedTrialName(campaign, agent, taskName string, index int32) string {
+	suffix := "-" + shortHash(campaign, agent, taskName) + "-" + strconv.Itoa(int(index))
+	prefix := campaign + "-" + agent + "-" + taskName
+	if room := MaxTrialNameLength - len(suffix); len(prefix) > room {
+		prefix = prefix[:room]
+	}
+	prefix = strings.TrimRight(prefix, "-.")
+	return prefix + suffix
+}
+
+// LabelValue fits s into a label value: unchanged when it is one, else a
+// prefix and a hash of the whole.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	h := shortHash(s)
+	prefix := s
+	if room := validation.LabelValueMaxLength - hashLen - 1; len(prefix) > room {
+		prefix = prefix[:room]
+	}
+	prefix = strings.TrimRightFunc(prefix, func(r rune) bool { return !isAlnum(r) })
+	prefix = strings.TrimLeftFunc(prefix, func(r rune) bool { return !isAlnum(r) })
+	if prefix == "" {
+		return h
+	}
+	return prefix + "-" + h
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}

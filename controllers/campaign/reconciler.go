@@ -1,0 +1,454 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// FieldOwner is the field manager of the Campaign controller's writes (the
+// manager's, so managedFields name one writer for the whole operator).
+const FieldOwner = "tolokaforge-manager"
+
+// OwnerIndex indexes Trials by the UID of their controlling Campaign.
+const OwnerIndex = "eval.tolokaforge.io/campaign-owner-uid"
+
+// Defaults of the reconciler's options.
+const (
+	DefaultCreateWorkers  = 8
+	DefaultStatusInterval = time.Second
+)
+
+// Event actions.
+const (
+	ActionRerun    = "Rerun"
+	ActionCreate   = "CreateTrial"
+	ActionComplete = "Complete"
+	ActionBudget   = "Budget"
+)
+
+// Reconciler reconciles Campaigns. Build it with SetupCampaignReconciler.
+type Reconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	recorder  events.EventRecorder
+	log       logr.Logger
+
+	maxConcurrentReconciles int
+	createWorkers           int
+	statusInterval          time.Duration
+	expectationTTL          time.Duration
+	now                     func() time.Time
+
+	expect *expectations
+
+	mu        sync.Mutex
+	lastWrite map[types.UID]time.Time
+}
+
+// Option configures the reconciler.
+type Option func(*Reconciler)
+
+// WithLogger sets the logger (default: the manager's, named "campaign").
+func WithLogger(l logr.Logger) Option { return func(r *Reconciler) { r.log = l } }
+
+// WithMaxConcurrentReconciles sets how many Campaigns reconcile at once
+// (default 2).
+func WithMaxConcurrentReconciles(n int) Option {
+	return func(r *Reconciler) { r.maxConcurrentReconciles = n }
+}
+
+// WithCreateWorkers sets how many Trial creations one reconcile sends at
+// once (default DefaultCreateWorkers).
+func WithCreateWorkers(n int) Option { return func(r *Reconciler) { r.createWorkers = n } }
+
+// WithStatusInterval sets the least time between two status writes of one
+// Campaign that change only figures (counts, aggregates, spend); a change of
+// a condition, of the plan or of rerun bookkeeping is written at once. Zero
+// writes every change at once.
+func WithStatusInterval(d time.Duration) Option {
+	return func(r *Reconciler) { r.statusInterval = d }
+}
+
+// WithExpectationTTL bounds how long an unseen creation counts as running.
+func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
+
+// WithClock sets the clock (tests).
+func WithClock(now func() time.Time) Option { return func(r *Reconciler) { r.now = now } }
+
+// WithRecorder sets the event recorder (default: the manager's).
+func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
+
+// SetupCampaignReconciler registers the Campaign controller with mgr: the
+// owner index on Trials and watches on Campaigns, their Trials and Tasks.
+func SetupCampaignReconciler(mgr ctrl.Manager, opts ...Option) error {
+	r := &Reconciler{
+		client:                  mgr.GetClient(),
+		apiReader:               mgr.GetAPIReader(),
+		log:                     mgr.GetLogger().WithName("campaign"),
+		maxConcurrentReconciles: 2,
+		createWorkers:           DefaultCreateWorkers,
+		statusInterval:          DefaultStatusInterval,
+		now:                     time.Now,
+		lastWrite:               map[types.UID]time.Time{},
+	}
+	r.recorder = mgr.GetEventRecorder(FieldOwner)
+	for _, o := range opts {
+		o(r)
+	}
+	if r.createWorkers < 1 {
+		return fmt.Errorf("campaign controller: create workers must be >= 1, got %d", r.createWorkers)
+	}
+	if r.maxConcurrentReconciles < 1 {
+		return fmt.Errorf("campaign controller: max concurrent reconciles must be >= 1, got %d", r.maxConcurrentReconciles)
+	}
+	r.expect = newExpectations(r.expectationTTL, r.now)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &evalv1.Trial{}, OwnerIndex, ownerUIDs); err != nil {
+		return fmt.Errorf("campaign controller: index trials by owner: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("campaign").
+		For(&evalv1.Campaign{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&evalv1.Trial{}, builder.WithPredicates(trialChanged())).
+		Watches(&evalv1.Task{}, handler.EnqueueRequestsFromMapFunc(r.campaignsForTask),
+			builder.WithPredicates(taskMembershipChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles}).
+		Complete(r)
+}
+
+// ownerUIDs is the OwnerIndex function.
+func ownerUIDs(o client.Object) []string {
+	ref := metav1.GetControllerOf(o)
+	if ref == nil || ref.Kind != "Campaign" || ref.APIVersion != evalv1.GroupVersion.String() {
+		return nil
+	}
+	return []string{string(ref.UID)}
+}
+
+// trialChanged passes the Trial events the campaign's plan or status reads:
+// creation, deletion, a phase, grade or usage change, deletion starting.
+func trialChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*evalv1.Trial)
+			n, ok2 := e.ObjectNew.(*evalv1.Trial)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return PhaseOf(o) != PhaseOf(n) ||
+				(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				!sameOutcome(OutcomeOf(o), OutcomeOf(n))
+		},
+	}
+}
+
+func sameOutcome(a, b Outcome) bool {
+	if a.Agent != b.Agent || a.Task != b.Task || a.Phase != b.Phase || a.Tokens != b.Tokens || a.CostUSD != b.CostUSD {
+		return false
+	}
+	if (a.Score == nil) != (b.Score == nil) {
+		return false
+	}
+	return a.Score == nil || *a.Score == *b.Score
+}
+
+// taskMembershipChanged passes Task creations, deletions and label changes:
+// what can change a selector's or a name list's answer.
+func taskMembershipChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !mapsEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+		},
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// campaignsForTask enqueues the Campaigns of the Task's namespace that select it.
+func (r *Reconciler) campaignsForTask(ctx context.Context, o client.Object) []reconcile.Request {
+	var list evalv1.CampaignList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		r.log.Error(err, "list campaigns for a task event", "task", o.GetName())
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		c := &list.Items[i]
+		if selects(c, o) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(c)})
+		}
+	}
+	return out
+}
+
+func selects(c *evalv1.Campaign, task client.Object) bool {
+	if c.Spec.Tasks.Selector == nil {
+		for _, n := range c.Spec.Tasks.Names {
+			if n == task.GetName() {
+				return true
+			}
+		}
+		return false
+	}
+	// A label change may add the Task to a selection or remove it from one,
+	// and the map function only sees the new labels, so every
+	// selector-based campaign of the namespace is woken. Cheap: the plan is
+	// pure and reads the cache.
+	return true
+}
+
+// Reconcile plans and acts for one Campaign.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := r.log.WithValues("campaign", req.NamespacedName)
+	var c evalv1.Campaign
+	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get campaign %s: %w", req.NamespacedName, err)
+	}
+	if c.DeletionTimestamp != nil {
+		// Its Trials go with it through garbage collection.
+		r.expect.clear(c.UID)
+		r.forgetWrite(c.UID)
+		return ctrl.Result{}, nil
+	}
+
+	tasks, missing, err := r.resolveTasks(ctx, &c)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	w, err := r.world(ctx, &c, tasks, missing)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := PlanCampaign(w)
+
+	if p.RerunStarted {
+		// Recorded before anything is deleted, under the campaign's
+		// resourceVersion: a reconcile working from a stale campaign
+		// conflicts here instead of retiring (and charging) Trials twice.
+		updated, err := r.writeStatus(ctx, &c, &p.Status)
+		if err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		c = *updated
+		r.event(&c, corev1.EventTypeNormal, "RerunStarted", ActionRerun,
+			fmt.Sprintf("rerun of phases %v at generation %d: %d Trials retired and re-created", c.Status.Rerun.Phases, c.Generation, c.Status.Rerun.Retired))
+	}
+
+	var errs []error
+	for _, d := range p.Deletes {
+		if err := r.deleteRetired(ctx, &c, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.create(ctx, &c, p.Creates); err != nil {
+		errs = append(errs, err)
+	}
+
+	// The status of the world as it is after acting: creations that were
+	// sent are in flight now.
+	w.Campaign = &c
+	w.InFlight = r.expect.pending(c.UID, func(string) bool { return false })
+	final := PlanCampaign(w).Status
+	if len(p.Creates) > 0 || len(p.Deletes) > 0 {
+		log.V(1).Info("acted", "created", len(p.Creates), "deleted", len(p.Deletes), "progress", final.Progress)
+	}
+	res, err := r.maybeWriteStatus(ctx, &c, &final)
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, errors.Join(errs...)
+		}
+		errs = append(errs, err)
+	}
+	return res, errors.Join(errs...)
+}
+
+// resolveTasks returns the selected Tasks' names (sorted) and the listed
+// names that do not exist.
+func (r *Reconciler) resolveTasks(ctx context.Context, c *evalv1.Campaign) ([]string, []string, error) {
+	if sel := c.Spec.Tasks.Selector; sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, nil, reconcile.TerminalError(fmt.Errorf("campaign %s/%s: spec.tasks.selector: %w", c.Namespace, c.Name, err))
+		}
+		var list evalv1.TaskList
+		if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabelsSelector{Selector: s}); err != nil {
+			return nil, nil, fmt.Errorf("list tasks of campaign %s/%s: %w", c.Namespace, c.Name, err)
+		}
+		names := make([]string, 0, len(list.Items))
+		for _, t := range list.Items {
+			if t.DeletionTimestamp == nil {
+				names = append(names, t.Name)
+			}
+		}
+		sort.Strings(names)
+		return names, nil, nil
+	}
+	seen := map[string]bool{}
+	var names, missing []string
+	for _, n := range c.Spec.Tasks.Names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		var t evalv1.Task
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: n}, &t)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, n)
+		case err != nil:
+			return nil, nil, fmt.Errorf("get task %q of campaign %s/%s: %w", n, c.Namespace, c.Name, err)
+		case t.DeletionTimestamp != nil:
+			missing = append(missing, n)
+		default:
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	sort.Strings(missing)
+	return names, missing, nil
+}
+
+// world reads the campaign's Trials from the cache and the creations it has
+// not shown yet.
+func (r *Reconciler) world(ctx context.Context, c *evalv1.Campaign, tasks, missing []string) (*World, error) {
+	var list evalv1.TrialList
+	// Read-only: ViewOf copies what it keeps, so the cache's objects are
+	// not deep-copied (a campaign of a thousand Trials would copy them all
+	// on every reconcile).
+	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{OwnerIndex: string(c.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list trials of campaign %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	views := make([]TrialView, 0, len(list.Items))
+	names := make(map[string]bool, len(list.Items))
+	for i := range list.Items {
+		views = append(views, ViewOf(&list.Items[i]))
+		names[list.Items[i].Name] = true
+	}
+	sort.Slice(views, func(i, j int) bool { return views[i].Name < views[j].Name })
+	return &World{
+		Campaign: c,
+		Tasks:    tasks,
+		Missing:  missing,
+		Trials:   views,
+		InFlight: r.expect.pending(c.UID, func(n string) bool { return names[n] }),
+		Now:      metav1.NewTime(r.now()),
+	}, nil
+}
+
+// deleteRetired deletes one retired Trial, only if it is still the Trial
+// that was retired (a re-created one of the same name has another UID).
+func (r *Reconciler) deleteRetired(ctx context.Context, c *evalv1.Campaign, d evalv1.RetiredTrial) error {
+	t := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: d.Name}}
+	uid := d.UID
+	err := r.client.Delete(ctx, t, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return fmt.Errorf("delete retired trial %s/%s: %w", c.Namespace, d.Name, err)
+}
+
+// create sends the creations, a few at a time. Each is recorded as expected
+// before it is sent, so a reconcile that runs while the create is in flight
+// counts it.
+func (r *Reconciler) create(ctx context.Context, c *evalv1.Campaign, creates []Creation) error {
+	if len(creates) == 0 {
+		return nil
+	}
+	agents := map[string]evalv1.ModelSpec{}
+	for _, a := range c.Spec.Agents {
+		agents[a.Name] = a.Model
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan Creation)
+	for range min(r.createWorkers, len(creates)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for cr := range work {
+				if err := r.createOne(ctx, c, cr, agents[cr.Cell.Agent]); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, cr := range creates {
+		work <- cr
+	}
+	close(work)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr Creation, agent evalv1.ModelSpec) error {
+	t := BuildTrial(c, cr.Cell, cr.Name, agent)
+	r.expect.expect(c.UID, cr.Name, cr.Cell)
+	err := r.client.Create(ctx, t, client.FieldOwner(FieldOwner))
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		// Ours (a create whose response was lost, a cache behind): keep
+		// expecting it. Someone else's: the name is taken for good.
+		var existing evalv1.Trial
+		if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(t), &existing); gerr == nil {
+			if ref := metav1.GetControllerOf(&existing); ref != nil && ref.UID == c.UID {
+				return nil
+			}
+		}
+		r.expect.forget(c.UID, cr.Name)
+		r.event(c, corev1.EventTypeWarning, "NameConflict", ActionCreate,
+			fmt.Sprintf("Trial %s exists and is not this campaign's; cell %s/%s/%d cannot be created", cr.Name, cr.Cell.Agent, cr.Cell.Task, cr.Cell.Index))
+		return fmt.Errorf("create trial %s/%s: the name is taken by a Trial this campaign does not control", c.Namespace, cr.Name)
+	}
+	r.expect.forget(c.UID, cr.Name)
+	return fmt.Errorf("create trial %s/%s: %w", c.Namespace, cr.Name, err)
+}
+
+func (r *Reconciler) event(c *evalv1.Campaign, typ, reason, action, msg string) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(c, nil, typ, reason, action, "%s", msg)
+}

@@ -1,0 +1,305 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The files of one attempt (controllers/host/artifacts).
+const (
+	trajectoryFile = "trajectory.yaml"
+	gradeFile      = "grade.yaml"
+	metricsFile    = "metrics.yaml"
+)
+
+type trajectoryDoc struct {
+	TrialID           string `json:"trial_id"`
+	TaskID            string `json:"task_id"`
+	TrialIndex        int    `json:"trial_index"`
+	Attempt           int    `json:"attempt"`
+	Outcome           string `json:"outcome"`
+	Reason            string `json:"reason"`
+	Message           string `json:"message"`
+	TerminationReason string `json:"termination_reason"`
+	Turns             int    `json:"turns"`
+}
+
+type gradeDoc struct {
+	BinaryPass bool    `json:"binary_pass"`
+	Score      float64 `json:"score"`
+	Reasons    string  `json:"reasons"`
+	StateDiff  *struct {
+		Summary string `json:"summary"`
+	} `json:"state_diff"`
+}
+
+type usageDoc struct {
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+type metricsDoc struct {
+	Turns   int `json:"turns"`
+	Latency struct {
+		TotalS float64 `json:"total_s"`
+	} `json:"latency"`
+	Tokens struct {
+		Agent         usageDoc `json:"agent"`
+		UserSimulator usageDoc `json:"user_simulator"`
+		Judge         usageDoc `json:"judge"`
+		TotalTokens   int64    `json:"total_tokens"`
+		TotalCostUSD  float64  `json:"total_cost_usd"`
+	} `json:"tokens"`
+}
+
+var attemptDir = regexp.MustCompile(`^attempt-([0-9]+)$`)
+
+// trialDir is one trials/<task_id>/<index> directory found under the root.
+type trialDir struct {
+	dir     string
+	prefix  string // the path between the root and trials/, attempt-N removed
+	attempt int    // N of a manager's attempt-N directory, else 0
+	task    string
+	index   int
+}
+
+// FromArtifacts reads every trial under dir. Layouts:
+//
+//	DIR/trials/<task_id>/<index>/...           one agent, named "local"
+//	DIR/<agent>/trials/<task_id>/<index>/...   one directory per agent
+//	DIR/<ns>/<trial>/attempt-<n>/trials/...    the manager's --artifacts-dir:
+//	                                           the latest attempt of each trial
+//
+// A trial counts once: its top-level files are its latest attempt, and only
+// spend is summed over its attempts.
+func FromArtifacts(dir string) (*Report, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts %s: %w", dir, err)
+	}
+	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("artifacts %s: not a directory: %v", dir, err)
+	}
+	var found []trialDir
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || d.Name() != trajectoryFile {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		n := len(parts)
+		if n < 4 || parts[n-4] != "trials" {
+			return nil // an attempts/<n>/ copy or something else
+		}
+		idx, err := strconv.Atoi(parts[n-2])
+		if err != nil {
+			return nil
+		}
+		td := trialDir{dir: filepath.Dir(p), task: parts[n-3], index: idx}
+		prefix := parts[:n-4]
+		if k := len(prefix); k > 0 {
+			if m := attemptDir.FindStringSubmatch(prefix[k-1]); m != nil {
+				td.attempt, _ = strconv.Atoi(m[1])
+				prefix = prefix[:k-1]
+			}
+		}
+		td.prefix = strings.Join(prefix, "/")
+		found = append(found, td)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("artifacts %s: %w", dir, err)
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("artifacts %s: no trials/<task_id>/<index>/%s found", dir, trajectoryFile)
+	}
+	// Group the manager's attempt-N roots of one trial.
+	type key struct {
+		prefix, task string
+		index        int
+	}
+	groups := map[key][]trialDir{}
+	var keys []key
+	for _, td := range found {
+		k := key{td.prefix, td.task, td.index}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], td)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.prefix != b.prefix {
+			return a.prefix < b.prefix
+		}
+		if a.task != b.task {
+			return a.task < b.task
+		}
+		return a.index < b.index
+	})
+	rep := &Report{Title: "artifacts " + dir}
+	for _, k := range keys {
+		g := groups[k]
+		sort.Slice(g, func(i, j int) bool { return g[i].attempt < g[j].attempt })
+		t, err := readTrial(g)
+		if err != nil {
+			return nil, err
+		}
+		rep.Trials = append(rep.Trials, t)
+	}
+	rep.normalize()
+	return rep, nil
+}
+
+func readYAML(path string, into any) (bool, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return true, nil
+}
+
+// readTrial reads one trial from its directories (more than one only in the
+// manager's attempt-N layout), the last one being the latest attempt.
+func readTrial(g []trialDir) (Trial, error) {
+	latest := g[len(g)-1]
+	var tr trajectoryDoc
+	if _, err := readYAML(filepath.Join(latest.dir, trajectoryFile), &tr); err != nil {
+		return Trial{}, err
+	}
+	out := Trial{
+		Name:           filepath.ToSlash(filepath.Join(latest.prefix, "trials", latest.task, strconv.Itoa(latest.index))),
+		Agent:          latest.prefix,
+		Task:           tr.TaskID,
+		Index:          latest.index,
+		Turns:          tr.Turns,
+		Termination:    tr.TerminationReason,
+		TranscriptFile: filepath.Join(latest.dir, trajectoryFile),
+	}
+	if out.Agent == "" {
+		out.Agent = "local"
+	}
+	if out.Task == "" {
+		out.Task = latest.task
+	}
+	var gd gradeDoc
+	hasGrade, err := readYAML(filepath.Join(latest.dir, gradeFile), &gd)
+	if err != nil {
+		return Trial{}, err
+	}
+	if hasGrade {
+		out.GradeFile = filepath.Join(latest.dir, gradeFile)
+		s := gd.Score
+		out.Score = &s
+	}
+	switch tr.Outcome {
+	case "Graded":
+		out.Phase = PhaseFailed
+		if hasGrade && gd.BinaryPass {
+			out.Phase = PhasePassed
+		}
+	case "SelfGraded":
+		out.Phase = PhaseFailed
+	case PhaseGradingFailed, PhaseInvalid, PhaseProtocolSkew, PhaseInfraFailed:
+		out.Phase = tr.Outcome
+	default:
+		return Trial{}, fmt.Errorf("%s: unknown outcome %q", out.TranscriptFile, tr.Outcome)
+	}
+	switch out.Phase {
+	case PhaseFailed:
+		switch {
+		case tr.TerminationReason != "" && tr.TerminationReason != "agent_done" && tr.TerminationReason != "user_stop":
+			out.Reason = "termination: " + tr.TerminationReason
+		case hasGrade && gd.StateDiff != nil && gd.StateDiff.Summary != "":
+			out.Reason = shortReason(gd.StateDiff.Summary)
+		case hasGrade:
+			out.Reason = shortReason(firstFailing(gd.Reasons))
+		default:
+			out.Reason = "failed without a grade"
+		}
+	case PhasePassed:
+	default:
+		out.Reason = out.Phase
+		if tr.Reason != "" && tr.Reason != out.Phase {
+			out.Reason += ": " + tr.Reason
+		}
+	}
+
+	// Spend: every attempt, whichever layout recorded them.
+	var spend []metricsDoc
+	for _, td := range g {
+		ms, err := attemptMetrics(td.dir)
+		if err != nil {
+			return Trial{}, err
+		}
+		spend = append(spend, ms...)
+	}
+	var lm metricsDoc
+	if _, err := readYAML(filepath.Join(latest.dir, metricsFile), &lm); err != nil {
+		return Trial{}, err
+	}
+	out.LatencyS = lm.Latency.TotalS
+	for _, m := range spend {
+		for _, u := range []usageDoc{m.Tokens.Agent, m.Tokens.UserSimulator, m.Tokens.Judge} {
+			out.PromptTokens += u.PromptTokens
+			out.CompletionTokens += u.CompletionTokens
+			out.ReasoningTokens += u.ReasoningTokens
+		}
+		out.Tokens += m.Tokens.TotalTokens
+		out.CostUSD += m.Tokens.TotalCostUSD
+	}
+	out.Costed = out.CostUSD > 0
+	return out, nil
+}
+
+// attemptMetrics are the metrics of every attempt kept under a trial
+// directory (attempts/<n>/metrics.yaml), else its top-level metrics.yaml.
+func attemptMetrics(dir string) ([]metricsDoc, error) {
+	entries, err := os.ReadDir(filepath.Join(dir, "attempts"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []metricsDoc
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		var m metricsDoc
+		ok, err := readYAML(filepath.Join(dir, "attempts", e.Name(), metricsFile), &m)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	var m metricsDoc
+	ok, err := readYAML(filepath.Join(dir, metricsFile), &m)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []metricsDoc{m}, nil
+}

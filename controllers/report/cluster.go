@@ -1,0 +1,150 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/campaign"
+)
+
+// FromCampaign reads a Campaign and the Trials it controls.
+func FromCampaign(ctx context.Context, r client.Reader, namespace, name string) (*Report, error) {
+	var c evalv1.Campaign
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
+		return nil, fmt.Errorf("get campaign %s/%s: %w", namespace, name, err)
+	}
+	var list evalv1.TrialList
+	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{evalv1.LabelCampaign: campaign.LabelValue(name)}); err != nil {
+		return nil, fmt.Errorf("list trials of campaign %s/%s: %w", namespace, name, err)
+	}
+	rep := &Report{Title: "campaign " + namespace + "/" + name, K: int(c.Spec.TrialsPerTask)}
+	for _, a := range c.Spec.Agents {
+		rep.Agents = append(rep.Agents, a.Name)
+	}
+	for i := range list.Items {
+		t := &list.Items[i]
+		// A Trial left by an earlier campaign of the same name is not this one's.
+		if ref := metav1.GetControllerOf(t); ref == nil || ref.UID != c.UID {
+			continue
+		}
+		rep.Trials = append(rep.Trials, TrialOf(t))
+	}
+	var tasks []string
+	seen := map[string]bool{}
+	for _, t := range rep.Trials {
+		if !seen[t.Task] {
+			seen[t.Task] = true
+			tasks = append(tasks, t.Task)
+		}
+	}
+	sort.Strings(tasks)
+	rep.Tasks = tasks
+	rep.normalize()
+	return rep, nil
+}
+
+// TrialOf is a Trial object's report line. The task is the Task object's
+// name the campaign recorded (the task_id for Trials made by hand).
+func TrialOf(t *evalv1.Trial) Trial {
+	o := campaign.OutcomeOf(t)
+	out := Trial{
+		Name:        t.Name,
+		Agent:       o.Agent,
+		Task:        o.Task,
+		Index:       int(t.Spec.TrialIndex),
+		Phase:       string(o.Phase),
+		Score:       o.Score,
+		Tokens:      o.Tokens,
+		CostUSD:     o.CostUSD,
+		Turns:       int(t.Status.Turns),
+		Termination: t.Status.TerminationReason,
+	}
+	if out.Agent == "" {
+		out.Agent = t.Status.Agent
+	}
+	if out.Task == "" {
+		out.Task = t.Status.TaskID
+	}
+	if out.Phase == "" {
+		out.Phase = string(evalv1.PhasePending)
+	}
+	if u := t.Status.Usage; u != nil {
+		for _, a := range []evalv1.TokenUsage{u.Agent, u.UserSimulator, u.Judge} {
+			out.PromptTokens += a.PromptTokens
+			out.CompletionTokens += a.CompletionTokens
+			out.ReasoningTokens += a.ReasoningTokens
+		}
+	}
+	out.Costed = out.CostUSD > 0 || t.Spec.Agent.Pricing != nil
+	if s, e := t.Status.StartTime, t.Status.CompletionTime; s != nil && e != nil {
+		out.LatencyS = e.Sub(s.Time).Seconds()
+	}
+	if p := t.Status.ArtifactsPath; p != "" {
+		out.GradeFile = filepath.Join(p, "grade.yaml")
+		out.TranscriptFile = filepath.Join(p, "trajectory.yaml")
+	}
+	out.Reason = failureReason(t, out.Phase)
+	return out
+}
+
+// failureReason is a short, groupable cause for a Trial that did not pass.
+func failureReason(t *evalv1.Trial, phase string) string {
+	completedMsg := ""
+	if c := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialCompleted); c != nil {
+		completedMsg = c.Message
+	}
+	switch phase {
+	case PhasePassed:
+		return ""
+	case PhaseFailed:
+		if term := t.Status.TerminationReason; term != "" && term != "agent_done" && term != "user_stop" {
+			return "termination: " + term
+		}
+		if g := t.Status.Grade; g != nil {
+			if g.DiffSummary != "" {
+				return shortReason(g.DiffSummary)
+			}
+			return shortReason(firstFailing(g.Reasons))
+		}
+		return "failed without a grade"
+	case PhaseInfraFailed:
+		if n := len(t.Status.Attempts); n > 0 {
+			if r := t.Status.Attempts[n-1].Reason; r != "" {
+				return "InfraFailed: " + r
+			}
+		}
+		return "InfraFailed"
+	case PhaseGradingFailed, PhaseInvalid, PhaseProtocolSkew:
+		if completedMsg != "" {
+			return phase + ": " + shortReason(completedMsg)
+		}
+		return phase
+	}
+	return "not finished (" + phase + ")"
+}
+
+// firstFailing is the first " | "-separated part of a grade's reasons that
+// is not a pass ("State: hash match", "... all N rules passed").
+func firstFailing(reasons string) string {
+	parts := strings.Split(reasons, " | ")
+	for _, p := range parts {
+		lp := strings.ToLower(p)
+		if strings.Contains(lp, "hash match") || strings.Contains(lp, "passed") && !strings.Contains(lp, "failed") {
+			continue
+		}
+		return p
+	}
+	if len(parts) > 0 && parts[0] != "" {
+		return parts[0]
+	}
+	return "below the pass threshold"
+}

@@ -1,0 +1,17 @@
+// Package report turns a campaign's results into a terminal table, a
+// self-contained HTML page (inline CSS and SVG, no external assets) and an
+// aggregate.json in Tolokaforge's shape. Results come from the cluster (a
+// Campaign's Trials) or from a local artifacts directory in Tolokaforge's
+// layout (trials/<task_id>/<trial_index>/{trajectory,grade,metrics}.yaml).
+//
+// Every figure counts a trial once, whatever its number of attempts: from
+// the cluster a Trial is one row (its usage already sums its attempts), from
+// artifacts a trial directory is one row (its top level is the latest
+// attempt; attempts/<n>/ only adds spend). The estimators are the campaign
+// controller's (controllers/campaign): pass@k and tau-bench's pass^k over
+// measured trials, infra failures and invalid tasks left out of n.
+//
+// Imports: api/v1alpha1, controllers/campaign (estimators, labels),
+// controller-runtime's client, client-go's clientcmd, sigs.k8s.io/yaml.
+// Main serves `tolokaforge report`.
+package report

@@ -1,0 +1,155 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+const usage = `usage:
+  tolokaforge report CAMPAIGN [--namespace NS] [--kubeconfig PATH] [--html FILE] [--aggregate FILE] [--k N]
+  tolokaforge report --artifacts DIR [--html FILE] [--aggregate FILE] [--k N]
+
+Prints a table per task x agent (n, passes, pass@1, pass^k, cost, top failure
+reasons) and per agent. --html writes a self-contained page (tables, a
+pass^k-vs-k plot per agent, the failing trials linked to their grade and
+transcript) and aggregate.json in Tolokaforge's shape beside it.`
+
+// Main runs `tolokaforge report`.
+func Main(ctx context.Context, args []string) error {
+	return run(ctx, args, os.Stdout, os.Stderr, nil)
+}
+
+// run is Main with its outputs and the cluster client injectable (nil: from
+// --kubeconfig or the default loading rules).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, c client.Reader) error {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, usage); fs.PrintDefaults() }
+	namespace := fs.String("namespace", "", "the campaign's namespace (default: the kubeconfig context's, else default)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
+	artifacts := fs.String("artifacts", "", "read trials from this artifacts directory instead of a cluster")
+	htmlFile := fs.String("html", "", "write the HTML report to this file (and aggregate.json beside it)")
+	aggFile := fs.String("aggregate", "", "write aggregate.json here (default: beside --html)")
+	k := fs.Int("k", 0, "the k of pass^k (default: the campaign's trialsPerTask, or the most trials of a task x agent)")
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return fmt.Errorf("report: %w", err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if *k < 0 {
+		return fmt.Errorf("report: --k must be >= 1, got %d", *k)
+	}
+	var (
+		rep *Report
+		err error
+	)
+	switch {
+	case *artifacts != "" && len(positional) > 0:
+		return fmt.Errorf("report: give a campaign name or --artifacts, not both (got %q and --artifacts %s)", positional, *artifacts)
+	case *artifacts != "":
+		rep, err = FromArtifacts(*artifacts)
+	case len(positional) == 1:
+		rep, err = fromCluster(ctx, c, *kubeconfig, *namespace, positional[0])
+	case len(positional) > 1:
+		return fmt.Errorf("report: one campaign at a time, got %q", positional)
+	default:
+		fmt.Fprintln(stderr, usage)
+		return errors.New("report: name a campaign or pass --artifacts DIR")
+	}
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if *k > 0 {
+		rep.K = *k
+	}
+	if err := rep.WriteTable(stdout); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if *htmlFile != "" {
+		var b bytes.Buffer
+		if err := rep.WriteHTML(&b, filepath.Dir(*htmlFile)); err != nil {
+			return fmt.Errorf("report: render html: %w", err)
+		}
+		if err := os.WriteFile(*htmlFile, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		if *aggFile == "" {
+			*aggFile = filepath.Join(filepath.Dir(*htmlFile), "aggregate.json")
+		}
+	}
+	if *aggFile != "" {
+		var b bytes.Buffer
+		if err := rep.WriteAggregate(&b); err != nil {
+			return fmt.Errorf("report: aggregate: %w", err)
+		}
+		if err := os.WriteFile(*aggFile, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	return nil
+}
+
+func fromCluster(ctx context.Context, c client.Reader, kubeconfig, namespace, name string) (*Report, error) {
+	if c == nil || namespace == "" {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if kubeconfig != "" {
+			rules.ExplicitPath = kubeconfig
+		}
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+		if namespace == "" {
+			ns, _, err := cc.Namespace()
+			if err != nil {
+				return nil, fmt.Errorf("kubeconfig namespace: %w", err)
+			}
+			namespace = ns
+		}
+		if c == nil {
+			cfg, err := cc.ClientConfig()
+			if err != nil {
+				return nil, fmt.Errorf("kubeconfig: %w", err)
+			}
+			if c, err = newClient(cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return FromCampaign(ctx, c, namespace, name)
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := evalv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,255 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/campaign"
+)
+
+// Phases as the report reads them (the Trial phases).
+const (
+	PhasePassed        = "Passed"
+	PhaseFailed        = "Failed"
+	PhaseGradingFailed = "GradingFailed"
+	PhaseInfraFailed   = "InfraFailed"
+	PhaseInvalid       = "Invalid"
+	PhaseProtocolSkew  = "ProtocolSkew"
+)
+
+// Trial is one trial's line in a report.
+type Trial struct {
+	// Name identifies the trial (the Trial object, or its directory).
+	Name  string
+	Agent string
+	// Task is the task's display name (its task_id).
+	Task  string
+	Index int
+	// Phase is one of the Phase constants, or a non-terminal phase.
+	Phase string
+	// Score is the grade's score (nil without a grade).
+	Score *float64
+	// Reason is why a trial that did not pass did not (empty for a pass).
+	Reason string
+	// Usage sums every attempt.
+	PromptTokens, CompletionTokens, ReasoningTokens, Tokens int64
+	CostUSD                                                 float64
+	// Costed is false when no attempt reported a price.
+	Costed   bool
+	Turns    int
+	LatencyS float64
+	// Termination is the termination reason (agent_done, max_turns, ...).
+	Termination string
+	// GradeFile and TranscriptFile locate the grade and the transcript
+	// (trajectory), when known.
+	GradeFile, TranscriptFile string
+}
+
+func (t Trial) outcome() campaign.Outcome {
+	return campaign.Outcome{Agent: t.Agent, Task: t.Task, Phase: evalv1.TrialPhase(t.Phase), Score: t.Score, Tokens: t.Tokens, CostUSD: t.CostUSD}
+}
+
+// Report is the data every output is rendered from.
+type Report struct {
+	// Title names the campaign or directory.
+	Title string
+	// K is the k of pass@k and pass^k in the tables.
+	K      int
+	Trials []Trial
+	// Agents and Tasks in display order.
+	Agents []string
+	Tasks  []string
+}
+
+// normalize sorts trials and fills Agents, Tasks and K when unset.
+func (r *Report) normalize() {
+	sort.SliceStable(r.Trials, func(i, j int) bool {
+		a, b := r.Trials[i], r.Trials[j]
+		if a.Task != b.Task {
+			return a.Task < b.Task
+		}
+		if a.Agent != b.Agent {
+			return a.Agent < b.Agent
+		}
+		return a.Index < b.Index
+	})
+	seenA, seenT := map[string]bool{}, map[string]bool{}
+	for _, a := range r.Agents {
+		seenA[a] = true
+	}
+	for _, t := range r.Tasks {
+		seenT[t] = true
+	}
+	var extraA, extraT []string
+	for _, t := range r.Trials {
+		if !seenA[t.Agent] {
+			seenA[t.Agent] = true
+			extraA = append(extraA, t.Agent)
+		}
+		if !seenT[t.Task] {
+			seenT[t.Task] = true
+			extraT = append(extraT, t.Task)
+		}
+	}
+	sort.Strings(extraA)
+	sort.Strings(extraT)
+	r.Agents = append(r.Agents, extraA...)
+	r.Tasks = append(r.Tasks, extraT...)
+	if r.K <= 0 {
+		for _, c := range campaign.Cells(r.outcomes()) {
+			r.K = max(r.K, c.N)
+		}
+		r.K = max(r.K, 1)
+	}
+}
+
+func (r *Report) outcomes() []campaign.Outcome {
+	out := make([]campaign.Outcome, len(r.Trials))
+	for i, t := range r.Trials {
+		out[i] = t.outcome()
+	}
+	return out
+}
+
+// Row is one (task, agent) line of the table.
+type Row struct {
+	Task, Agent string
+	campaign.CellStats
+	Trials  int // every trial of the cell, measured or not
+	PassAt1 *float64
+	PassHat *float64
+	// Failures are the most common reasons of the cell's non-passing
+	// trials, most frequent first.
+	Failures []ReasonCount
+}
+
+// ReasonCount is one failure reason and how many trials it ended.
+type ReasonCount struct {
+	Reason string
+	Count  int
+}
+
+func (rc ReasonCount) String() string { return fmt.Sprintf("%s ×%d", rc.Reason, rc.Count) }
+
+// TopFailures is how many reasons a row lists.
+const TopFailures = 3
+
+// Rows are the table's lines, by task then agent.
+func (r *Report) Rows() []Row {
+	cells := map[campaign.CellKey]*campaign.CellStats{}
+	for _, c := range campaign.Cells(r.outcomes()) {
+		cells[c.CellKey] = c
+	}
+	type agg struct {
+		trials  int
+		reasons map[string]int
+	}
+	per := map[campaign.CellKey]*agg{}
+	for _, t := range r.Trials {
+		k := campaign.CellKey{Agent: t.Agent, Task: t.Task}
+		a := per[k]
+		if a == nil {
+			a = &agg{reasons: map[string]int{}}
+			per[k] = a
+		}
+		a.trials++
+		if t.Phase != PhasePassed && t.Reason != "" {
+			a.reasons[t.Reason]++
+		}
+	}
+	var rows []Row
+	for _, task := range r.Tasks {
+		for _, agent := range r.Agents {
+			k := campaign.CellKey{Agent: agent, Task: task}
+			a := per[k]
+			if a == nil {
+				continue
+			}
+			row := Row{Task: task, Agent: agent, Trials: a.trials}
+			if c := cells[k]; c != nil {
+				row.CellStats = *c
+			}
+			if v, ok := campaign.PassAtK(row.N, row.C, 1); ok {
+				row.PassAt1 = &v
+			}
+			if v, ok := campaign.PassHatK(row.N, row.C, r.K); ok {
+				row.PassHat = &v
+			}
+			row.Failures = topReasons(a.reasons, TopFailures)
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+func topReasons(m map[string]int, n int) []ReasonCount {
+	out := make([]ReasonCount, 0, len(m))
+	for r, c := range m {
+		out = append(out, ReasonCount{Reason: r, Count: c})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// AgentSummary is one agent's line under the table, with its pass^j curve.
+type AgentSummary struct {
+	Agent   string
+	Summary evalv1.Aggregate
+	// Curve is pass^j for j = 1..K over the cells with K measured trials
+	// (nil when no cell has K).
+	Curve []*float64
+}
+
+// Agents are the per-agent summaries in display order; the last one,
+// named "(all)", covers every trial.
+func (r *Report) AgentSummaries() []AgentSummary {
+	cells := campaign.Cells(r.outcomes())
+	by := map[string][]*campaign.CellStats{}
+	for _, c := range cells {
+		by[c.Agent] = append(by[c.Agent], c)
+	}
+	var out []AgentSummary
+	for _, a := range r.Agents {
+		out = append(out, AgentSummary{Agent: a, Summary: campaign.Summarize(by[a], r.K), Curve: campaign.PassHatCurve(by[a], r.K)})
+	}
+	if len(r.Agents) > 1 {
+		out = append(out, AgentSummary{Agent: "(all)", Summary: campaign.Summarize(cells, r.K), Curve: campaign.PassHatCurve(cells, r.K)})
+	}
+	return out
+}
+
+// Failing are the trials that did not pass, in table order.
+func (r *Report) Failing() []Trial {
+	var out []Trial
+	for _, t := range r.Trials {
+		if t.Phase != PhasePassed {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// shortReason keeps a reason readable in a table cell.
+func shortReason(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 80 {
+		cut := 77
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,232 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/controllers/host/artifacts"
+)
+
+// attempt writes one attempt with the host's own artifacts writer.
+type attempt struct {
+	root, task         string
+	index, n           int
+	outcome, reason    string
+	termination        string
+	pass               bool
+	score              float64
+	diff               string
+	costUSD            float64
+	prompt, completion int64
+	turns              int
+}
+
+func writeAttempt(t *testing.T, a attempt) {
+	t.Helper()
+	start := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	at := &artifacts.Attempt{
+		TrialID: a.task + ":" + string(rune('0'+a.index)), TaskID: a.task, TrialIndex: a.index, AttemptNumber: a.n,
+		Outcome: a.outcome, Reason: a.reason, TerminationReason: a.termination, Turns: a.turns,
+		StartTime: start, EndTime: start.Add(time.Duration(a.n) * time.Second),
+		AgentUsage: artifacts.Usage{Calls: 1, PromptTokens: a.prompt, CompletionTokens: a.completion, CostUSD: a.costUSD},
+	}
+	if a.outcome == "Graded" {
+		at.Grade = &runnerpb.Grade{Score: a.score, BinaryPass: a.pass, Reasons: "State: hash mismatch | Transcript: 1 of 2 rules failed", StateDiffJson: a.diff}
+		at.GradedBy = "runner"
+		if a.pass {
+			at.Grade.Reasons = "State: hash match | Transcript: all 2 rules passed"
+		}
+	}
+	if _, err := artifacts.Write(a.root, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sample is two agents x two tasks, k=2:
+//
+//	oracle t1: pass, pass          oracle t2: pass, infra then pass (one trial)
+//	llm    t1: pass, fail (diff)   llm    t2: infra (excluded), fail (max_turns)
+func sample(t *testing.T) string {
+	dir := t.TempDir()
+	o, l := filepath.Join(dir, "oracle"), filepath.Join(dir, "llm")
+	for _, a := range []attempt{
+		{root: o, task: "t1", index: 0, n: 1, outcome: "Graded", pass: true, score: 1, turns: 2},
+		{root: o, task: "t1", index: 1, n: 1, outcome: "Graded", pass: true, score: 1, turns: 2},
+		{root: o, task: "t2", index: 0, n: 1, outcome: "Graded", pass: true, score: 1, turns: 2},
+		{root: o, task: "t2", index: 1, n: 1, outcome: "InfraFailed", reason: "PodLost"},
+		{root: o, task: "t2", index: 1, n: 2, outcome: "Graded", pass: true, score: 1, turns: 2},
+		{root: l, task: "t1", index: 0, n: 1, outcome: "Graded", pass: true, score: 0.875, costUSD: 0.5, prompt: 400, completion: 100, turns: 3},
+		{root: l, task: "t1", index: 1, n: 1, outcome: "Graded", pass: false, score: 0.25, diff: `{"tables":{},"summary":"State mismatch: orders: 0 missing, 0 extra, 1 different"}`, costUSD: 0.5, prompt: 400, completion: 100, turns: 3},
+		{root: l, task: "t2", index: 0, n: 1, outcome: "InfraFailed", reason: "PodLost", costUSD: 0.25, prompt: 200},
+		{root: l, task: "t2", index: 1, n: 1, outcome: "Graded", termination: "max_turns", pass: false, score: 0, costUSD: 0.5, prompt: 400, completion: 100, turns: 14},
+	} {
+		writeAttempt(t, a)
+	}
+	return dir
+}
+
+func TestFromArtifacts(t *testing.T) {
+	rep, err := FromArtifacts(sample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Trials) != 8 || rep.K != 2 || strings.Join(rep.Agents, ",") != "llm,oracle" || strings.Join(rep.Tasks, ",") != "t1,t2" {
+		t.Fatalf("%d trials k=%d agents %v tasks %v", len(rep.Trials), rep.K, rep.Agents, rep.Tasks)
+	}
+	byName := map[string]Trial{}
+	for _, tr := range rep.Trials {
+		byName[tr.Name] = tr
+	}
+	retried := byName["oracle/trials/t2/1"]
+	if retried.Phase != PhasePassed || retried.Reason != "" {
+		t.Fatalf("the retried trial: %+v", retried)
+	}
+	if f := byName["llm/trials/t1/1"]; f.Phase != PhaseFailed || f.Reason != "State mismatch: orders: 0 missing, 0 extra, 1 different" || f.CostUSD != 0.5 || f.Tokens != 500 {
+		t.Fatalf("failed trial %+v", f)
+	}
+	if f := byName["llm/trials/t2/0"]; f.Phase != PhaseInfraFailed || f.Reason != "InfraFailed: PodLost" || f.Score != nil {
+		t.Fatalf("infra trial %+v", f)
+	}
+	if f := byName["llm/trials/t2/1"]; f.Reason != "termination: max_turns" {
+		t.Fatalf("max turns trial %+v", f)
+	}
+}
+
+func TestTable(t *testing.T) {
+	dir := sample(t)
+	rep, err := FromArtifacts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "artifacts " + dir + ` (k=2; n counts measured trials: infra failures and invalid tasks are left out)
+
+TASK  AGENT   TRIALS  N  PASSES  PASS@1  PASS^2  COST     TOP FAILURE REASONS
+t1    llm     2       2  1       0.500   0.000   $1.0000  State mismatch: orders: 0 missing, 0 extra, 1 different ×1
+t1    oracle  2       2  2       1.000   1.000   -        -
+t2    llm     2       1  0       0.000   -       $0.7500  InfraFailed: PodLost ×1; termination: max_turns ×1
+t2    oracle  2       2  2       1.000   1.000   -        -
+
+AGENT   N  PASSES  PASS@1  PASS@2  PASS^2  MEAN SCORE  TOKENS  COST
+llm     3  1       0.250   1.000   0.000   0.375       1700    $1.7500
+oracle  4  4       1.000   1.000   1.000   1.000       0       -
+(all)   7  5       0.625   1.000   0.667   0.732       1700    $1.7500
+`
+	if b.String() != want {
+		t.Fatalf("table\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestAggregateJSON(t *testing.T) {
+	rep, err := FromArtifacts(sample(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteAggregate(&b); err != nil {
+		t.Fatal(err)
+	}
+	var agg map[string]any
+	if err := json.Unmarshal(b.Bytes(), &agg); err != nil {
+		t.Fatal(err)
+	}
+	num := func(m map[string]any, k string) float64 {
+		t.Helper()
+		v, ok := m[k].(float64)
+		if !ok {
+			t.Fatalf("%s = %v (%T)", k, m[k], m[k])
+		}
+		return v
+	}
+	for k, want := range map[string]float64{
+		"total_tasks": 2, "total_trials": 8, "measured_trials": 7, "scored_trials": 7, "successful_trials": 5,
+		"success_rate_micro": 5.0 / 7, "pass@1_macro": 0.625, "pass_hat@2_macro": 2.0 / 3, "pass@2_macro": 1,
+		"total_cost_usd": 1.75, "total_tokens": 1700, "total_prompt_tokens": 1400, "total_completion_tokens": 300,
+		"k": 2, "costed_trials": 4, "unpriced_trials": 4,
+	} {
+		if got := num(agg, k); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s = %v, want %v", k, got, want)
+		}
+	}
+	for _, k := range []string{"pass@5_macro", "pass_hat@5_macro", "pass@10_macro"} {
+		if agg[k] != nil {
+			t.Errorf("%s = %v, want null (no task has that many trials)", k, agg[k])
+		}
+	}
+	if ab := agg["infrastructure_aborts"].(map[string]any); len(ab) != 1 || ab["InfraFailed: PodLost"] != 1.0 {
+		t.Errorf("infrastructure_aborts %v", ab)
+	}
+	llm := agg["by_agent"].(map[string]any)["llm"].(map[string]any)
+	if num(llm, "measured_trials") != 3 || num(llm, "pass@1_macro") != 0.25 || num(llm, "pass_hat@2_macro") != 0 {
+		t.Errorf("by_agent.llm %v", llm)
+	}
+	if r := agg["outcomes_by_reason"].(map[string]any)["max_turns"].(map[string]any); r["class"] != "measured" || r["count"] != 1.0 {
+		t.Errorf("outcomes_by_reason.max_turns %v", r)
+	}
+}
+
+func TestFromArtifactsErrors(t *testing.T) {
+	empty := t.TempDir()
+	bad := t.TempDir()
+	p := filepath.Join(bad, "trials", "t", "0")
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "trajectory.yaml"), []byte("outcome: Exploded\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		empty:                        "no trials/<task_id>/<index>/trajectory.yaml found",
+		filepath.Join(empty, "nope"): "not a directory",
+		bad:                          `unknown outcome "Exploded"`,
+	}
+	for dir, want := range cases {
+		if _, err := FromArtifacts(dir); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("FromArtifacts(%s) = %v, want %q", dir, err, want)
+		}
+	}
+}
+
+func TestMainArtifacts(t *testing.T) {
+	dir := sample(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	htmlPath := filepath.Join(out, "report.html")
+	if err := run(context.Background(), []string{"--artifacts", dir, "--html", htmlPath, "--k", "1"}, &stdout, &stderr, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "PASS^1") {
+		t.Fatalf("--k not applied:\n%s", stdout.String())
+	}
+	for _, f := range []string{htmlPath, filepath.Join(out, "aggregate.json")} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "report: name a campaign or pass --artifacts DIR"},
+		{[]string{"a", "b"}, `report: one campaign at a time, got ["a" "b"]`},
+		{[]string{"camp", "--artifacts", dir}, "give a campaign name or --artifacts, not both"},
+		{[]string{"--artifacts", dir, "--k", "-1"}, "--k must be >= 1"},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		err := run(context.Background(), tc.args, &stdout, &stderr, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

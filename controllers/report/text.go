@@ -1,0 +1,61 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+func fmtRate(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
+func fmtCost(usd float64, costed bool) string {
+	if !costed && usd == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+// WriteTable writes the terminal table: one line per task x agent, then one
+// per agent (and all agents).
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s (k=%d; n counts measured trials: infra failures and invalid tasks are left out)\n\n", r.Title, r.K)
+	fmt.Fprintf(tw, "TASK\tAGENT\tTRIALS\tN\tPASSES\tPASS@1\tPASS^%d\tCOST\tTOP FAILURE REASONS\n", r.K)
+	costed := map[string]bool{}
+	for _, t := range r.Trials {
+		if t.Costed {
+			costed[t.Task+"\x00"+t.Agent] = true
+			costed[t.Agent] = true
+			costed[""] = true
+		}
+	}
+	for _, row := range r.Rows() {
+		var fs []string
+		for _, f := range row.Failures {
+			fs = append(fs, f.String())
+		}
+		reasons := strings.Join(fs, "; ")
+		if reasons == "" {
+			reasons = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", row.Task, row.Agent, row.Trials, row.N, row.C,
+			fmtRate(row.PassAt1), fmtRate(row.PassHat), fmtCost(row.CostUSD, costed[row.Task+"\x00"+row.Agent]), reasons)
+	}
+	fmt.Fprintf(tw, "\nAGENT\tN\tPASSES\tPASS@1\tPASS@%d\tPASS^%d\tMEAN SCORE\tTOKENS\tCOST\n", r.K, r.K)
+	for _, a := range r.AgentSummaries() {
+		s := a.Summary
+		key := a.Agent
+		if key == "(all)" {
+			key = ""
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", a.Agent, s.Trials, s.Passes,
+			fmtRate(s.PassAt1), fmtRate(s.PassAtK), fmtRate(s.PassHatK), fmtRate(s.MeanScore), s.Tokens, fmtCost(s.CostUSD, costed[key]))
+	}
+	return tw.Flush()
+}
