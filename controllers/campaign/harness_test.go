@@ -194,14 +194,9 @@ func startStack(o stackOptions) (_ *stack, err error) {
 		MaxConcurrentTrials: o.maxTrials,
 		Actors:              s.gates.actors,
 		Logger:              log,
+		Campaign:            []campaign.Option{campaign.WithStatusInterval(o.statusInterval)},
 	})
 	if err != nil {
-		return nil, err
-	}
-	// controllers/manager does not register the Campaign controller yet; once
-	// it does, this second registration fails at the owner index and this
-	// line goes.
-	if err := campaign.SetupCampaignReconciler(mgr, campaign.WithStatusInterval(o.statusInterval), campaign.WithLogger(log.WithName("campaign"))); err != nil {
 		return nil, err
 	}
 	go func() { s.mgrDone <- mgr.Start(ctx) }()

@@ -1,0 +1,246 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers"
+	"tolokaforge.io/operator/controllers/campaign"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxConcurrentTrials = 10
+	DefaultMetricsAddr         = ":8080"
+	DefaultProbeAddr           = ":8081"
+	DefaultLeaderElectionID    = "tolokaforge-manager.eval.tolokaforge.io"
+	// DefaultManagerNamespace is config/manager's namespace, used for the
+	// network policy's manager peer when POD_NAMESPACE is not set.
+	DefaultManagerNamespace = "tolokaforge-system"
+	// FieldOwner is the field manager of every write (see controllers.FieldOwner).
+	FieldOwner = controllers.FieldOwner
+)
+
+// Options configure a manager. Zero values take the defaults above.
+type Options struct {
+	// Image runs the runner and dbservice pods: the manager's own image.
+	Image string
+	// Entrypoint is the binary's path in Image (default "tolokaforge").
+	Entrypoint string
+	// MaxConcurrentTrials bounds the drivers running attempts at once.
+	MaxConcurrentTrials int
+	// MaxConcurrentReconciles of the Trial controller (default 8).
+	MaxConcurrentReconciles int
+	// ArtifactsDir receives each attempt's trajectory, grade and metrics;
+	// empty writes none.
+	ArtifactsDir string
+	// Namespace limits the watch to one namespace; empty watches all.
+	Namespace string
+	// ManagerNamespace is where the manager's pods run, the only namespace
+	// the network policies let reach runners. Default $POD_NAMESPACE, else
+	// DefaultManagerNamespace.
+	ManagerNamespace string
+	// MetricsBindAddress ("0" disables) and HealthProbeBindAddress ("0" or
+	// empty disables; Main defaults it to DefaultProbeAddr).
+	MetricsBindAddress     string
+	HealthProbeBindAddress string
+	LeaderElection         bool
+	LeaderElectionID       string
+	// LeaderElectionNamespace defaults to the in-cluster namespace.
+	LeaderElectionNamespace string
+	// Logger receives the manager's logs (default logr.Discard()).
+	Logger logr.Logger
+
+	// Actors builds each attempt's agent and user actors (default
+	// controllers.DefaultActors).
+	Actors controllers.ActorFactory
+	// Dial connects to runners (default controllers.DialRunner()).
+	Dial controllers.RunnerDialer
+	// WrapRunner, when set, wraps every attempt's runner client (tests use
+	// it to observe RPCs).
+	WrapRunner controllers.RunnerWrapper
+	// Pool, when set, is used instead of a new one (tests inspect it).
+	Pool *controllers.Pool
+	// Campaign tunes the Campaign controller (tests shorten its status interval).
+	Campaign []campaign.Option
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Image == "" {
+		return o, errors.New("manager: an image for the runner and dbservice pods is required (--image)")
+	}
+	if o.MaxConcurrentTrials == 0 {
+		o.MaxConcurrentTrials = DefaultMaxConcurrentTrials
+	}
+	if o.MaxConcurrentTrials < 0 {
+		return o, fmt.Errorf("manager: --max-concurrent-trials must be >= 1, got %d", o.MaxConcurrentTrials)
+	}
+	if o.MaxConcurrentReconciles < 0 {
+		return o, fmt.Errorf("manager: max concurrent reconciles must be >= 0, got %d", o.MaxConcurrentReconciles)
+	}
+	if o.MetricsBindAddress == "" {
+		o.MetricsBindAddress = "0"
+	}
+	if o.HealthProbeBindAddress == "0" {
+		o.HealthProbeBindAddress = ""
+	}
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = DefaultLeaderElectionID
+	}
+	if o.ManagerNamespace == "" {
+		o.ManagerNamespace = os.Getenv("POD_NAMESPACE")
+	}
+	if o.ManagerNamespace == "" {
+		o.ManagerNamespace = DefaultManagerNamespace
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.Actors == nil {
+		o.Actors = controllers.DefaultActors
+	}
+	if o.Dial == nil {
+		o.Dial = controllers.DialRunner()
+	}
+	return o, nil
+}
+
+// Scheme holds the types the manager reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := evalv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	return s, nil
+}
+
+// New builds the manager without starting it.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, errors.New("manager: rest config is nil")
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// Like controller-runtime's GetConfig: rely on the server's priority
+		// and fairness rather than client-go's 5 QPS default, which would
+		// throttle a campaign's worth of trials.
+		cfg.QPS = -1
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	ours := labels.SelectorFromSet(labels.Set{controllers.LabelManagedBy: controllers.ManagedByValue})
+	cacheOpts := cache.Options{
+		// Only our pods and policies are cached, never a whole cluster's.
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                 {Label: ours},
+			&networkingv1.NetworkPolicy{}: {Label: ours},
+		},
+	}
+	if opts.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Logger:                        opts.Logger,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(30 * time.Second),
+		// Tests and `tolokaforge dev` may run a second manager in the same
+		// process after the first stopped.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+
+	metrics := controllers.DefaultMetrics()
+	pool := opts.Pool
+	if pool == nil {
+		pool = controllers.NewPool(opts.MaxConcurrentTrials, metrics, opts.Logger.WithName("pool"))
+	}
+	tasks := &controllers.TaskReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	if err := tasks.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("manager: task controller: %w", err)
+	}
+	trials := &controllers.TrialReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Pool:      pool,
+		Driver: &controllers.Driver{
+			APIReader:    mgr.GetAPIReader(),
+			Dial:         opts.Dial,
+			Actors:       opts.Actors,
+			ArtifactsDir: opts.ArtifactsDir,
+			Metrics:      metrics,
+			Log:          opts.Logger.WithName("driver"),
+			WrapRunner:   opts.WrapRunner,
+		},
+		Recorder:                mgr.GetEventRecorder(FieldOwner),
+		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint},
+		ManagerPeer:             controllers.DefaultManagerPeer(opts.ManagerNamespace),
+		Metrics:                 metrics,
+		Log:                     opts.Logger.WithName("trial"),
+		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+	}
+	if err := trials.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("manager: trial controller: %w", err)
+	}
+	campaignOpts := append([]campaign.Option{campaign.WithLogger(opts.Logger.WithName("campaign"))}, opts.Campaign...)
+	if err := campaign.SetupCampaignReconciler(mgr, campaignOpts...); err != nil {
+		return nil, fmt.Errorf("manager: campaign controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("manager: healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("manager: readyz: %w", err)
+	}
+	return mgr, nil
+}
+
+// Run runs the manager against cfg until ctx ends. Attempts still running
+// then are abandoned; the next manager records them as ManagerRestarted and
+// retries them.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	mgr, err := New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	return nil
+}
