@@ -1,14 +1,12 @@
-// Package controllers holds the Task, Trial and Campaign reconcilers. The host
-// (trial driver, agent loop) lives in controllers/host; nothing imports this
-// package but the binary's manager subcommand.
 package controllers
 
 // The manager's permissions, gathered here so config/rbac is generated from one place.
+// deletecollection on pods: an attempt's pods go in one request (DeleteAllOf).
 //
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks;trials;campaigns,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks/status;trials/status;campaigns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks/finalizers;trials/finalizers;campaigns/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

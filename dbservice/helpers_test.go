@@ -104,13 +104,4 @@ func dataCanon(t testing.TB, data map[string]json.RawMessage) string {
 	return canon(t, b)
 }
 
-func mustJSON(t testing.TB, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func ptr[T any](v T) *T { return &v }

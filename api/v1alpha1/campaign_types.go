@@ -284,7 +284,3 @@ type CampaignList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Campaign `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Campaign{}, &CampaignList{})
-}

@@ -93,7 +93,7 @@ type AttemptStatus struct {
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// +optional
-	EndTime *metav1.Time `json:"endTime,omitempty"`
+	EndTime *metav1.Time   `json:"endTime,omitempty"`
 	Outcome AttemptOutcome `json:"outcome"`
 	// +optional
 	Reason string `json:"reason,omitempty"`
@@ -227,8 +227,4 @@ type TrialList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Trial `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&Trial{}, &TrialList{})
 }

@@ -303,13 +303,11 @@ func TestInvalidConfigSendsNothing(t *testing.T) {
 func TestPanickingActorEndsTheTrialAsError(t *testing.T) {
 	s := startStack(t, trialrun.StackConfig{})
 	agent := funcActor(func(context.Context, []task.Message, []*runnerpb.ToolSchema) (host.Turn, error) {
-		var m map[string]int
-		m["boom"]++
-		return host.Turn{}, nil
+		panic("boom: the actor hit a bug")
 	})
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), nil), agent, nil))
 	if res.Outcome != host.OutcomeSelfGraded || res.Reason != host.ReasonAgentError ||
-		res.Message != "agent: actor panicked: assignment to entry in nil map" {
+		res.Message != "agent: actor panicked: boom: the actor hit a bug" {
 		t.Fatalf("%s: %q", res, res.Message)
 	}
 }

@@ -108,4 +108,3 @@ func ParseMCPCommand(s string) (string, []string, bool) {
 	}
 	return script, fields, true
 }
-

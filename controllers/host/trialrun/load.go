@@ -72,17 +72,17 @@ func parseTask(data []byte) (*LoadedTask, error) {
 	dec := json.NewDecoder(bytes.NewReader(jsonDoc))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("Task manifest: %w", err)
+		return nil, fmt.Errorf("task manifest: %w", err)
 	}
 	if m.Spec.InitialStateFrom != nil {
-		return nil, fmt.Errorf("Task %q: spec.initialStateFrom reads a ConfigMap, which needs a cluster; inline initial_state in spec.description for trial run", m.Name)
+		return nil, fmt.Errorf("task %q: spec.initialStateFrom reads a ConfigMap, which needs a cluster; inline initial_state in spec.description for trial run", m.Name)
 	}
 	if len(m.Spec.Description.Raw) == 0 {
-		return nil, fmt.Errorf("Task %q: spec.description is missing", m.Name)
+		return nil, fmt.Errorf("task %q: spec.description is missing", m.Name)
 	}
 	t, err := task.DecodeTaskDescription(m.Spec.Description.Raw)
 	if err != nil {
-		return nil, fmt.Errorf("Task %q: spec.description: %w", m.Name, err)
+		return nil, fmt.Errorf("task %q: spec.description: %w", m.Name, err)
 	}
 	lt := &LoadedTask{Task: t, InitialUserMessage: m.Spec.InitialUserMessage}
 	if m.Spec.MaxTurns != nil {

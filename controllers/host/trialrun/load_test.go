@@ -32,10 +32,10 @@ func TestParseTask(t *testing.T) {
 		{"empty", "  \n", "empty file", nil},
 		{"not an object", "[1, 2]", "not a JSON object: json: cannot unmarshal array into Go value of type struct { APIVersion string \"json:\\\"apiVersion\\\"\"; Kind string \"json:\\\"kind\\\"\" }", nil},
 		{"other kind", "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Trial\n", `kind "Trial" apiVersion "eval.tolokaforge.io/v1alpha1": want kind Task, apiVersion eval.tolokaforge.io/v1alpha1 (or a bare TaskDescription)`, nil},
-		{"unknown manifest field", "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Task\nspec:\n  descripton: {}\n", `Task manifest: json: unknown field "descripton"`, nil},
+		{"unknown manifest field", "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Task\nspec:\n  descripton: {}\n", `task manifest: json: unknown field "descripton"`, nil},
 		{"config map state", "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Task\nmetadata: {name: big}\nspec:\n  initialStateFrom: {configMapKeyRef: {name: s, key: k}}\n  description: " + minimalTask,
-			`Task "big": spec.initialStateFrom reads a ConfigMap, which needs a cluster; inline initial_state in spec.description for trial run`, nil},
-		{"no description", "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Task\nmetadata: {name: e}\nspec: {}\n", `Task "e": spec.description is missing`, nil},
+			`task "big": spec.initialStateFrom reads a ConfigMap, which needs a cluster; inline initial_state in spec.description for trial run`, nil},
+		{"no description", "apiVersion: eval.tolokaforge.io/v1alpha1\nkind: Task\nmetadata: {name: e}\nspec: {}\n", `task "e": spec.description is missing`, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

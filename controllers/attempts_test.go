@@ -1,0 +1,108 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/host"
+)
+
+// TestResultActionTable pins the failure taxonomy: which host outcomes end a
+// trial, with which phase, and which leave it to the retry policy.
+func TestResultActionTable(t *testing.T) {
+	pass := &runnerpb.Grade{BinaryPass: true, Score: 1}
+	fail := &runnerpb.Grade{BinaryPass: false, Score: 0.3}
+	for _, tc := range []struct {
+		name string
+		res  host.AttemptResult
+		want verdict
+	}{
+		{"graded pass", host.AttemptResult{Outcome: host.OutcomeGraded, Reason: host.ReasonPassed, Message: "ok", Grade: pass},
+			verdict{Outcome: OutcomePassed, Reason: "Passed", Message: "ok", Final: true, Phase: evalv1.PhasePassed, Grade: true}},
+		{"graded fail", host.AttemptResult{Outcome: host.OutcomeGraded, Grade: fail},
+			verdict{Outcome: OutcomeFailed, Reason: "Failed", Message: "score 0.3", Final: true, Phase: evalv1.PhaseFailed, Grade: true}},
+		{"self-graded stuck", host.AttemptResult{Outcome: host.OutcomeSelfGraded, Reason: host.ReasonStuckDetected, Message: "repeated", Grade: &runnerpb.Grade{}},
+			verdict{Outcome: OutcomeFailed, Reason: host.ReasonStuckDetected, Message: "repeated", Final: true, Phase: evalv1.PhaseFailed, Grade: true}},
+		{"graded without grade", host.AttemptResult{Outcome: host.OutcomeGraded},
+			verdict{Outcome: OutcomeGradingFailed, Reason: "GradingFailed", Message: "the attempt ended without a grade", Final: true, Phase: evalv1.PhaseGradingFailed}},
+		{"grading failed", host.AttemptResult{Outcome: host.OutcomeGradingFailed, Reason: host.ReasonGradingFailed, Message: "Hash grading failed: x"},
+			verdict{Outcome: OutcomeGradingFailed, Reason: "GradingFailed", Message: "Hash grading failed: x", Final: true, Phase: evalv1.PhaseGradingFailed}},
+		{"invalid", host.AttemptResult{Outcome: host.OutcomeInvalid, Reason: host.ReasonInvalidTask, Message: "tool x: tau_sync"},
+			verdict{Outcome: OutcomeInvalid, Reason: host.ReasonInvalidTask, Message: "tool x: tau_sync", Final: true, Phase: evalv1.PhaseInvalid}},
+		{"skew", host.AttemptResult{Outcome: host.OutcomeProtocolSkew, Reason: host.ReasonProtocolSkew, Message: "engine_protocol_version 2 < 3"},
+			verdict{Outcome: OutcomeProtocolSkew, Reason: "ProtocolSkew", Message: "engine_protocol_version 2 < 3", Final: true, Phase: evalv1.PhaseProtocolSkew}},
+		{"infra", host.AttemptResult{Outcome: host.OutcomeInfraFailed, Reason: host.ReasonTrialLost, Message: "gone"},
+			verdict{Outcome: OutcomeInfraFailed, Reason: host.ReasonTrialLost, Message: "gone"}},
+		{"unknown outcome ends the trial", host.AttemptResult{Outcome: "Exploded", Reason: "X", Message: "m"},
+			verdict{Outcome: OutcomeInfraFailed, Reason: "InfraFailed", Message: `driver reported unknown outcome "Exploded" (X): m`, Final: true, Phase: evalv1.PhaseInfraFailed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := verdictFor(&tc.res); got != tc.want {
+				t.Errorf("verdict = %+v\nwant      %+v", got, tc.want)
+			}
+		})
+	}
+	// Every outcome the host defines has an entry.
+	for _, o := range []host.Outcome{host.OutcomeGraded, host.OutcomeSelfGraded, host.OutcomeGradingFailed,
+		host.OutcomeInvalid, host.OutcomeProtocolSkew, host.OutcomeInfraFailed} {
+		if _, ok := resultActions[o]; !ok {
+			t.Errorf("no action for %s", o)
+		}
+	}
+}
+
+func TestBackoffDoublesAndCaps(t *testing.T) {
+	tr := testTrial()
+	tr.Spec.RetryPolicy.Backoff = &metav1.Duration{Duration: 3 * time.Second}
+	for failed, want := range map[int]time.Duration{1: 3 * time.Second, 2: 6 * time.Second, 3: 12 * time.Second, 30: MaxBackoff} {
+		if got := backoffAfter(tr, failed); got != want {
+			t.Errorf("backoffAfter(%d) = %s, want %s", failed, got, want)
+		}
+	}
+	tr.Spec.RetryPolicy.Backoff = nil
+	if got := backoffAfter(tr, 1); got != DefaultBackoff {
+		t.Errorf("default backoff = %s", got)
+	}
+	tr.Spec.RetryPolicy.Backoff = &metav1.Duration{}
+	if got := backoffAfter(tr, 5); got != 0 {
+		t.Errorf("zero backoff = %s", got)
+	}
+	if got := maxAttempts(tr); got != DefaultMaxAttempts {
+		t.Errorf("default max attempts = %d", got)
+	}
+}
+
+func TestKeepPodsUntil(t *testing.T) {
+	tr := testTrial()
+	end := metav1.NewTime(t0)
+	failed := &evalv1.AttemptStatus{Outcome: OutcomeFailed, EndTime: &end}
+	if got := keepPodsUntil(tr, failed); !got.IsZero() {
+		t.Errorf("no ttl: keep until %v", got)
+	}
+	tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
+	if got := keepPodsUntil(tr, failed); !got.Equal(t0.Add(30 * time.Second)) {
+		t.Errorf("failed with ttl: keep until %v", got)
+	}
+	passed := &evalv1.AttemptStatus{Outcome: OutcomePassed, EndTime: &end}
+	if got := keepPodsUntil(tr, passed); !got.IsZero() {
+		t.Errorf("passed: keep until %v, want now", got)
+	}
+}
+
+func TestAttemptIDIsUniquePerAttempt(t *testing.T) {
+	a := testTrial()
+	b := testTrial()
+	b.UID = "uid-2"
+	ids := map[string]bool{AttemptID(a, 1): true, AttemptID(a, 2): true, AttemptID(b, 1): true}
+	if len(ids) != 3 {
+		t.Errorf("ids collide: %v", ids)
+	}
+	if got := AttemptID(a, 2); got != "uid-1-2" {
+		t.Errorf("AttemptID = %q", got)
+	}
+}

@@ -1,0 +1,214 @@
+package controllers_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// BenchmarkOracleTrials runs 200 oracle trials of the shop task through
+// envtest with the in-process pod simulator and --max-concurrent-trials 50.
+//
+// Reported: wall time and trials/s of the batch; API writes per trial (every
+// POST/PUT/PATCH/DELETE the manager's rest.Config sent, counted by a wrapping
+// RoundTripper; the simulator's own pod status writes are not the manager's);
+// the process's peak RSS (VmHWM: manager, simulator and the in-process runner
+// and DB service servers together; the shop tool servers are subprocesses).
+// Baselines from the same run: one trial alone (latency_single_s), so
+// speedup_vs_serial = 200 x that / wall; and the resident set before the
+// manager started (rss_baseline_MiB). On 2 cores the batch is CPU-bound (API
+// server, etcd, simulated pods and manager share them), which is why the
+// speedup stays near 1 while the pool keeps 50 trials in flight.
+func BenchmarkOracleTrials(b *testing.B) {
+	if why := assetsMissing(); why != "" {
+		b.Skip(why)
+	}
+	logf.SetLogger(logr.Discard())
+	const (
+		trials        = 200
+		maxConcurrent = 50
+	)
+	// Probes after readiness every second (readiness itself is found within
+	// milliseconds by the simulator's fast first probes).
+	hb, err := startHarness(16, time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Each trial's shop tool server is a small binary, as in production,
+	// rather than a re-executed 100 MB test binary.
+	hb.self = filepath.Join(hb.work, "shopmcp")
+	if out, err := exec.Command("go", "build", "-o", hb.self, "tolokaforge.io/operator/controllers/internal/shopmcp").CombinedOutput(); err != nil {
+		b.Fatalf("build the shop MCP server: %v\n%s", err, out)
+	}
+	defer func() {
+		if err := hb.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	rssBase := procStatusMiB(b, "VmRSS")
+
+	var api apiCounter
+	opts := hb.managerOptions(maxConcurrent)
+	opts.Actors, opts.WrapRunner = nil, nil
+	m := hb.startManager(counted(hb.cfg, &api), opts)
+	defer func() {
+		if err := m.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	ctx := context.Background()
+
+	// Baseline: one trial alone.
+	ns := benchNamespace(b, hb, ctx)
+	single := time.Now()
+	runBatch(b, hb, ctx, ns, 1)
+	singleLatency := time.Since(single)
+
+	b.ResetTimer()
+	var wall time.Duration
+	var writes int64
+	for range b.N {
+		ns := benchNamespace(b, hb, ctx)
+		w0 := api.writes.Load()
+		start := time.Now()
+		runBatch(b, hb, ctx, ns, trials)
+		wall += time.Since(start)
+		writes += api.writes.Load() - w0
+	}
+	b.StopTimer()
+
+	per := wall.Seconds() / float64(b.N)
+	b.ReportMetric(per, "wall_s")
+	b.ReportMetric(trials/per, "trials/s")
+	b.ReportMetric(float64(writes)/float64(trials*b.N), "writes/trial")
+	b.ReportMetric(procStatusMiB(b, "VmHWM"), "peak_rss_MiB")
+	b.ReportMetric(rssBase, "rss_baseline_MiB")
+	b.ReportMetric(singleLatency.Seconds(), "latency_single_s")
+	b.ReportMetric(trials*singleLatency.Seconds()/per, "speedup_vs_serial")
+}
+
+func benchNamespace(b *testing.B, hb *harness, ctx context.Context) string {
+	ns := "bench-" + rand.String(6)
+	if err := hb.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	t, err := buildShopTask(ns, "shop", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := hb.client.Create(ctx, t); err != nil {
+		b.Fatal(err)
+	}
+	return ns
+}
+
+// runBatch creates n oracle trials and waits until all completed; every one
+// must pass.
+func runBatch(b *testing.B, hb *harness, ctx context.Context, ns string, n int) {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			tr := benchTrial(ns, fmt.Sprintf("t%03d", i))
+			if err := hb.client.Create(ctx, tr); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	// A watch, not polling: listing 200 trials every few milliseconds would
+	// load the API server more than the manager does.
+	w, err := hb.watcher.Watch(ctx, &evalv1.TrialList{}, client.InNamespace(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	done := map[string]bool{}
+	timeout := time.After(10 * time.Minute)
+	for len(done) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatal("trial watch closed")
+			}
+			t, isTrial := ev.Object.(*evalv1.Trial)
+			if !isTrial {
+				continue
+			}
+			if c := findCondition(t.Status.Conditions, evalv1.TrialCompleted); c != nil && c.Status == metav1.ConditionTrue {
+				if c.Reason != "Passed" {
+					b.Fatalf("trial %s ended %s: %s", t.Name, c.Reason, c.Message)
+				}
+				done[t.Name] = true
+			}
+		case <-timeout:
+			b.Fatalf("%d of %d trials completed in 10 minutes", len(done), n)
+		}
+	}
+}
+
+func benchTrial(ns, name string) *evalv1.Trial {
+	return &evalv1.Trial{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: evalv1.TrialSpec{
+			TaskRef: &evalv1.TaskReference{Name: "shop"},
+			Agent:   evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
+		},
+	}
+}
+
+func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == typ {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// procStatusMiB reads a kB field of /proc/self/status (VmRSS, VmHWM) in MiB.
+func procStatusMiB(b *testing.B, field string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != field {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return kb / 1024
+	}
+	b.Fatalf("/proc/self/status has no %s", field)
+	return 0
+}

@@ -1,0 +1,21 @@
+// Package controllers holds the Task and Trial reconcilers of the Tolokaforge
+// operator and the bounded pool of trial drivers they hand ready attempts to.
+//
+// The Trial reconciler follows the rebuild-from-the-world recipe: every
+// reconcile reads the Trial, its pods and the driver pool, plans the whole
+// desired status and the side effects in one pure function (plan.go), writes
+// the status once under an optimistic lock (status.go), and only then acts
+// (pods, network policy, drivers, deletions, events). A stale cache therefore
+// never acts twice: its status write conflicts and the plan is redone from a
+// fresh read.
+//
+// Files by concern: attempts.go (attempt lifecycle, outcome action table,
+// backoff), pods.go and networkpolicy.go (what is created per attempt and per
+// trial), pool.go and driver.go (the drivers that run host.RunAttempt off the
+// reconcile path), status.go (status write), grade.go (runner grade to status),
+// reasons.go (condition types, reasons and labels shared by conditions and
+// events), events.go, metrics.go.
+//
+// Imports: api/..., controllers/host, runner/client, controller-runtime and
+// client-go. Nothing imports this package but controllers/manager.
+package controllers

@@ -1,0 +1,235 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/host"
+	runnerclient "tolokaforge.io/operator/runner/client"
+)
+
+// RunnerDialer connects to the runner at addr (host:port) and waits until it
+// serves. The io.Closer releases the connection.
+type RunnerDialer func(ctx context.Context, addr string) (runnerpb.RunnerServiceClient, io.Closer, error)
+
+// RunnerWrapper lets a caller observe or alter one attempt's runner client
+// (tests record RPCs with it). Production leaves it nil.
+type RunnerWrapper func(trial types.NamespacedName, attempt int32, c runnerpb.RunnerServiceClient) runnerpb.RunnerServiceClient
+
+// dialTimeout bounds connecting to a runner whose pod just turned Ready.
+const dialTimeout = 30 * time.Second
+
+// Driver turns a ready attempt into a DriveFunc for the pool.
+type Driver struct {
+	// APIReader reads API-key Secrets uncached at attempt start: the manager
+	// may get Secrets but never lists or watches them.
+	APIReader    client.Reader
+	Dial         RunnerDialer
+	Actors       ActorFactory
+	ArtifactsDir string
+	Metrics      *Metrics
+	Log          logr.Logger
+	WrapRunner   RunnerWrapper
+}
+
+// attemptInput is what an attempt is driven from, fixed when it started so
+// a Task edited mid-attempt does not change the attempt under the agent.
+type attemptInput struct {
+	Trial  *evalv1.Trial
+	Number int32
+	Task   *ResolvedTask
+}
+
+// Drive returns the DriveFunc of one attempt whose pods are ready.
+func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP string) DriveFunc {
+	return func(ctx context.Context, registered func()) host.AttemptResult {
+		return d.run(ctx, in, runnerIP, dbIP, registered)
+	}
+}
+
+func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP string, registered func()) host.AttemptResult {
+	t := in.Trial
+	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
+	log := d.Log.WithValues("trial", key.String(), "attempt", in.Number)
+	start := time.Now()
+	fail := func(o host.Outcome, reason, format string, args ...any) host.AttemptResult {
+		return host.AttemptResult{Outcome: o, Reason: reason, Message: fmt.Sprintf(format, args...),
+			StartTime: start, EndTime: time.Now()}
+	}
+
+	dbURL := "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))
+	spec := BuildTrialSpec(t, in.Number, in.Task.Desc, dbURL)
+	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef)
+	if err != nil {
+		return fail(host.OutcomeInfraFailed, ReasonAPIKeyUnavailable, "agent API key: %v", err)
+	}
+	agent, err := d.Actors(ctx, ActorRequest{Role: ActorAgent, Trial: t, Attempt: in.Number, Spec: spec,
+		Task: spec.Task, Model: t.Spec.Agent, InitialUserMessage: in.Task.InitialUserMessage, APIKey: agentKey, Log: log.WithName("agent")})
+	if err != nil {
+		return fail(host.OutcomeInvalid, host.ReasonInvalidConfig, "agent: %v", err)
+	}
+	user, err := d.userActor(ctx, in, spec, log)
+	if err != nil {
+		var se *secretError
+		if errors.As(err, &se) {
+			return fail(host.OutcomeInfraFailed, ReasonAPIKeyUnavailable, "user simulator API key: %v", err)
+		}
+		return fail(host.OutcomeInvalid, host.ReasonInvalidConfig, "user simulator: %v", err)
+	}
+
+	addr := net.JoinHostPort(runnerIP, strconv.Itoa(RunnerPort))
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	rc, closer, err := d.Dial(dctx, addr)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(host.OutcomeInfraFailed, host.ReasonCanceled, "attempt canceled: %v", context.Cause(ctx))
+		}
+		return fail(host.OutcomeInfraFailed, host.ReasonRunnerUnavailable, "dial runner %s: %v", addr, err)
+	}
+	defer closer.Close()
+	if d.WrapRunner != nil {
+		rc = d.WrapRunner(key, in.Number, rc)
+	}
+	rc = &observedRunner{RunnerServiceClient: rc, registered: registered, metrics: d.Metrics}
+
+	cfg := host.AttemptConfig{
+		Runner:             rc,
+		Spec:               spec,
+		InitialUserMessage: in.Task.InitialUserMessage,
+		MaxTurns:           MaxTurns(t, in.Task),
+		Agent:              agent,
+		User:               user,
+		ArtifactsDir:       AttemptArtifactsDir(d.ArtifactsDir, t, in.Number),
+		TrialIndex:         int(t.Spec.TrialIndex),
+		AttemptNumber:      int(in.Number),
+		Log:                log,
+	}
+	if to := t.Spec.Timeouts.Trial; to != nil {
+		cfg.TrialTimeout = to.Duration
+	}
+	if to := t.Spec.Timeouts.Tool; to != nil {
+		cfg.DefaultToolTimeout = to.Duration
+	}
+	if to := t.Spec.Timeouts.Grading; to != nil {
+		cfg.GradingTimeout = to.Duration
+	}
+	return host.RunAttempt(ctx, cfg)
+}
+
+// userActor is nil (the host's default scripted user: the task's scripted
+// flow, else the initial message) unless the Trial asks for scripted lines or
+// an LLM user.
+func (d *Driver) userActor(ctx context.Context, in *attemptInput, spec *task.TrialSpec, log logr.Logger) (host.Actor, error) {
+	u := in.Trial.Spec.UserSimulator
+	if u == nil {
+		return nil, nil
+	}
+	switch u.Mode {
+	case evalv1.UserSimulatorLLM:
+		if u.Model == nil {
+			return nil, fmt.Errorf("mode llm needs a model")
+		}
+		key, err := d.secretValue(ctx, in.Trial.Namespace, u.Model.APIKeySecretRef)
+		if err != nil {
+			return nil, err
+		}
+		return d.Actors(ctx, ActorRequest{Role: ActorUser, Trial: in.Trial, Attempt: in.Number, Spec: spec,
+			Task: spec.Task, Model: *u.Model, InitialUserMessage: in.Task.InitialUserMessage, APIKey: key, Log: log.WithName("user")})
+	default:
+		if len(u.Lines) == 0 {
+			return nil, nil
+		}
+		return host.NewScriptedUser(u.Lines...), nil
+	}
+}
+
+// secretError marks a failure to read an API key (retried: the Secret may
+// appear), as opposed to a configuration nobody can drive.
+type secretError struct{ err error }
+
+func (e *secretError) Error() string { return e.err.Error() }
+func (e *secretError) Unwrap() error { return e.err }
+
+// secretValue reads one key of a Secret. The value is returned, never put
+// into an error or a log line.
+func (d *Driver) secretValue(ctx context.Context, ns string, ref *corev1.SecretKeySelector) (string, error) {
+	if ref == nil {
+		return "", nil
+	}
+	optional := ref.Optional != nil && *ref.Optional
+	s := &corev1.Secret{}
+	if err := d.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
+		if optional && client.IgnoreNotFound(err) == nil {
+			return "", nil
+		}
+		return "", &secretError{fmt.Errorf("read secret %s/%s: %w", ns, ref.Name, err)}
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		if optional {
+			return "", nil
+		}
+		return "", &secretError{fmt.Errorf("secret %s/%s has no key %q", ns, ref.Name, ref.Key)}
+	}
+	return string(v), nil
+}
+
+// observedRunner times registration and grading and tells the pool when the
+// runner accepted the trial.
+type observedRunner struct {
+	runnerpb.RunnerServiceClient
+	registered func()
+	metrics    *Metrics
+}
+
+func (o *observedRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
+	start := time.Now()
+	resp, err := o.RunnerServiceClient.RegisterTrial(ctx, in, opts...)
+	if o.metrics != nil {
+		o.metrics.Registration.Observe(time.Since(start).Seconds())
+	}
+	if err == nil && resp.GetSuccess() && o.registered != nil {
+		o.registered()
+	}
+	return resp, err
+}
+
+func (o *observedRunner) GradeTrial(ctx context.Context, in *runnerpb.GradeTrialRequest, opts ...grpc.CallOption) (*runnerpb.GradeTrialResponse, error) {
+	start := time.Now()
+	resp, err := o.RunnerServiceClient.GradeTrial(ctx, in, opts...)
+	if o.metrics != nil {
+		o.metrics.Grading.Observe(time.Since(start).Seconds())
+	}
+	return resp, err
+}
+
+// DialRunner is the production RunnerDialer: runner/client's channel, ready
+// once the runner's health service says SERVING.
+func DialRunner(opts ...runnerclient.Option) RunnerDialer {
+	return func(ctx context.Context, addr string) (runnerpb.RunnerServiceClient, io.Closer, error) {
+		c, err := runnerclient.Dial(ctx, addr, opts...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := c.WaitReady(ctx); err != nil {
+			_ = c.Close()
+			return nil, nil, err
+		}
+		return c, c, nil
+	}
+}

@@ -1,0 +1,106 @@
+package manager
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	t.Setenv("TOLOKAFORGE_IMAGE", "")
+	f, err := ParseFlags([]string{"--image=reg/tolokaforge:v1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.Options
+	if o.Image != "reg/tolokaforge:v1" || o.MaxConcurrentTrials != DefaultMaxConcurrentTrials ||
+		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElection ||
+		o.LeaderElectionID != DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
+		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" {
+		t.Errorf("defaults = %+v kubeconfig %q", o, f.Kubeconfig)
+	}
+}
+
+func TestParseFlagsAll(t *testing.T) {
+	f, err := ParseFlags([]string{
+		"--image=img", "--leader-elect", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
+		"--max-concurrent-trials=50", "--artifacts-dir=/art", "--namespace=evals", "--kubeconfig=/k",
+		"--manager-namespace=ops", "--max-concurrent-reconciles=4", "--zap-log-level=debug",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.Options
+	if !o.LeaderElection || o.MetricsBindAddress != ":9090" || o.HealthProbeBindAddress != "0" ||
+		o.MaxConcurrentTrials != 50 || o.ArtifactsDir != "/art" || o.Namespace != "evals" || f.Kubeconfig != "/k" ||
+		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 {
+		t.Errorf("options = %+v", o)
+	}
+	if wd, err := o.withDefaults(); err != nil || wd.HealthProbeBindAddress != "" {
+		t.Errorf("probe address \"0\" should disable: %q %v", wd.HealthProbeBindAddress, err)
+	}
+}
+
+func TestParseFlagsImageFromEnv(t *testing.T) {
+	t.Setenv("TOLOKAFORGE_IMAGE", "from-env:1")
+	f, err := ParseFlags(nil, io.Discard)
+	if err != nil || f.Image != "from-env:1" {
+		t.Fatalf("image %q, %v", f.Image, err)
+	}
+}
+
+func TestParseFlagsRefusesBadInput(t *testing.T) {
+	t.Setenv("TOLOKAFORGE_IMAGE", "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "manager flags: --image is required (or set $TOLOKAFORGE_IMAGE)"},
+		{[]string{"--image=i", "--max-concurrent-trials=0"}, "manager flags: --max-concurrent-trials must be >= 1, got 0"},
+		{[]string{"--image=i", "--max-concurrent-trials=-3"}, "manager flags: --max-concurrent-trials must be >= 1, got -3"},
+		{[]string{"--image=i", "--max-concurrent-reconciles=-1"}, "manager flags: --max-concurrent-reconciles must be >= 0, got -1"},
+		{[]string{"--image=i", "extra"}, `manager flags: unexpected arguments ["extra"]`},
+		{[]string{"--image=i", "--max-concurrent-trials=many"}, `manager flags: invalid value "many" for flag -max-concurrent-trials`},
+		{[]string{"--no-such-flag"}, "manager flags: flag provided but not defined: -no-such-flag"},
+	} {
+		_, err := ParseFlags(tc.args, io.Discard)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("ParseFlags(%q) = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	if _, err := (Options{}).withDefaults(); err == nil || err.Error() != "manager: an image for the runner and dbservice pods is required (--image)" {
+		t.Errorf("no image: %v", err)
+	}
+	if _, err := (Options{Image: "i", MaxConcurrentTrials: -1}).withDefaults(); err == nil {
+		t.Error("negative pool accepted")
+	}
+	t.Setenv("POD_NAMESPACE", "ops")
+	o, err := (Options{Image: "i"}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.ManagerNamespace != "ops" || o.MaxConcurrentTrials != DefaultMaxConcurrentTrials || o.MetricsBindAddress != "0" ||
+		o.Actors == nil || o.Dial == nil {
+		t.Errorf("defaults = %+v", o)
+	}
+	t.Setenv("POD_NAMESPACE", "")
+	if o, _ := (Options{Image: "i"}).withDefaults(); o.ManagerNamespace != DefaultManagerNamespace {
+		t.Errorf("manager namespace = %q", o.ManagerNamespace)
+	}
+}
+
+func TestRunRefusesNilConfig(t *testing.T) {
+	if err := Run(context.Background(), nil, Options{Image: "i"}); err == nil || err.Error() != "manager: rest config is nil" {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestMainHelpIsNotAnError(t *testing.T) {
+	if err := Main(context.Background(), []string{"-h"}); err != nil {
+		t.Errorf("Main -h = %v", err)
+	}
+}

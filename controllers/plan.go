@@ -1,0 +1,394 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/host"
+)
+
+// world is everything one reconcile of a live Trial looks at.
+type world struct {
+	Now   time.Time
+	Trial *evalv1.Trial
+	// Pods of this trial (controlled by its UID), by attempt and role.
+	Pods map[int32]map[string]*corev1.Pod
+	// Strays carry this trial's name label but another owner UID: leftovers
+	// of a deleted Trial of the same name.
+	Strays           []*corev1.Pod
+	HasNetworkPolicy bool
+	// Driver is the pool's entry for the trial (nil: this process owns no
+	// attempt of it).
+	Driver *driverView
+	// PodsCreated and PodsSeen are the pool's bookkeeping of the active
+	// attempt's pods, by role.
+	PodsCreated, PodsSeen map[string]bool
+	// Task is resolved only when the plan may start an attempt; TaskErr says
+	// why it could not be.
+	Task    *ResolvedTask
+	TaskErr *TaskError
+}
+
+// plan is the desired status and what to do once it is written.
+type plan struct {
+	Status evalv1.TrialStatus
+
+	// Claim starts an attempt in this process.
+	Claim     *attemptInput
+	ClaimID   string
+	EnsureNP  bool
+	CreatePod []string // roles of the active attempt's pods to create
+	// Submit hands the active attempt to a driver.
+	Submit           bool
+	RunnerIP, DBIP   string
+	Cancel           error
+	DeletePodsOf     []int32 // attempts whose pods go now
+	DeleteStrays     []*corev1.Pod
+	Events           []eventRecord
+	TrialStarted     bool
+	AttemptsEnded    []verdict
+	CompletedReason  string
+	Release          string // attempt whose result was recorded
+	RequeueAfter     time.Duration
+	attemptEndedHere bool
+	now              metav1.Time
+	gen              int64
+}
+
+func (p *plan) requeueIn(d time.Duration) {
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if p.RequeueAfter == 0 || d < p.RequeueAfter {
+		p.RequeueAfter = d
+	}
+}
+
+// planTrial rebuilds the Trial's status from the world and lists the side
+// effects. It is pure: the same world always gives the same plan.
+func planTrial(w *world) plan {
+	t := w.Trial
+	p := plan{Status: *t.Status.DeepCopy(), now: metav1.NewTime(w.Now), gen: t.Generation}
+	st := &p.Status
+	st.ObservedGeneration = t.Generation
+	st.Agent = AgentLabel(t.Spec.Agent)
+
+	if !isTerminal(st) {
+		if a := activeAttempt(st); a != nil {
+			p.progress(w, a)
+		}
+		if activeAttempt(st) == nil && !isTerminal(st) && !p.attemptEndedHere {
+			p.startNext(w)
+		}
+	}
+	st.AttemptCount = int32(len(st.Attempts))
+	p.collectPods(w)
+	return p
+}
+
+// progress moves the active attempt along or ends it.
+func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
+	d := w.Driver
+	if d == nil || d.AttemptID != a.ID {
+		p.endAttempt(w, a, controllerVerdict(ReasonManagerRestarted, fmt.Sprintf(
+			"attempt %d was started by a manager process that is gone; its driver did not survive the restart", a.Number)), nil)
+		return
+	}
+	if d.State == stateDone {
+		if d.Result == nil {
+			// Cut short by this process's shutdown: the next manager records it.
+			return
+		}
+		p.endAttempt(w, a, verdictFor(d.Result), d.Result)
+		return
+	}
+
+	var waiting []string
+	ready := 0
+	for _, role := range []string{RoleDBService, RoleRunner} {
+		pod := w.Pods[a.Number][role]
+		h, reason, msg := observePod(pod)
+		switch h {
+		case podGone:
+			p.endAttempt(w, a, controllerVerdict(reason, msg), nil)
+			return
+		case podAbsent:
+			name := PodName(w.Trial.Name, a.Number, role)
+			if w.PodsSeen[role] {
+				p.endAttempt(w, a, controllerVerdict(ReasonPodLost, fmt.Sprintf("pod %s disappeared", name)), nil)
+				return
+			}
+			if !w.PodsCreated[role] {
+				p.CreatePod = append(p.CreatePod, role)
+			}
+			waiting = append(waiting, name+" (not created yet)")
+		case podWaiting:
+			waiting = append(waiting, fmt.Sprintf("%s (%s)", pod.Name, podPhase(pod)))
+		case podReady:
+			ready++
+		}
+	}
+
+	st := &p.Status
+	if ready == 2 {
+		p.cond(evalv1.TrialPodsReady, true, ReasonPodsReady,
+			fmt.Sprintf("pods of attempt %d are ready", a.Number))
+		if d.State == stateClaimed {
+			p.Submit = true
+			p.RunnerIP = w.Pods[a.Number][RoleRunner].Status.PodIP
+			p.DBIP = w.Pods[a.Number][RoleDBService].Status.PodIP
+		}
+	} else {
+		limit := podsReadyTimeout(w.Trial)
+		if a.StartTime != nil {
+			deadline := a.StartTime.Add(limit)
+			if !w.Now.Before(deadline) {
+				p.endAttempt(w, a, controllerVerdict(ReasonPodsNotReady, fmt.Sprintf(
+					"pods of attempt %d not ready after %s: %s", a.Number, limit, strings.Join(waiting, ", "))), nil)
+				return
+			}
+			p.requeueIn(deadline.Sub(w.Now))
+		}
+		p.cond(evalv1.TrialPodsReady, false, ReasonPodsPending, podsPendingMessage(a.Number, w.Trial))
+	}
+	if d.Registered {
+		p.cond(evalv1.TrialRegistered, true, ReasonRegistered,
+			fmt.Sprintf("attempt %d registered with its runner", a.Number))
+		st.Phase = evalv1.PhaseRunning
+		p.cond(evalv1.TrialCompleted, false, ReasonRunning,
+			fmt.Sprintf("attempt %d of %d is running", a.Number, maxAttempts(w.Trial)))
+	} else {
+		p.cond(evalv1.TrialRegistered, false, ReasonNotRegistered,
+			fmt.Sprintf("attempt %d is not registered yet", a.Number))
+		st.Phase = evalv1.PhaseStarting
+		p.cond(evalv1.TrialCompleted, false, ReasonStarting,
+			fmt.Sprintf("attempt %d of %d is starting", a.Number, maxAttempts(w.Trial)))
+	}
+}
+
+// endAttempt records how the active attempt ended and what follows.
+func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *host.AttemptResult) {
+	st := &p.Status
+	t := w.Trial
+	now := metav1.NewTime(w.Now)
+	p.attemptEndedHere = true
+	a.EndTime = &now
+	a.Outcome, a.Reason, a.Message = v.Outcome, v.Reason, truncate(v.Message, maxReasonsLen)
+	if res != nil {
+		st.Turns = int32(res.Turns)
+		st.TerminationReason = string(res.TerminationReason)
+		st.Usage = addUsage(st.Usage, res)
+		if res.ArtifactsPath != "" {
+			st.ArtifactsPath = res.ArtifactsPath
+		}
+		if v.Grade && st.Grade == nil {
+			st.Grade = GradeSummary(res.Grade, a.Number)
+		}
+	}
+	ended := fmt.Sprintf("attempt %d ended: %s", a.Number, a.Message)
+	p.cond(evalv1.TrialPodsReady, false, v.Reason, ended)
+	p.cond(evalv1.TrialRegistered, false, v.Reason, ended)
+	p.AttemptsEnded = append(p.AttemptsEnded, v)
+	p.Release = a.ID
+	if w.Driver != nil && w.Driver.AttemptID == a.ID && (w.Driver.State == stateQueued || w.Driver.State == stateRunning) {
+		p.Cancel = ErrAttemptAbandoned
+	}
+
+	switch {
+	case v.Final:
+		p.complete(w, v.Phase, completionMessage(a, v, st.Grade))
+	case int32(len(st.Attempts)) >= maxAttempts(t):
+		p.Events = append(p.Events, warningEvent(v.Reason, ActionEndAttempt, ended))
+		p.complete(w, evalv1.PhaseInfraFailed, exhaustedMessage(len(st.Attempts), a))
+	default:
+		wait := backoffAfter(t, infraFailures(st))
+		st.Phase = evalv1.PhasePending
+		msg := backoffMessage(a, a.EndTime.Add(wait))
+		p.cond(evalv1.TrialCompleted, false, ReasonBackoff, msg)
+		p.Events = append(p.Events, warningEvent(v.Reason, ActionEndAttempt, msg))
+		p.requeueIn(wait)
+	}
+}
+
+func completionMessage(a *evalv1.AttemptStatus, v verdict, g *evalv1.GradeSummary) string {
+	if v.Grade && g != nil {
+		msg := fmt.Sprintf("attempt %d graded: score %g, pass %t", a.Number, g.Score, g.BinaryPass)
+		if g.Reasons != "" {
+			msg += ": " + g.Reasons
+		}
+		return msg
+	}
+	return fmt.Sprintf("attempt %d: %s", a.Number, a.Message)
+}
+
+// Messages are functions of status alone, never of the clock, so a
+// reconcile that changes nothing writes nothing.
+
+func backoffMessage(a *evalv1.AttemptStatus, next time.Time) string {
+	return fmt.Sprintf("attempt %d failed (%s): %s; attempt %d starts at %s",
+		a.Number, a.Reason, a.Message, a.Number+1, next.UTC().Format(time.RFC3339))
+}
+
+func exhaustedMessage(n int, last *evalv1.AttemptStatus) string {
+	return fmt.Sprintf("all %d attempts failed on infrastructure; attempt %d: %s: %s", n, last.Number, last.Reason, last.Message)
+}
+
+func podsPendingMessage(n int32, t *evalv1.Trial) string {
+	return fmt.Sprintf("waiting for pods %s and %s of attempt %d",
+		PodName(t.Name, n, RoleDBService), PodName(t.Name, n, RoleRunner), n)
+}
+
+// complete gives the trial its final outcome.
+func (p *plan) complete(w *world, phase evalv1.TrialPhase, msg string) {
+	st := &p.Status
+	now := metav1.NewTime(w.Now)
+	st.Phase = phase
+	st.CompletionTime = &now
+	// The Completed reason is the phase, so events, conditions and the
+	// Status column agree.
+	p.cond(evalv1.TrialCompleted, true, string(phase), msg)
+	p.CompletedReason = string(phase)
+	typ := warningEvent
+	if phase == evalv1.PhasePassed {
+		typ = normalEvent
+	}
+	p.Events = append(p.Events, typ(string(phase), ActionComplete, msg))
+}
+
+// startNext starts the next attempt, or says why it cannot yet.
+func (p *plan) startNext(w *world) {
+	st := &p.Status
+	t := w.Trial
+	if te := w.TaskErr; te != nil {
+		if te.Transient {
+			st.Phase = evalv1.PhasePending
+			p.cond(evalv1.TrialCompleted, false, te.Reason, te.Error())
+			p.requeueIn(transientRetry)
+			return
+		}
+		p.complete(w, evalv1.PhaseInvalid, te.Error())
+		return
+	}
+	if w.Task == nil {
+		return // the caller resolves the task whenever this branch can run
+	}
+	if n := len(st.Attempts); n > 0 {
+		last := &st.Attempts[n-1]
+		if int32(n) >= maxAttempts(t) {
+			p.complete(w, evalv1.PhaseInfraFailed, exhaustedMessage(n, last))
+			return
+		}
+		if last.EndTime != nil {
+			next := last.EndTime.Add(backoffAfter(t, infraFailures(st)))
+			if w.Now.Before(next) {
+				st.Phase = evalv1.PhasePending
+				p.cond(evalv1.TrialCompleted, false, ReasonBackoff, backoffMessage(last, next))
+				p.requeueIn(next.Sub(w.Now))
+				return
+			}
+		}
+	}
+
+	n := int32(len(st.Attempts)) + 1
+	now := metav1.NewTime(w.Now)
+	a := evalv1.AttemptStatus{
+		Number: n, ID: AttemptID(t, n), StartTime: &now,
+		Outcome: OutcomeRunning, Reason: ReasonStarting,
+		RunnerPod: PodName(t.Name, n, RoleRunner), DBServicePod: PodName(t.Name, n, RoleDBService),
+	}
+	st.Attempts = append(st.Attempts, a)
+	if st.StartTime == nil {
+		st.StartTime = &now
+		p.TrialStarted = true
+	}
+	st.TaskID = w.Task.Desc.TaskID
+	st.Phase = evalv1.PhaseStarting
+	msg := fmt.Sprintf("attempt %d of %d is starting", n, maxAttempts(t))
+	p.cond(evalv1.TrialCompleted, false, ReasonStarting, msg)
+	p.cond(evalv1.TrialPodsReady, false, ReasonPodsPending, podsPendingMessage(n, t))
+	p.cond(evalv1.TrialRegistered, false, ReasonNotRegistered,
+		fmt.Sprintf("attempt %d is not registered yet", n))
+
+	p.Claim = &attemptInput{Trial: t.DeepCopy(), Number: n, Task: w.Task}
+	p.ClaimID = a.ID
+	p.EnsureNP = !w.HasNetworkPolicy
+	p.CreatePod = []string{RoleDBService, RoleRunner}
+	p.Events = append(p.Events, normalEvent(ReasonStarting, ActionStartAttempt,
+		fmt.Sprintf("attempt %d of %d: creating pods %s and %s", n, maxAttempts(t), a.DBServicePod, a.RunnerPod)))
+	p.requeueIn(podsReadyTimeout(t))
+}
+
+// collectPods deletes pods of ended attempts once their keep time is over,
+// and pods left behind by an earlier Trial of the same name.
+func (p *plan) collectPods(w *world) {
+	st := &p.Status
+	active := activeAttempt(st)
+	nums := make([]int32, 0, len(w.Pods))
+	for n := range w.Pods {
+		nums = append(nums, n)
+	}
+	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
+	for _, n := range nums {
+		if active != nil && active.Number == n {
+			continue
+		}
+		if n < 1 || int(n) > len(st.Attempts) {
+			continue // an attempt this (possibly stale) status does not know yet
+		}
+		if allDeleting(w.Pods[n]) {
+			continue
+		}
+		until := keepPodsUntil(w.Trial, &st.Attempts[n-1])
+		if !until.IsZero() && w.Now.Before(until) {
+			p.requeueIn(until.Sub(w.Now))
+			continue
+		}
+		p.DeletePodsOf = append(p.DeletePodsOf, n)
+	}
+	for _, s := range w.Strays {
+		if s.DeletionTimestamp == nil {
+			p.DeleteStrays = append(p.DeleteStrays, s)
+		}
+	}
+}
+
+func allDeleting(pods map[string]*corev1.Pod) bool {
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func podPhase(p *corev1.Pod) string {
+	if p.Status.Phase == "" {
+		return "Pending"
+	}
+	if p.Status.Phase == corev1.PodRunning {
+		return "Running, not ready"
+	}
+	return string(p.Status.Phase)
+}
+
+// cond sets a condition of the planned status. meta.SetStatusCondition keeps
+// the transition time when only the reason or message changes; a new
+// transition is stamped with the world's clock, not the wall clock, so
+// planning stays a function of the world.
+func (p *plan) cond(typ string, ok bool, reason, msg string) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
+		Type: typ, Status: s, Reason: reason, Message: truncate(msg, 4096), ObservedGeneration: p.gen,
+		LastTransitionTime: p.now,
+	})
+}

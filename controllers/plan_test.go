@@ -1,0 +1,489 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/host"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func mt(d time.Duration) *metav1.Time {
+	v := metav1.NewTime(t0.Add(d))
+	return &v
+}
+
+func resolvedShop() *ResolvedTask {
+	return &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop_orders_02"}}
+}
+
+func readyPod(tr *evalv1.Trial, n int32, role, ip string) *corev1.Pod {
+	p := DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, n})
+	if role == RoleRunner {
+		p = RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, n})
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	return p
+}
+
+func pendingPod(tr *evalv1.Trial, n int32, role string) *corev1.Pod {
+	p := readyPod(tr, n, role, "")
+	p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	return p
+}
+
+func killedPod(tr *evalv1.Trial, n int32, role string) *corev1.Pod {
+	p := readyPod(tr, n, role, "10.0.0.9")
+	p.Status = corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: role, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137}}}}}
+	return p
+}
+
+func podsOf(ps ...*corev1.Pod) map[int32]map[string]*corev1.Pod {
+	out := map[int32]map[string]*corev1.Pod{}
+	for _, p := range ps {
+		n := int32(0)
+		for _, c := range p.Labels[LabelAttempt] {
+			n = n*10 + int32(c-'0')
+		}
+		if out[n] == nil {
+			out[n] = map[string]*corev1.Pod{}
+		}
+		out[n][p.Labels[LabelRole]] = p
+	}
+	return out
+}
+
+// running returns a trial whose attempt n is Running since t0.
+func running(n int32, earlier ...evalv1.AttemptStatus) *evalv1.Trial {
+	tr := testTrial()
+	tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: 10 * time.Second}}
+	tr.Status.Attempts = append(earlier, evalv1.AttemptStatus{Number: n, ID: AttemptID(tr, n), StartTime: mt(0),
+		Outcome: OutcomeRunning, Reason: ReasonStarting})
+	tr.Status.Phase = evalv1.PhaseStarting
+	tr.Status.StartTime = mt(0)
+	return tr
+}
+
+func cond(st *evalv1.TrialStatus, typ string) metav1.Condition {
+	c := meta.FindStatusCondition(st.Conditions, typ)
+	if c == nil {
+		return metav1.Condition{}
+	}
+	return *c
+}
+
+func TestPlanStartsTheFirstAttempt(t *testing.T) {
+	tr := testTrial()
+	p := planTrial(&world{Now: t0, Trial: tr, Task: resolvedShop()})
+	st := p.Status
+	if len(st.Attempts) != 1 {
+		t.Fatalf("attempts = %+v", st.Attempts)
+	}
+	a := st.Attempts[0]
+	want := evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", StartTime: mt(0), Outcome: OutcomeRunning,
+		Reason: ReasonStarting, RunnerPod: "t1-a1-runner", DBServicePod: "t1-a1-dbservice"}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("attempt (-want +got):\n%s", diff)
+	}
+	if st.Phase != evalv1.PhaseStarting || st.TaskID != "shop_orders_02" || st.Agent != "oracle" || st.AttemptCount != 1 {
+		t.Errorf("status = phase %s task %q agent %q count %d", st.Phase, st.TaskID, st.Agent, st.AttemptCount)
+	}
+	if c := cond(&st, evalv1.TrialCompleted); c.Status != metav1.ConditionFalse || c.Reason != ReasonStarting {
+		t.Errorf("Completed = %+v", c)
+	}
+	if p.Claim == nil || p.ClaimID != "uid-1-1" || !p.EnsureNP || !p.TrialStarted {
+		t.Errorf("effects: claim %v id %q np %v started %v", p.Claim != nil, p.ClaimID, p.EnsureNP, p.TrialStarted)
+	}
+	if diff := cmp.Diff([]string{RoleDBService, RoleRunner}, p.CreatePod); diff != "" {
+		t.Errorf("pods to create (-want +got):\n%s", diff)
+	}
+	if len(p.Events) != 1 || p.Events[0].Reason != ReasonStarting || p.Events[0].Type != corev1.EventTypeNormal {
+		t.Errorf("events = %+v", p.Events)
+	}
+	if p.RequeueAfter != DefaultPodsReadyTimeout {
+		t.Errorf("requeue = %s, want the pods-ready deadline", p.RequeueAfter)
+	}
+}
+
+// TestPlanIsStable: replanning the written status against the same world
+// changes nothing and repeats no side effect, so a reconcile triggered by our
+// own write costs no second write.
+func TestPlanIsStable(t *testing.T) {
+	tr := testTrial()
+	first := planTrial(&world{Now: t0, Trial: tr, Task: resolvedShop()})
+	tr.Status = first.Status
+	w := &world{Now: t0.Add(time.Second), Trial: tr, Driver: &driverView{AttemptID: "uid-1-1", State: stateClaimed},
+		PodsCreated: map[string]bool{RoleRunner: true, RoleDBService: true}, PodsSeen: map[string]bool{},
+		HasNetworkPolicy: true}
+	second := planTrial(w)
+	if diff := cmp.Diff(first.Status, second.Status); diff != "" {
+		t.Errorf("status changed on replan (-first +second):\n%s", diff)
+	}
+	if second.Claim != nil || len(second.CreatePod) != 0 || second.Submit || len(second.Events) != 0 || second.EnsureNP {
+		t.Errorf("replan repeats effects: %+v", second)
+	}
+}
+
+func TestPlanActiveAttempt(t *testing.T) {
+	seenBoth := map[string]bool{RoleRunner: true, RoleDBService: true}
+	for _, tc := range []struct {
+		name string
+		w    func() *world
+		// check inspects the plan.
+		check func(t *testing.T, p plan)
+	}{
+		{
+			name: "pods ready and a claimed driver: submit with the pod IPs",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(2 * time.Second), Trial: tr,
+					Pods:        podsOf(readyPod(tr, 1, RoleRunner, "10.0.0.1"), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
+					PodsCreated: seenBoth, PodsSeen: seenBoth}
+			},
+			check: func(t *testing.T, p plan) {
+				if !p.Submit || p.RunnerIP != "10.0.0.1" || p.DBIP != "10.0.0.2" {
+					t.Errorf("submit %v %q %q", p.Submit, p.RunnerIP, p.DBIP)
+				}
+				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionTrue || c.Reason != ReasonPodsReady {
+					t.Errorf("PodsReady = %+v", c)
+				}
+				if p.Status.Phase != evalv1.PhaseStarting {
+					t.Errorf("phase = %s", p.Status.Phase)
+				}
+			},
+		},
+		{
+			name: "registered driver: Running",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(3 * time.Second), Trial: tr,
+					Pods:        podsOf(readyPod(tr, 1, RoleRunner, "10.0.0.1"), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true},
+					PodsCreated: seenBoth, PodsSeen: seenBoth}
+			},
+			check: func(t *testing.T, p plan) {
+				if p.Submit {
+					t.Error("resubmitted a running driver")
+				}
+				if p.Status.Phase != evalv1.PhaseRunning {
+					t.Errorf("phase = %s", p.Status.Phase)
+				}
+				if c := cond(&p.Status, evalv1.TrialRegistered); c.Status != metav1.ConditionTrue || c.Reason != ReasonRegistered {
+					t.Errorf("Registered = %+v", c)
+				}
+				if c := cond(&p.Status, evalv1.TrialCompleted); c.Reason != ReasonRunning {
+					t.Errorf("Completed = %+v", c)
+				}
+			},
+		},
+		{
+			name: "attempt not owned by this process: ManagerRestarted, backoff",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(time.Minute), Trial: tr,
+					Pods: podsOf(readyPod(tr, 1, RoleRunner, "10.0.0.1"), readyPod(tr, 1, RoleDBService, "10.0.0.2"))}
+			},
+			check: func(t *testing.T, p plan) {
+				a := p.Status.Attempts[0]
+				if a.Outcome != OutcomeInfraFailed || a.Reason != ReasonManagerRestarted || a.EndTime == nil || !a.EndTime.Time.Equal(t0.Add(time.Minute)) {
+					t.Errorf("attempt = %+v", a)
+				}
+				if p.Status.Phase != evalv1.PhasePending {
+					t.Errorf("phase = %s", p.Status.Phase)
+				}
+				c := cond(&p.Status, evalv1.TrialCompleted)
+				if c.Reason != ReasonBackoff || c.Message != "attempt 1 failed (ManagerRestarted): attempt 1 was started by a manager process that is gone; its driver did not survive the restart; attempt 2 starts at 2026-11-30T12:01:10Z" {
+					t.Errorf("Completed = %+v", c)
+				}
+				if p.RequeueAfter != 10*time.Second {
+					t.Errorf("requeue = %s, want the backoff", p.RequeueAfter)
+				}
+				if diff := cmp.Diff([]int32{1}, p.DeletePodsOf); diff != "" {
+					t.Errorf("pods to delete (-want +got):\n%s", diff)
+				}
+				if p.Claim != nil {
+					t.Error("started the next attempt before the backoff")
+				}
+				if p.Cancel != nil {
+					t.Errorf("cancel = %v with no driver", p.Cancel)
+				}
+			},
+		},
+		{
+			name: "runner killed while the driver runs: PodFailed, driver cancelled",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(5 * time.Second), Trial: tr,
+					Pods:        podsOf(killedPod(tr, 1, RoleRunner), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true},
+					PodsCreated: seenBoth, PodsSeen: seenBoth}
+			},
+			check: func(t *testing.T, p plan) {
+				a := p.Status.Attempts[0]
+				if a.Outcome != OutcomeInfraFailed || a.Reason != ReasonPodFailed ||
+					a.Message != "pod t1-a1-runner container runner exited with code 137" {
+					t.Errorf("attempt = %+v", a)
+				}
+				if p.Cancel != ErrAttemptAbandoned {
+					t.Errorf("cancel = %v", p.Cancel)
+				}
+				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonPodFailed {
+					t.Errorf("PodsReady = %+v", c)
+				}
+				if len(p.Events) != 1 || p.Events[0].Reason != ReasonPodFailed || p.Events[0].Type != corev1.EventTypeWarning {
+					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
+		{
+			name: "a seen pod vanished: PodLost",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(5 * time.Second), Trial: tr,
+					Pods:        podsOf(readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateQueued},
+					PodsCreated: seenBoth, PodsSeen: seenBoth}
+			},
+			check: func(t *testing.T, p plan) {
+				a := p.Status.Attempts[0]
+				if a.Reason != ReasonPodLost || a.Message != "pod t1-a1-runner disappeared" {
+					t.Errorf("attempt = %+v", a)
+				}
+				if p.Cancel != ErrAttemptAbandoned {
+					t.Errorf("a queued driver must be cancelled too: %v", p.Cancel)
+				}
+			},
+		},
+		{
+			name: "a created pod not yet in the cache: wait, do not recreate",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(time.Second), Trial: tr,
+					Pods:        podsOf(pendingPod(tr, 1, RoleDBService)),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
+					PodsCreated: seenBoth, PodsSeen: map[string]bool{RoleDBService: true}}
+			},
+			check: func(t *testing.T, p plan) {
+				if len(p.CreatePod) != 0 || p.Status.Attempts[0].Outcome != OutcomeRunning {
+					t.Errorf("create %v, attempt %+v", p.CreatePod, p.Status.Attempts[0])
+				}
+				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Reason != ReasonPodsPending ||
+					c.Message != "waiting for pods t1-a1-dbservice and t1-a1-runner of attempt 1" {
+					t.Errorf("PodsReady = %+v", c)
+				}
+			},
+		},
+		{
+			name: "a pod whose create failed earlier: create it again",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(time.Second), Trial: tr,
+					Pods:        podsOf(pendingPod(tr, 1, RoleDBService)),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
+					PodsCreated: map[string]bool{RoleDBService: true}, PodsSeen: map[string]bool{RoleDBService: true}}
+			},
+			check: func(t *testing.T, p plan) {
+				if diff := cmp.Diff([]string{RoleRunner}, p.CreatePod); diff != "" {
+					t.Errorf("create (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name: "pods not ready in time: PodsNotReady",
+			w: func() *world {
+				tr := running(1)
+				return &world{Now: t0.Add(DefaultPodsReadyTimeout), Trial: tr,
+					Pods:        podsOf(pendingPod(tr, 1, RoleRunner), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
+					PodsCreated: seenBoth, PodsSeen: seenBoth}
+			},
+			check: func(t *testing.T, p plan) {
+				a := p.Status.Attempts[0]
+				if a.Reason != ReasonPodsNotReady || a.Message != "pods of attempt 1 not ready after 5m0s: t1-a1-runner (Pending)" {
+					t.Errorf("attempt = %+v", a)
+				}
+			},
+		},
+		{
+			name: "third infra failure: InfraFailed, no fourth attempt",
+			w: func() *world {
+				tr := running(3,
+					evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", Outcome: OutcomeInfraFailed, Reason: ReasonPodFailed, EndTime: mt(-time.Minute)},
+					evalv1.AttemptStatus{Number: 2, ID: "uid-1-2", Outcome: OutcomeInfraFailed, Reason: ReasonPodFailed, EndTime: mt(-time.Second)})
+				return &world{Now: t0.Add(time.Second), Trial: tr,
+					Driver: &driverView{AttemptID: "uid-1-3", State: stateDone, Result: &host.AttemptResult{
+						Outcome: host.OutcomeInfraFailed, Reason: host.ReasonRunnerUnavailable, Message: "runner unreachable"}}}
+			},
+			check: func(t *testing.T, p plan) {
+				if p.Status.Phase != evalv1.PhaseInfraFailed {
+					t.Errorf("phase = %s", p.Status.Phase)
+				}
+				c := cond(&p.Status, evalv1.TrialCompleted)
+				if c.Status != metav1.ConditionTrue || c.Reason != "InfraFailed" ||
+					c.Message != "all 3 attempts failed on infrastructure; attempt 3: RunnerUnavailable: runner unreachable" {
+					t.Errorf("Completed = %+v", c)
+				}
+				if p.CompletedReason != "InfraFailed" || len(p.AttemptsEnded) != 1 || p.Claim != nil {
+					t.Errorf("effects: completed %q ended %v claim %v", p.CompletedReason, p.AttemptsEnded, p.Claim != nil)
+				}
+				if len(p.Events) != 2 || p.Events[0].Reason != host.ReasonRunnerUnavailable || p.Events[1].Reason != "InfraFailed" {
+					t.Errorf("events = %+v", p.Events)
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, planTrial(tc.w())) })
+	}
+}
+
+// TestPlanRecordsTheGradeOnce: a graded result writes the grade with the
+// attempt that earned it; a grade already in status is never replaced.
+func TestPlanRecordsTheGradeOnce(t *testing.T) {
+	grade := &runnerpb.Grade{BinaryPass: true, Score: 1, Reasons: "State: hash match",
+		Components: &runnerpb.GradeComponents{StateChecks: 1, TranscriptRules: -1, LlmJudge: -1, CustomChecks: -1}}
+	res := &host.AttemptResult{Outcome: host.OutcomeGraded, Reason: host.ReasonPassed, Grade: grade, Turns: 2,
+		TerminationReason: task.TerminationUserStop, ArtifactsPath: "/a/t1/attempt-2",
+		AgentUsage: host.Usage{Calls: 2, PromptTokens: 100, CompletionTokens: 10, CostUSD: 0.5}}
+	tr := running(2, evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", Outcome: OutcomeInfraFailed, Reason: ReasonPodFailed, EndTime: mt(-time.Second)})
+	tr.Status.Usage = &evalv1.Usage{Agent: evalv1.TokenUsage{Calls: 1, PromptTokens: 50, CostUSD: 0.25}, TotalTokens: 50, TotalCostUSD: 0.25}
+	p := planTrial(&world{Now: t0.Add(time.Second), Trial: tr,
+		Driver: &driverView{AttemptID: "uid-1-2", State: stateDone, Result: res}})
+	st := p.Status
+	want := &evalv1.GradeSummary{Score: 1, BinaryPass: true, Reasons: "State: hash match",
+		Components: evalv1.GradeComponents{StateChecks: ptr.To(1.0)}, Attempt: 2}
+	if diff := cmp.Diff(want, st.Grade); diff != "" {
+		t.Errorf("grade (-want +got):\n%s", diff)
+	}
+	if st.Phase != evalv1.PhasePassed || st.Turns != 2 || st.TerminationReason != "user_stop" || st.ArtifactsPath != "/a/t1/attempt-2" {
+		t.Errorf("status = %s turns %d term %q artifacts %q", st.Phase, st.Turns, st.TerminationReason, st.ArtifactsPath)
+	}
+	wantUsage := &evalv1.Usage{Agent: evalv1.TokenUsage{Calls: 3, PromptTokens: 150, CompletionTokens: 10, CostUSD: 0.75},
+		TotalTokens: 160, TotalCostUSD: 0.75}
+	if diff := cmp.Diff(wantUsage, st.Usage); diff != "" {
+		t.Errorf("usage sums over attempts (-want +got):\n%s", diff)
+	}
+	if c := cond(&st, evalv1.TrialCompleted); c.Status != metav1.ConditionTrue || c.Reason != "Passed" ||
+		c.Message != "attempt 2 graded: score 1, pass true: State: hash match" {
+		t.Errorf("Completed = %+v", c)
+	}
+	if p.Release != "uid-1-2" || p.CompletedReason != "Passed" {
+		t.Errorf("release %q completed %q", p.Release, p.CompletedReason)
+	}
+
+	// A stale status that already holds a grade keeps it.
+	tr2 := running(2)
+	tr2.Status.Grade = &evalv1.GradeSummary{Score: 0.5, Attempt: 1}
+	p2 := planTrial(&world{Now: t0, Trial: tr2, Driver: &driverView{AttemptID: "uid-1-2", State: stateDone, Result: res}})
+	if p2.Status.Grade.Attempt != 1 || p2.Status.Grade.Score != 0.5 {
+		t.Errorf("grade replaced: %+v", p2.Status.Grade)
+	}
+}
+
+func TestPlanWaitsForBackoffThenStartsTheNextAttempt(t *testing.T) {
+	tr := testTrial()
+	tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: 10 * time.Second}}
+	tr.Status.Phase = evalv1.PhasePending
+	tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", Outcome: OutcomeInfraFailed,
+		Reason: ReasonPodFailed, Message: "boom", EndTime: mt(0)}}
+	tr.Status.StartTime = mt(-time.Minute)
+
+	early := planTrial(&world{Now: t0.Add(4 * time.Second), Trial: tr, Task: resolvedShop()})
+	if early.Claim != nil || len(early.Status.Attempts) != 1 || early.RequeueAfter != 6*time.Second {
+		t.Errorf("before backoff: claim %v attempts %d requeue %s", early.Claim != nil, len(early.Status.Attempts), early.RequeueAfter)
+	}
+	if c := cond(&early.Status, evalv1.TrialCompleted); c.Reason != ReasonBackoff ||
+		!strings.HasSuffix(c.Message, "attempt 2 starts at 2026-11-30T12:00:10Z") {
+		t.Errorf("Completed = %+v", c)
+	}
+
+	late := planTrial(&world{Now: t0.Add(10 * time.Second), Trial: tr, Task: resolvedShop(), HasNetworkPolicy: true})
+	if late.Claim == nil || late.ClaimID != "uid-1-2" || late.EnsureNP || late.TrialStarted {
+		t.Errorf("after backoff: claim %q np %v started %v", late.ClaimID, late.EnsureNP, late.TrialStarted)
+	}
+	if n := len(late.Status.Attempts); n != 2 || late.Status.Attempts[1].Number != 2 {
+		t.Errorf("attempts = %+v", late.Status.Attempts)
+	}
+	if !late.Status.StartTime.Time.Equal(t0.Add(-time.Minute)) {
+		t.Errorf("trial start time moved: %v", late.Status.StartTime)
+	}
+}
+
+func TestPlanTaskProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		err        *TaskError
+		wantPhase  evalv1.TrialPhase
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{"missing task waits", &TaskError{Reason: ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found")},
+			evalv1.PhasePending, metav1.ConditionFalse, ReasonTaskNotFound},
+		{"unreadable configmap waits", &TaskError{Reason: ReasonInitialStateUnavailable, Transient: true, Err: errString("configMap not found")},
+			evalv1.PhasePending, metav1.ConditionFalse, ReasonInitialStateUnavailable},
+		{"invalid description is final", &TaskError{Reason: ReasonInvalidDescription, Err: errString("spec.task.bogus: unknown key")},
+			evalv1.PhaseInvalid, metav1.ConditionTrue, "Invalid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planTrial(&world{Now: t0, Trial: testTrial(), TaskErr: tc.err})
+			c := cond(&p.Status, evalv1.TrialCompleted)
+			if p.Status.Phase != tc.wantPhase || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message != tc.err.Error() {
+				t.Errorf("phase %s, Completed %+v", p.Status.Phase, c)
+			}
+			if p.Claim != nil || len(p.CreatePod) != 0 || len(p.Status.Attempts) != 0 {
+				t.Error("an attempt started without a task")
+			}
+		})
+	}
+}
+
+func TestPlanCollectsPods(t *testing.T) {
+	tr := testTrial()
+	tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
+	tr.Status.Phase = evalv1.PhasePassed
+	tr.Status.Attempts = []evalv1.AttemptStatus{
+		{Number: 1, Outcome: OutcomeInfraFailed, EndTime: mt(-90 * time.Second)}, // ttl over
+		{Number: 2, Outcome: OutcomeInfraFailed, EndTime: mt(-30 * time.Second)}, // kept 30s more
+		{Number: 3, Outcome: OutcomePassed, EndTime: mt(0)},                      // passed: now
+	}
+	now := metav1.NewTime(t0)
+	deleting := readyPod(tr, 1, RoleDBService, "x")
+	deleting.DeletionTimestamp = &now
+	stray := readyPod(tr, 9, RoleRunner, "x")
+	stray.OwnerReferences[0].UID = "old"
+	w := &world{Now: t0, Trial: tr, Strays: []*corev1.Pod{stray},
+		Pods: podsOf(readyPod(tr, 1, RoleRunner, "x"), deleting,
+			readyPod(tr, 2, RoleRunner, "x"), readyPod(tr, 3, RoleRunner, "x"), readyPod(tr, 4, RoleRunner, "x"))}
+	p := planTrial(w)
+	if diff := cmp.Diff([]int32{1, 3}, p.DeletePodsOf); diff != "" {
+		t.Errorf("delete (-want +got):\n%s", diff)
+	}
+	if p.RequeueAfter != 30*time.Second {
+		t.Errorf("requeue = %s, want when attempt 2's pods expire", p.RequeueAfter)
+	}
+	if len(p.DeleteStrays) != 1 || p.DeleteStrays[0] != stray {
+		t.Errorf("strays = %v", p.DeleteStrays)
+	}
+	if diff := cmp.Diff(tr.Status, p.Status, cmp.FilterPath(func(pa cmp.Path) bool {
+		return pa.String() == "ObservedGeneration" || pa.String() == "Agent" || pa.String() == "AttemptCount"
+	}, cmp.Ignore())); diff != "" {
+		t.Errorf("a terminal trial's status changed (-before +after):\n%s", diff)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

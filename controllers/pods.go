@@ -1,0 +1,286 @@
+package controllers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// Ports and paths the pods serve on; probes and the network policy use them.
+const (
+	RunnerPort    = 50051
+	DBServicePort = 8000
+	// RunnerWorkDir is the runner's --work-dir, an emptyDir because the root
+	// filesystem is read-only.
+	RunnerWorkDir = "/var/lib/tolokaforge"
+	// JudgeAPIKeyEnv carries the judge's key into the runner pod from its
+	// Secret (the runner runs the judge); the agent's key never enters a pod.
+	JudgeAPIKeyEnv = "TOLOKAFORGE_JUDGE_API_KEY"
+	// podIPEnv is the downward-API variable the listen flags expand.
+	podIPEnv = "POD_IP"
+	// nonRootUID is the distroless "nonroot" user.
+	nonRootUID = 65532
+)
+
+// PodConfig is the manager's part of every attempt's pods.
+type PodConfig struct {
+	// Image is the manager's own image (--image); a trial may override it
+	// per role.
+	Image string
+	// Entrypoint is the container's command[0], the tolokaforge binary in
+	// the image. Default "tolokaforge".
+	Entrypoint string
+	// PullPolicy defaults to IfNotPresent.
+	PullPolicy corev1.PullPolicy
+}
+
+func (c PodConfig) entrypoint() string {
+	if c.Entrypoint == "" {
+		return "tolokaforge"
+	}
+	return c.Entrypoint
+}
+
+// attemptRef names one attempt of one trial.
+type attemptRef struct {
+	Trial  *evalv1.Trial
+	Number int32
+}
+
+// shortName keeps generated names within limit while staying unique: a name
+// that is too long keeps a prefix and gains a hash of the whole.
+func shortName(base string, limit int) string {
+	if len(base) <= limit {
+		return base
+	}
+	sum := sha256.Sum256([]byte(base))
+	h := hex.EncodeToString(sum[:])[:10]
+	return base[:limit-11] + "-" + h
+}
+
+// TrialLabelValue is the value of LabelTrial for a trial name: label values
+// stop at 63 characters, object names at 253.
+func TrialLabelValue(name string) string { return shortName(name, 63) }
+
+// PodName is the deterministic name of an attempt's pod, so a create retried
+// after a lost response finds its own pod instead of making a second one.
+func PodName(trial string, attempt int32, role string) string {
+	suffix := fmt.Sprintf("-a%d-%s", attempt, role)
+	return shortName(trial, 253-len(suffix)) + suffix
+}
+
+// podLabels are the labels of an attempt's pod; the simulator, the network
+// policy and the pod deletion all select on them.
+func podLabels(trial string, attempt int32, role string) map[string]string {
+	return map[string]string{
+		LabelName:      AppName,
+		LabelManagedBy: ManagedByValue,
+		LabelComponent: role,
+		LabelInstance:  TrialLabelValue(trial),
+		LabelTrial:     TrialLabelValue(trial),
+		LabelAttempt:   strconv.Itoa(int(attempt)),
+		LabelRole:      role,
+	}
+}
+
+func ownerRef(t *evalv1.Trial) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         evalv1.GroupVersion.String(),
+		Kind:               "Trial",
+		Name:               t.Name,
+		UID:                t.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// RunnerPod is the attempt's runner: `tolokaforge runner` listening on the
+// pod IP, probed over gRPC health.
+//
+// It gets no --db-service-url: both pods are created at once, so the DB
+// service's IP is not known yet, and the TrialSpec's env_endpoints names it
+// per trial anyway (the flag is only the runner's fallback). Creating the
+// pods in parallel halves the time an attempt waits for readiness.
+func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
+	t := a.Trial
+	args := []string{
+		"runner",
+		fmt.Sprintf("--listen=$(%s):%d", podIPEnv, RunnerPort),
+		"--work-dir=" + RunnerWorkDir,
+	}
+	c := baseContainer(cfg, RoleRunner, t.Spec.Runner, args)
+	c.Ports = []corev1.ContainerPort{{Name: "grpc", ContainerPort: RunnerPort, Protocol: corev1.ProtocolTCP}}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: RunnerPort}},
+		PeriodSeconds:    2,
+		TimeoutSeconds:   2,
+		FailureThreshold: 3,
+	}
+	if j := t.Spec.Judge; j != nil && j.APIKeySecretRef != nil {
+		c.Env = append(c.Env, corev1.EnvVar{Name: JudgeAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: j.APIKeySecretRef.DeepCopy(),
+		}})
+	}
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: RunnerWorkDir})
+	pod := basePod(a, RoleRunner, t.Spec.Runner, c)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+	})
+	return pod
+}
+
+// DBServicePod is the attempt's DB service, probed over HTTP /health.
+func DBServicePod(cfg PodConfig, a attemptRef) *corev1.Pod {
+	t := a.Trial
+	args := []string{"dbservice", fmt.Sprintf("--listen=$(%s):%d", podIPEnv, DBServicePort)}
+	c := baseContainer(cfg, RoleDBService, t.Spec.DBService, args)
+	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: DBServicePort, Protocol: corev1.ProtocolTCP}}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/health", Port: intstr.FromInt32(DBServicePort), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    2,
+		TimeoutSeconds:   2,
+		FailureThreshold: 3,
+	}
+	return basePod(a, RoleDBService, t.Spec.DBService, c)
+}
+
+// baseContainer is what both roles share: the image, the downward-API pod IP
+// and a container security context that passes Pod Security "restricted".
+func baseContainer(cfg PodConfig, role string, o evalv1.PodOverrides, args []string) corev1.Container {
+	image := cfg.Image
+	if o.Image != "" {
+		image = o.Image
+	}
+	pull := cfg.PullPolicy
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	c := corev1.Container{
+		Name:            role,
+		Image:           image,
+		ImagePullPolicy: pull,
+		Command:         []string{cfg.entrypoint()},
+		Args:            args,
+		Env: []corev1.EnvVar{{
+			Name:      podIPEnv,
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
+		}},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			RunAsNonRoot:             ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		// Read-only root: anything that wants a temp file gets an emptyDir.
+		VolumeMounts:             []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	if o.Resources != nil {
+		c.Resources = *o.Resources.DeepCopy()
+	}
+	return c
+}
+
+func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Container) *corev1.Pod {
+	t := a.Trial
+	pod := &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            PodName(t.Name, a.Number, role),
+			Namespace:       t.Namespace,
+			Labels:          podLabels(t.Name, a.Number, role),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
+		},
+		Spec: corev1.PodSpec{
+			// A restarted runner has lost its registration: the attempt is
+			// over either way, so the kubelet must not pretend otherwise.
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](10),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				RunAsUser:      ptr.To[int64](nonRootUID),
+				RunAsGroup:     ptr.To[int64](nonRootUID),
+				FSGroup:        ptr.To[int64](nonRootUID),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{c},
+			Volumes: []corev1.Volume{{
+				Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+			}},
+		},
+	}
+	if len(o.NodeSelector) > 0 {
+		pod.Spec.NodeSelector = make(map[string]string, len(o.NodeSelector))
+		for k, v := range o.NodeSelector {
+			pod.Spec.NodeSelector[k] = v
+		}
+	}
+	for _, tol := range o.Tolerations {
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
+	}
+	return pod
+}
+
+// podHealth is what the controller concludes from one pod.
+type podHealth int
+
+const (
+	podAbsent  podHealth = iota // not in the cache
+	podWaiting                  // exists, not ready yet
+	podReady                    // Ready condition true
+	podGone                     // exited, failed or being deleted
+)
+
+// observePod classifies a pod and explains a gone pod in one sentence.
+func observePod(p *corev1.Pod) (podHealth, string, string) {
+	if p == nil {
+		return podAbsent, "", ""
+	}
+	if p.DeletionTimestamp != nil {
+		return podGone, ReasonPodLost, fmt.Sprintf("pod %s is being deleted", p.Name)
+	}
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		return podGone, ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			return podGone, ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+			return podReady, "", ""
+		}
+	}
+	return podWaiting, "", ""
+}
+
+func exitDescription(p *corev1.Pod) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			msg := fmt.Sprintf("container %s exited with code %d", cs.Name, t.ExitCode)
+			if t.Reason != "" {
+				msg += " (" + t.Reason + ")"
+			}
+			return msg
+		}
+	}
+	if p.Status.Reason != "" {
+		return fmt.Sprintf("is %s (%s)", p.Status.Phase, p.Status.Reason)
+	}
+	return fmt.Sprintf("is %s", p.Status.Phase)
+}

@@ -1,0 +1,267 @@
+package controllers
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+func testTrial() *evalv1.Trial {
+	return &evalv1.Trial{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t1", UID: "uid-1", Generation: 1},
+		Spec: evalv1.TrialSpec{
+			TaskRef: &evalv1.TaskReference{Name: "shop"},
+			Agent:   evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
+		},
+	}
+}
+
+// TestPodsPassRestricted checks every field Pod Security "restricted" and
+// the issue demand, for both roles.
+func TestPodsPassRestricted(t *testing.T) {
+	cfg := PodConfig{Image: "registry/tolokaforge:v1"}
+	tr := testTrial()
+	for _, pod := range []*corev1.Pod{RunnerPod(cfg, attemptRef{tr, 2}), DBServicePod(cfg, attemptRef{tr, 2})} {
+		t.Run(pod.Name, func(t *testing.T) {
+			ps := pod.Spec
+			if got := ptr.Deref(ps.AutomountServiceAccountToken, true); got {
+				t.Errorf("automountServiceAccountToken = %v, want false", got)
+			}
+			if ps.RestartPolicy != corev1.RestartPolicyNever {
+				t.Errorf("restartPolicy = %q, want Never", ps.RestartPolicy)
+			}
+			if ps.SecurityContext == nil || !ptr.Deref(ps.SecurityContext.RunAsNonRoot, false) {
+				t.Errorf("pod runAsNonRoot not true: %+v", ps.SecurityContext)
+			}
+			if ps.SecurityContext.SeccompProfile == nil || ps.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("pod seccomp = %+v, want RuntimeDefault", ps.SecurityContext.SeccompProfile)
+			}
+			if len(ps.Containers) != 1 {
+				t.Fatalf("containers = %d, want 1", len(ps.Containers))
+			}
+			c := ps.Containers[0]
+			sc := c.SecurityContext
+			if sc == nil {
+				t.Fatal("container has no security context")
+			}
+			checks := map[string]bool{
+				"allowPrivilegeEscalation=false": sc.AllowPrivilegeEscalation != nil && !*sc.AllowPrivilegeEscalation,
+				"readOnlyRootFilesystem=true":    ptr.Deref(sc.ReadOnlyRootFilesystem, false),
+				"runAsNonRoot=true":              ptr.Deref(sc.RunAsNonRoot, false),
+				"capabilities drop [ALL]":        sc.Capabilities != nil && reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) && len(sc.Capabilities.Add) == 0,
+				"seccomp RuntimeDefault":         sc.SeccompProfile != nil && sc.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault,
+			}
+			for what, ok := range checks {
+				if !ok {
+					t.Errorf("container %s: want %s", c.Name, what)
+				}
+			}
+			if c.Image != "registry/tolokaforge:v1" || !reflect.DeepEqual(c.Command, []string{"tolokaforge"}) {
+				t.Errorf("image/command = %q %q", c.Image, c.Command)
+			}
+			if len(c.Env) < 1 || c.Env[0].Name != "POD_IP" || c.Env[0].ValueFrom == nil ||
+				c.Env[0].ValueFrom.FieldRef == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+				t.Errorf("env[0] = %+v, want POD_IP from status.podIP", c.Env)
+			}
+			if !hasMount(c, "tmp", "/tmp") {
+				t.Errorf("no writable /tmp for a read-only root: %+v", c.VolumeMounts)
+			}
+			wantLabels := map[string]string{
+				"app.kubernetes.io/managed-by": "tolokaforge",
+				"eval.tolokaforge.io/trial":    "t1",
+				"eval.tolokaforge.io/attempt":  "2",
+				"eval.tolokaforge.io/role":     c.Name,
+			}
+			for k, v := range wantLabels {
+				if pod.Labels[k] != v {
+					t.Errorf("label %s = %q, want %q", k, pod.Labels[k], v)
+				}
+			}
+			if len(pod.OwnerReferences) != 1 {
+				t.Fatalf("ownerReferences = %+v", pod.OwnerReferences)
+			}
+			o := pod.OwnerReferences[0]
+			if o.Kind != "Trial" || o.Name != "t1" || o.UID != "uid-1" || !ptr.Deref(o.Controller, false) || !ptr.Deref(o.BlockOwnerDeletion, false) {
+				t.Errorf("owner = %+v, want controlling Trial t1", o)
+			}
+			if c.ReadinessProbe == nil {
+				t.Fatal("no readiness probe")
+			}
+		})
+	}
+}
+
+func hasMount(c corev1.Container, vol, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.Name == vol && m.MountPath == path && !m.ReadOnly {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRunnerPodArgsAndProbe(t *testing.T) {
+	p := RunnerPod(PodConfig{Image: "img", Entrypoint: "/tolokaforge"}, attemptRef{testTrial(), 1})
+	c := p.Spec.Containers[0]
+	if p.Name != "t1-a1-runner" {
+		t.Errorf("name = %q", p.Name)
+	}
+	want := []string{"runner", "--listen=$(POD_IP):50051", "--work-dir=/var/lib/tolokaforge"}
+	if !reflect.DeepEqual(c.Args, want) || c.Command[0] != "/tolokaforge" {
+		t.Errorf("command/args = %q %q, want [/tolokaforge] %q", c.Command, c.Args, want)
+	}
+	if g := c.ReadinessProbe.GRPC; g == nil || g.Port != 50051 {
+		t.Errorf("readiness = %+v, want gRPC health on 50051", c.ReadinessProbe)
+	}
+	if !hasMount(c, "work", RunnerWorkDir) {
+		t.Errorf("no emptyDir for --work-dir: %+v", c.VolumeMounts)
+	}
+	for _, e := range c.Env {
+		if e.Name == JudgeAPIKeyEnv {
+			t.Errorf("judge key env without a judge: %+v", e)
+		}
+	}
+}
+
+func TestDBServicePodArgsAndProbe(t *testing.T) {
+	p := DBServicePod(PodConfig{Image: "img"}, attemptRef{testTrial(), 3})
+	c := p.Spec.Containers[0]
+	if p.Name != "t1-a3-dbservice" {
+		t.Errorf("name = %q", p.Name)
+	}
+	if want := []string{"dbservice", "--listen=$(POD_IP):8000"}; !reflect.DeepEqual(c.Args, want) {
+		t.Errorf("args = %q, want %q", c.Args, want)
+	}
+	g := c.ReadinessProbe.HTTPGet
+	if g == nil || g.Path != "/health" || g.Port.IntValue() != 8000 {
+		t.Errorf("readiness = %+v, want HTTP GET /health on 8000", c.ReadinessProbe)
+	}
+}
+
+func TestPodOverridesApplyPerRole(t *testing.T) {
+	tr := testTrial()
+	tr.Spec.Runner = evalv1.PodOverrides{
+		Image:        "custom/runner:1",
+		NodeSelector: map[string]string{"pool": "eval"},
+		Tolerations:  []corev1.Toleration{{Key: "eval", Operator: corev1.TolerationOpExists}},
+		Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{
+			corev1.ResourceMemory: resource.MustParse("512Mi"),
+		}},
+	}
+	r := RunnerPod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
+	d := DBServicePod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
+	if got := r.Spec.Containers[0].Image; got != "custom/runner:1" {
+		t.Errorf("runner image = %q", got)
+	}
+	if got := d.Spec.Containers[0].Image; got != "mgr:1" {
+		t.Errorf("dbservice image = %q, want the manager's", got)
+	}
+	if r.Spec.NodeSelector["pool"] != "eval" || len(r.Spec.Tolerations) != 1 {
+		t.Errorf("runner scheduling = %v %v", r.Spec.NodeSelector, r.Spec.Tolerations)
+	}
+	if len(d.Spec.NodeSelector) != 0 || len(d.Spec.Tolerations) != 0 {
+		t.Errorf("dbservice got the runner's scheduling: %v %v", d.Spec.NodeSelector, d.Spec.Tolerations)
+	}
+	if got := r.Spec.Containers[0].Resources.Limits.Memory().String(); got != "512Mi" {
+		t.Errorf("runner memory limit = %q", got)
+	}
+	// The override must not alias the Trial's spec.
+	tr.Spec.Runner.NodeSelector["pool"] = "changed"
+	if r.Spec.NodeSelector["pool"] != "eval" {
+		t.Error("pod node selector aliases the Trial spec")
+	}
+}
+
+func TestJudgeKeyComesFromItsSecretNotTheSpec(t *testing.T) {
+	tr := testTrial()
+	tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge",
+		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "judge"}}
+	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
+	c := RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}).Spec.Containers[0]
+	var found []string
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			found = append(found, e.Name+"="+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
+		}
+		if e.Value != "" {
+			t.Errorf("env %s carries a literal value", e.Name)
+		}
+	}
+	if want := []string{JudgeAPIKeyEnv + "=keys/judge"}; !reflect.DeepEqual(found, want) {
+		t.Errorf("secret env = %q, want only the judge's %q (the agent's key stays in the manager)", found, want)
+	}
+}
+
+func TestNamesStayWithinLimits(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	for _, tc := range []struct {
+		name, got string
+		limit     int
+	}{
+		{"label", TrialLabelValue(long), 63},
+		{"runner pod", PodName(long, 20, RoleRunner), 253},
+		{"dbservice pod", PodName(long, 20, RoleDBService), 253},
+		{"network policy", NetworkPolicyName(long), 253},
+	} {
+		if len(tc.got) > tc.limit {
+			t.Errorf("%s: %d chars > %d", tc.name, len(tc.got), tc.limit)
+		}
+		if errs := validation.IsDNS1123Subdomain(tc.got); tc.limit == 253 && len(errs) > 0 {
+			t.Errorf("%s %q: %v", tc.name, tc.got, errs)
+		}
+		if errs := validation.IsValidLabelValue(tc.got); tc.limit == 63 && len(errs) > 0 {
+			t.Errorf("%s %q: %v", tc.name, tc.got, errs)
+		}
+	}
+	// Two long names that share a prefix must not collide.
+	a, b := TrialLabelValue(long+"x"), TrialLabelValue(long+"y")
+	if a == b {
+		t.Errorf("label values collide: %q", a)
+	}
+	if got := TrialLabelValue("short"); got != "short" {
+		t.Errorf("short name changed: %q", got)
+	}
+}
+
+func TestObservePod(t *testing.T) {
+	now := metav1.Now()
+	ready := corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	for _, tc := range []struct {
+		name       string
+		pod        *corev1.Pod
+		want       podHealth
+		wantReason string
+		wantMsg    string
+	}{
+		{"absent", nil, podAbsent, "", ""},
+		{"pending", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, podWaiting, "", ""},
+		{"ready", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: ready}, podReady, "", ""},
+		{"ready without IP", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
+			Phase: corev1.PodRunning, Conditions: ready.Conditions}}, podWaiting, "", ""},
+		{"killed", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
+			Phase: corev1.PodFailed,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "runner", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}},
+		}}, podGone, ReasonPodFailed, "pod p container runner exited with code 137 (Error)"},
+		{"deleting", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Status: ready},
+			podGone, ReasonPodLost, "pod p is being deleted"},
+		{"evicted", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
+			Phase: corev1.PodFailed, Reason: "Evicted"}}, podGone, ReasonPodFailed, "pod p is Failed (Evicted)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, reason, msg := observePod(tc.pod)
+			if h != tc.want || reason != tc.wantReason || msg != tc.wantMsg {
+				t.Errorf("observePod = %v %q %q, want %v %q %q", h, reason, msg, tc.want, tc.wantReason, tc.wantMsg)
+			}
+		})
+	}
+}

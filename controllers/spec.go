@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// DefaultMaxTurns applies when neither the Trial nor its Task sets one.
+const DefaultMaxTurns = 30
+
+// TrialID is the trial_id the runner sees: "<task_id>:<trialIndex>", the
+// protocol's documented format. It needs no cluster-wide uniqueness because
+// every attempt has a runner and a DB service of its own; the Kubernetes
+// identity travels as run_id ("<namespace>/<name>") and in runtime_context.
+func TrialID(taskID string, index int32) string {
+	return taskID + ":" + strconv.Itoa(int(index))
+}
+
+// RunID names the run a trial belongs to: its Campaign when a Campaign
+// controls it, else the Trial itself ("<namespace>/<name>").
+func RunID(t *evalv1.Trial) string {
+	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" && ref.APIVersion == evalv1.GroupVersion.String() {
+		return t.Namespace + "/" + ref.Name
+	}
+	return t.Namespace + "/" + t.Name
+}
+
+// BuildTrialSpec is the TrialSpec of attempt n. No key is in it: the agent's
+// stays in the manager, the judge's is named by api_key_env and set in the
+// runner pod from its Secret.
+func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL string) *task.TrialSpec {
+	s := &task.TrialSpec{
+		TrialID:   TrialID(desc.TaskID, t.Spec.TrialIndex),
+		RunID:     RunID(t),
+		AttemptID: AttemptID(t, n),
+		Task:      desc,
+		Agent:     modelConfig(t.Spec.Agent, ""),
+		RuntimeContext: map[string]json.RawMessage{
+			"namespace": jsonString(t.Namespace),
+			"trial":     jsonString(t.Name),
+			"trial_uid": jsonString(string(t.UID)),
+			"attempt":   json.RawMessage(strconv.Itoa(int(n))),
+		},
+	}
+	if dbURL != "" {
+		s.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: dbURL}
+	}
+	if u := t.Spec.UserSimulator; u != nil && u.Mode == evalv1.UserSimulatorLLM && u.Model != nil {
+		s.UserSimulatorModel = modelConfig(*u.Model, "")
+	}
+	if j := t.Spec.Judge; j != nil {
+		env := ""
+		if j.APIKeySecretRef != nil {
+			env = JudgeAPIKeyEnv
+		}
+		s.Judge = modelConfig(*j, env)
+	}
+	return s
+}
+
+func modelConfig(m evalv1.ModelSpec, keyEnv string) *task.ModelConfig {
+	c := &task.ModelConfig{
+		Provider:    task.Provider(m.Provider),
+		Model:       m.Model,
+		BaseURL:     m.BaseURL,
+		APIKeyEnv:   keyEnv,
+		Temperature: m.Temperature,
+		TopP:        m.TopP,
+		Seed:        m.Seed,
+	}
+	if c.Provider == "" {
+		c.Provider = task.ProviderOracle
+	}
+	if m.MaxTokens != nil {
+		v := int(*m.MaxTokens)
+		c.MaxTokens = &v
+	}
+	if p := m.Pricing; p != nil {
+		c.Pricing = &task.Pricing{InputUSDPerMTok: p.InputUSDPerMTok, OutputUSDPerMTok: p.OutputUSDPerMTok}
+	}
+	return c
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s) // a string always marshals
+	return b
+}
+
+// MaxTurns is the Trial's turn budget, else the Task's, else DefaultMaxTurns.
+func MaxTurns(t *evalv1.Trial, rt *ResolvedTask) int {
+	if t.Spec.MaxTurns != nil && *t.Spec.MaxTurns > 0 {
+		return int(*t.Spec.MaxTurns)
+	}
+	if rt != nil && rt.MaxTurns != nil && *rt.MaxTurns > 0 {
+		return int(*rt.MaxTurns)
+	}
+	return DefaultMaxTurns
+}
+
+// AgentLabel is what the Agent printer column shows.
+func AgentLabel(m evalv1.ModelSpec) string {
+	p := string(m.Provider)
+	if p == "" {
+		p = string(evalv1.ProviderOracle)
+	}
+	if m.Model == "" {
+		return p
+	}
+	return p + "/" + m.Model
+}
+
+// AttemptArtifactsDir is where attempt n writes its artifacts: one directory
+// per Trial object and attempt, so two Trials of the same task and index
+// (different agents) never share files.
+func AttemptArtifactsDir(root string, t *evalv1.Trial, n int32) string {
+	if root == "" {
+		return ""
+	}
+	return filepath.Join(root, t.Namespace, t.Name, fmt.Sprintf("attempt-%d", n))
+}

@@ -1,0 +1,234 @@
+package controllers
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// MaxInitialStateBytes bounds a decompressed initialStateFrom value, so a
+// small gzip bomb in a ConfigMap cannot take the manager's memory.
+const MaxInitialStateBytes = 64 << 20
+
+// ResolvedTask is a task ready to be sent: the merged description, strictly
+// decoded, and the host-side fields of the Task.
+type ResolvedTask struct {
+	Desc               *task.TaskDescription
+	InitialUserMessage string
+	MaxTurns           *int32
+}
+
+// TaskError says why a task cannot be resolved; Reason is a condition reason.
+type TaskError struct {
+	Reason string
+	Err    error
+	// Transient errors (a ConfigMap not there yet, an API hiccup) may heal
+	// by themselves; the rest need a new spec.
+	Transient bool
+}
+
+func (e *TaskError) Error() string { return e.Err.Error() }
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// ResolveTaskSpec merges a Task's initialStateFrom into its description and
+// decodes the result strictly. Errors are *TaskError.
+func ResolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spec *evalv1.TaskSpec) (*ResolvedTask, error) {
+	raw := spec.Description.Raw
+	if src := spec.InitialStateFrom; src != nil {
+		tables, err := LoadInitialState(ctx, r, namespace, src.ConfigMapKeyRef)
+		if err != nil {
+			var te *TaskError
+			if errors.As(err, &te) {
+				return nil, err
+			}
+			return nil, &TaskError{Reason: ReasonInitialStateUnavailable, Err: err, Transient: true}
+		}
+		merged, err := MergeInitialState(raw, tables)
+		if err != nil {
+			return nil, &TaskError{Reason: ReasonInvalidDescription, Err: err}
+		}
+		raw = merged
+	}
+	desc, err := DecodeDescription(raw, "spec.description")
+	if err != nil {
+		return nil, err
+	}
+	return &ResolvedTask{Desc: desc, InitialUserMessage: spec.InitialUserMessage, MaxTurns: spec.MaxTurns}, nil
+}
+
+// DecodeDescription is the strict decoder with the error rooted at field.
+func DecodeDescription(raw []byte, field string) (*task.TaskDescription, error) {
+	if len(raw) == 0 {
+		return nil, &TaskError{Reason: ReasonInvalidDescription, Err: fmt.Errorf("%s is empty", field)}
+	}
+	desc, err := task.DecodeTaskDescription(raw)
+	if err != nil {
+		var de *task.DecodeError
+		if errors.As(err, &de) && de.Path != "" {
+			return nil, &TaskError{Reason: ReasonInvalidDescription, Err: fmt.Errorf("%s.%s: %s", field, de.Path, de.Msg)}
+		}
+		return nil, &TaskError{Reason: ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
+	}
+	return desc, nil
+}
+
+// LoadInitialState reads the tables JSON from a ConfigMap key, gunzipping
+// binaryData when the reference says so.
+func LoadInitialState(ctx context.Context, r client.Reader, namespace string, ref evalv1.ConfigMapKeyRef) ([]byte, error) {
+	where := fmt.Sprintf("initialStateFrom configMap %s/%s key %q", namespace, ref.Name, ref.Key)
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &TaskError{Reason: ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true}
+		}
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	data, err := ConfigMapValue(cm, ref)
+	if err != nil {
+		return nil, &TaskError{Reason: ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
+	}
+	return data, nil
+}
+
+// ConfigMapValue extracts a key's bytes: binaryData gunzipped when ref.Gzip,
+// otherwise data or binaryData as stored.
+func ConfigMapValue(cm *corev1.ConfigMap, ref evalv1.ConfigMapKeyRef) ([]byte, error) {
+	if ref.Gzip {
+		b, ok := cm.BinaryData[ref.Key]
+		if !ok {
+			if _, inData := cm.Data[ref.Key]; inData {
+				return nil, errors.New("gzip: true needs the value in binaryData, found it in data")
+			}
+			return nil, errors.New("key not found in binaryData")
+		}
+		return Gunzip(b, MaxInitialStateBytes)
+	}
+	if s, ok := cm.Data[ref.Key]; ok {
+		return []byte(s), nil
+	}
+	if b, ok := cm.BinaryData[ref.Key]; ok {
+		if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
+			return nil, errors.New("value is gzip-compressed; set gzip: true")
+		}
+		return b, nil
+	}
+	return nil, errors.New("key not found in data or binaryData")
+}
+
+// Gunzip decompresses b, refusing more than limit bytes of output.
+func Gunzip(b []byte, limit int64) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	defer zr.Close()
+	out, err := io.ReadAll(io.LimitReader(zr, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	if int64(len(out)) > limit {
+		return nil, fmt.Errorf("gunzip: decompressed value exceeds %d bytes", limit)
+	}
+	return out, nil
+}
+
+// MergeInitialState sets initial_state.tables of a description (a JSON
+// object) to tables (a JSON object of table name to records). The tables
+// stay raw, so number literals (300.0 vs 300) reach the runner as written.
+// Tables given both inline and by reference are an error rather than a
+// silent override: nobody can tell which one a grade was computed against.
+func MergeInitialState(description, tables []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(description, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("spec.description: want a JSON object: %v", errOr(err, "got null"))
+	}
+	trimmed := bytes.TrimSpace(tables)
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+		return nil, fmt.Errorf("initialStateFrom: want a JSON object of tables (name to records), got %s", describeJSON(trimmed))
+	}
+	state := map[string]json.RawMessage{}
+	if raw, ok := top["initial_state"]; ok && !isJSONNull(raw) {
+		if err := json.Unmarshal(raw, &state); err != nil || state == nil {
+			return nil, fmt.Errorf("spec.description.initial_state: want a JSON object: %v", errOr(err, "got null"))
+		}
+		if t, ok := state["tables"]; ok && !isJSONNull(t) {
+			return nil, errors.New("spec.description.initial_state.tables is set inline and by initialStateFrom; use one")
+		}
+	}
+	state["tables"] = json.RawMessage(trimmed)
+	enc, err := encodeNoEscape(state)
+	if err != nil {
+		return nil, fmt.Errorf("encode initial_state: %w", err)
+	}
+	top["initial_state"] = enc
+	return encodeNoEscape(top)
+}
+
+func encodeNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+func errOr(err error, fallback string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fallback
+}
+
+// describeJSON names what a non-object value is, for error messages.
+func describeJSON(b []byte) string {
+	if len(b) == 0 {
+		return "nothing"
+	}
+	if !json.Valid(b) {
+		return "invalid JSON"
+	}
+	switch b[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
+// taskSummary is what kubectl get tasks shows.
+type taskSummary struct {
+	TaskID, Category                     string
+	AgentTools, UserTools, GoldenActions int32
+}
+
+func summarize(d *task.TaskDescription) taskSummary {
+	s := taskSummary{
+		TaskID: d.TaskID, Category: d.Category,
+		AgentTools: int32(len(d.AgentTools)), UserTools: int32(len(d.UserTools)),
+	}
+	if d.Grading != nil && d.Grading.StateChecks != nil {
+		s.GoldenActions = int32(len(d.Grading.StateChecks.GoldenActions))
+	}
+	return s
+}

@@ -1,0 +1,362 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// Field indexes of the Trial controller.
+const (
+	// podOwnerIndex indexes pods by the name of the Trial controlling them.
+	podOwnerIndex = ".metadata.controller.trial"
+	// trialTaskIndex indexes Trials by spec.taskRef.name.
+	trialTaskIndex = "spec.taskRef.name"
+)
+
+// TrialReconciler runs Trials: per attempt a runner and a DB service pod, a
+// driver from the Pool once both are ready, the attempt's outcome in status.
+type TrialReconciler struct {
+	Client client.Client
+	// APIReader reads uncached: a Trial after a status conflict, ConfigMaps.
+	APIReader   client.Reader
+	Pool        *Pool
+	Driver      *Driver
+	Recorder    events.EventRecorder
+	Pods        PodConfig
+	ManagerPeer ManagerPeer
+	Metrics     *Metrics
+	Log         logr.Logger
+	// MaxConcurrentReconciles defaults to 8: a reconcile only reads the
+	// cache and makes a few writes, and many trials start at once.
+	MaxConcurrentReconciles int
+	// Now is the clock (tests fix it); default time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller, its indexes and the pool.
+func (r *TrialReconciler) SetupWithManager(mgr manager.Manager) error {
+	ctx := context.Background()
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podOwnerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Trial" && ref.APIVersion == evalv1.GroupVersion.String() {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by trial: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &evalv1.Trial{}, trialTaskIndex, func(o client.Object) []string {
+		if ref := o.(*evalv1.Trial).Spec.TaskRef; ref != nil {
+			return []string{ref.Name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index trials by task: %w", err)
+	}
+	if err := mgr.Add(r.Pool); err != nil {
+		return fmt.Errorf("add driver pool: %w", err)
+	}
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 8
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named("trial").
+		For(&evalv1.Trial{}).
+		Owns(&corev1.Pod{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&evalv1.Task{}, handler.EnqueueRequestsFromMapFunc(r.waitingTrialsOf)).
+		WatchesRawSource(source.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// waitingTrialsOf maps a Task to its Trials that have not started: a Task
+// that appears or heals lets them start; started Trials keep the task they
+// started with.
+func (r *TrialReconciler) waitingTrialsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var trials evalv1.TrialList
+	if err := r.Client.List(ctx, &trials, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{trialTaskIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, t := range trials.Items {
+		if activeAttempt(&t.Status) == nil && !isTerminal(&t.Status) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: t.Namespace, Name: t.Name}})
+		}
+	}
+	return reqs
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := r.Log.WithValues("trial", req.NamespacedName.String())
+	t := &evalv1.Trial{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return r.reconcileGone(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, err
+	}
+	if t.DeletionTimestamp != nil {
+		return r.reconcileGone(ctx, req.NamespacedName)
+	}
+
+	var p plan
+	for try := 0; ; try++ {
+		w, err := r.observe(ctx, t)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		p = planTrial(w)
+		written, _, err := writeTrialStatus(ctx, r.Client, t, &p.Status)
+		if err == nil {
+			t = written
+			break
+		}
+		if !apierrors.IsConflict(err) || try >= maxStatusConflicts {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: time.Second}, nil
+			}
+			return reconcile.Result{}, err
+		}
+		log.V(1).Info("status conflict; replanning from a fresh read", "try", try+1)
+		fresh := &evalv1.Trial{}
+		if err := r.APIReader.Get(ctx, req.NamespacedName, fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return r.reconcileGone(ctx, req.NamespacedName)
+			}
+			return reconcile.Result{}, err
+		}
+		t = fresh
+	}
+	if err := r.execute(ctx, t, &p); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: p.RequeueAfter}, nil
+}
+
+// observe gathers the world of one live Trial.
+func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world, error) {
+	key := client.ObjectKeyFromObject(t)
+	w := &world{
+		Now:   metav1.Now().Rfc3339Copy().Time,
+		Trial: t,
+		Pods:  map[int32]map[string]*corev1.Pod{},
+	}
+	if r.Now != nil {
+		w.Now = metav1.NewTime(r.Now()).Rfc3339Copy().Time
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(t.Namespace), client.MatchingFields{podOwnerIndex: t.Name}); err != nil {
+		return nil, fmt.Errorf("list pods of trial %s: %w", key, err)
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if ref := metav1.GetControllerOf(pod); ref == nil || ref.UID != t.UID {
+			w.Strays = append(w.Strays, pod)
+			continue
+		}
+		n, err := strconv.Atoi(pod.Labels[LabelAttempt])
+		role := pod.Labels[LabelRole]
+		if err != nil || role == "" {
+			continue
+		}
+		if w.Pods[int32(n)] == nil {
+			w.Pods[int32(n)] = map[string]*corev1.Pod{}
+		}
+		w.Pods[int32(n)][role] = pod
+	}
+
+	var np networkingv1.NetworkPolicy
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: NetworkPolicyName(t.Name)}, &np)
+	switch {
+	case err == nil:
+		w.HasNetworkPolicy = true
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get network policy of trial %s: %w", key, err)
+	}
+
+	if v, ok := r.Pool.View(key); ok {
+		w.Driver = &v
+	}
+	if a := activeAttempt(&t.Status); a != nil {
+		for role := range w.Pods[a.Number] {
+			r.Pool.ObservePod(key, a.ID, role)
+		}
+		w.PodsCreated, w.PodsSeen = r.Pool.PodBookkeeping(key, a.ID)
+	} else if !isTerminal(&t.Status) {
+		w.Task, w.TaskErr = r.resolveTask(ctx, t)
+	}
+	return w, nil
+}
+
+// resolveTask finds the Trial's task: inline, or the referenced Task with
+// its ConfigMap merged in. A Task that is missing or unreadable is
+// transient; one that does not decode is final.
+func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*ResolvedTask, *TaskError) {
+	if t.Spec.Task != nil {
+		desc, err := DecodeDescription(t.Spec.Task.Raw, "spec.task")
+		if err != nil {
+			return nil, asTaskError(err)
+		}
+		return &ResolvedTask{Desc: desc}, nil
+	}
+	if t.Spec.TaskRef == nil {
+		return nil, &TaskError{Reason: string(evalv1.PhaseInvalid), Err: errors.New("spec names no task")}
+	}
+	task := &evalv1.Task{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.TaskRef.Name}, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &TaskError{Reason: ReasonTaskNotFound, Transient: true,
+				Err: fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name)}
+		}
+		return nil, &TaskError{Reason: ReasonTaskNotFound, Transient: true, Err: err}
+	}
+	rt, err := ResolveTaskSpec(ctx, r.APIReader, t.Namespace, &task.Spec)
+	if err != nil {
+		te := asTaskError(err)
+		te.Err = fmt.Errorf("task %s: %w", task.Name, te.Err)
+		return nil, te
+	}
+	return rt, nil
+}
+
+func asTaskError(err error) *TaskError {
+	var te *TaskError
+	if errors.As(err, &te) {
+		return te
+	}
+	return &TaskError{Reason: ReasonInitialStateUnavailable, Err: err, Transient: true}
+}
+
+// execute carries out a plan whose status is written.
+func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan) error {
+	key := client.ObjectKeyFromObject(t)
+	if p.Claim != nil {
+		r.Pool.Claim(key, p.ClaimID, p.Claim)
+	}
+	if p.Cancel != nil {
+		r.Pool.Cancel(key, p.Cancel)
+	}
+	for _, v := range p.AttemptsEnded {
+		if r.Metrics != nil {
+			r.Metrics.Attempts.WithLabelValues(string(v.Outcome), v.Reason).Inc()
+		}
+	}
+	if r.Metrics != nil {
+		if p.TrialStarted {
+			r.Metrics.TrialsStarted.Inc()
+		}
+		if p.CompletedReason != "" {
+			r.Metrics.TrialsCompleted.WithLabelValues(p.CompletedReason).Inc()
+		}
+	}
+	if p.Release != "" {
+		r.Pool.Release(key, p.Release)
+	}
+	emit(r.Recorder, t, p.Events)
+	for _, e := range p.Events {
+		r.Log.Info(e.Message, "trial", key.String(), "reason", e.Reason, "type", e.Type)
+	}
+
+	var errs []error
+	if p.EnsureNP {
+		if err := r.Client.Create(ctx, NetworkPolicy(t, r.ManagerPeer), client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, fmt.Errorf("create network policy of trial %s: %w", key, err))
+		}
+	}
+	if a := activeAttempt(&t.Status); a != nil {
+		ref := attemptRef{Trial: t, Number: a.Number}
+		for _, role := range p.CreatePod {
+			pod := DBServicePod(r.Pods, ref)
+			if role == RoleRunner {
+				pod = RunnerPod(r.Pods, ref)
+			}
+			err := r.Client.Create(ctx, pod, client.FieldOwner(FieldOwner))
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				// Status was written before this create, so the refusal
+				// (quota, admission) is told in an event; the attempt stays
+				// PodsPending and the create is retried until podsReady.
+				emit(r.Recorder, t, []eventRecord{warningEvent(ReasonPodsPending, ActionStartAttempt,
+					fmt.Sprintf("create pod %s: %v", pod.Name, err))})
+				errs = append(errs, fmt.Errorf("create pod %s: %w", pod.Name, err))
+				continue
+			}
+			r.Pool.MarkPodCreated(key, a.ID, role)
+		}
+		if p.Submit {
+			if in := r.Pool.Input(key, a.ID); in != nil {
+				r.Pool.Submit(key, a.ID, r.Driver.Drive(in, p.RunnerIP, p.DBIP))
+			}
+		}
+	}
+	for _, n := range p.DeletePodsOf {
+		err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(t.Namespace),
+			client.MatchingLabels{LabelTrial: TrialLabelValue(t.Name), LabelAttempt: strconv.Itoa(int(n))})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delete pods of attempt %d of trial %s: %w", n, key, err))
+		}
+	}
+	for _, s := range p.DeleteStrays {
+		if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("delete stray pod %s/%s: %w", s.Namespace, s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcileGone cleans up after a deleted Trial: its driver is cancelled
+// (host.RunAttempt sends CleanupTrial on the way out), then, once the driver
+// has returned, its pods and network policy are deleted explicitly. Owner
+// references would get there too, but only where a garbage collector runs.
+func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
+	if r.Pool.Cancel(key, ErrTrialDeleted) {
+		// The driver's done event brings us back.
+		return reconcile.Result{}, nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(key.Namespace), client.MatchingFields{podOwnerIndex: key.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list pods of deleted trial %s: %w", key, err)
+	}
+	live := false
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil {
+			live = true
+		}
+	}
+	if live {
+		if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(key.Namespace),
+			client.MatchingLabels{LabelTrial: TrialLabelValue(key.Name)}); err != nil {
+			return reconcile.Result{}, fmt.Errorf("delete pods of deleted trial %s: %w", key, err)
+		}
+	}
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: NetworkPolicyName(key.Name)}}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(np), np); err == nil && np.DeletionTimestamp == nil {
+		if err := r.Client.Delete(ctx, np, client.Preconditions{UID: &np.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return reconcile.Result{}, fmt.Errorf("delete network policy of deleted trial %s: %w", key, err)
+		}
+	}
+	r.Pool.Forget(key)
+	return reconcile.Result{}, nil
+}
