@@ -17,7 +17,7 @@ const (
 )
 
 // ModelSpec configures a model. The API key is only ever referenced, never inlined.
-// +kubebuilder:validation:XValidation:rule="self.provider == 'oracle' || (has(self.model) && self.model != ”)",message="model is required unless provider is oracle"
+// +kubebuilder:validation:XValidation:rule="self.provider == 'oracle' || (has(self.model) && size(self.model) > 0)",message="model is required unless provider is oracle"
 type ModelSpec struct {
 	// +kubebuilder:default=oracle
 	// +optional
