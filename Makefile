@@ -82,7 +82,7 @@ test: tools verify-generated vet lint ## Everything CI runs.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) -timeout 40m ./...
 
 bench: build ## Benchmarks; figures are printed as ratios against in-run baselines.
-	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -run '^$$' -bench . -benchmem -benchtime=$${BENCHTIME:-1x} -timeout 60m ./... | tee bin/bench.txt
+	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -run '^$$' -bench . -benchmem -benchtime=$${BENCHTIME:-1x} -timeout 60m ./... | tee bin/bench.txt
 
 fuzz: ## Run every fuzz target briefly (seeds also run as regression cases in `make test`).
 	@for pkg in $$(go list ./...); do \
