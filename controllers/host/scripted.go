@@ -30,10 +30,16 @@ func NewScriptedUser(lines ...string) *ScriptedUser {
 
 // DefaultUser is the user of an AttemptConfig with User nil: the task's
 // scripted_flow when its user simulator is scripted and has one, otherwise
-// the initial user message (when there is one), then StopMarker.
+// the initial user message, then StopMarker. With no initial message (a bare
+// TaskDescription or an inline task carries none since protocol v2) it asks
+// for the task as described, because a user that stops at once would end
+// every trial before the agent acts, on a cluster and locally alike.
 func DefaultUser(t *task.TaskDescription, initialUserMessage string) *ScriptedUser {
 	if t != nil && t.UserSimulator != nil && t.UserSimulator.Mode == task.UserSimScripted && len(t.UserSimulator.ScriptedFlow) > 0 {
 		return &ScriptedUser{Lines: append([]task.ScriptedLine(nil), t.UserSimulator.ScriptedFlow...)}
+	}
+	if initialUserMessage == "" && t != nil {
+		initialUserMessage = strings.TrimSpace(t.Description)
 	}
 	if initialUserMessage == "" {
 		return &ScriptedUser{}

@@ -153,6 +153,9 @@ func TestDefaultUser(t *testing.T) {
 		{llm, "hello", []string{"hello"}},
 		{nil, "hello", []string{"hello"}},
 		{nil, "", nil},
+		// No opening line: the user asks for the task as described.
+		{&task.TaskDescription{Description: "  Buy two hubs.\n"}, "", []string{"Buy two hubs."}},
+		{&task.TaskDescription{}, "", nil},
 	}
 	for i, tc := range cases {
 		u := DefaultUser(tc.td, tc.initial)

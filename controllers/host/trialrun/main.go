@@ -176,15 +176,11 @@ func Run(ctx context.Context, args []string, env Env) error {
 	// The explicit opening line (flag, else the manifest's) is said verbatim
 	// by either kind of user. A bare TaskDescription carries none (protocol
 	// v2 moved it to the host): an LLM user then opens in its own words from
-	// the backstory, while a scripted user, which would otherwise stop before
-	// the agent ever acts, asks for the task as described.
+	// the backstory, and the scripted user asks for the task as described
+	// (host.DefaultUser).
 	opening := f.message
 	if opening == "" {
 		opening = lt.InitialUserMessage
-	}
-	scriptedOpening := opening
-	if scriptedOpening == "" {
-		scriptedOpening = strings.TrimSpace(lt.Task.Description)
 	}
 	maxTurns := f.maxTurns
 	if maxTurns == 0 {
@@ -211,7 +207,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
 	}
-	var user host.Actor = host.DefaultUser(lt.Task, scriptedOpening)
+	var user host.Actor = host.DefaultUser(lt.Task, opening)
 	if userCfg != nil {
 		if user, err = agents.NewUser(spec, opening, opts); err != nil {
 			return fmt.Errorf("trial run: %w", err)
@@ -233,7 +229,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 	res := host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
 		Spec:               spec,
-		InitialUserMessage: scriptedOpening,
+		InitialUserMessage: opening,
 		MaxTurns:           maxTurns,
 		TrialTimeout:       f.timeout,
 		Agent:              agent,
