@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -52,7 +53,7 @@ type Config struct {
 	// reconciles mostly wait on the API server.
 	Workers int
 	// FirstIP and LastIP bound the address pool (inclusive). Both must be
-	// in 127.0.0.0/8. Defaults 127.0.0.2 and 127.0.255.254.
+	// in 127.0.0.0/8. Default: 127.N.0.2-127.N.255.254, N chosen per process.
 	FirstIP, LastIP netip.Addr
 	// ClientQPS and ClientBurst override the rest.Config rate limit when it
 	// is unset; client-go's default of 5 QPS would throttle large runs.
@@ -78,11 +79,16 @@ func (c Config) withDefaults() (Config, labels.Selector, error) {
 	if c.Workers <= 0 {
 		c.Workers = 8
 	}
+	// Pods bind fixed ports (8000, 50051) on their own address, and `go test`
+	// runs several packages' simulators at once in separate processes, so
+	// the default pool is a /16 chosen by process id rather than one shared
+	// range: two processes collide only when their pids agree modulo 250.
+	octet := processOctet()
 	if !c.FirstIP.IsValid() {
-		c.FirstIP = netip.AddrFrom4([4]byte{127, 0, 0, 2})
+		c.FirstIP = netip.AddrFrom4([4]byte{127, octet, 0, 2})
 	}
 	if !c.LastIP.IsValid() {
-		c.LastIP = netip.AddrFrom4([4]byte{127, 0, 255, 254})
+		c.LastIP = netip.AddrFrom4([4]byte{127, octet, 255, 254})
 	}
 	if c.ClientQPS <= 0 {
 		c.ClientQPS = 500
@@ -102,3 +108,7 @@ func (c Config) withDefaults() (Config, labels.Selector, error) {
 	}
 	return c, sel, nil
 }
+
+// processOctet is the second octet of this process's default pool, 2..251
+// (127.0.x and 127.1.x stay free for explicitly configured pools).
+func processOctet() byte { return byte(2 + os.Getpid()%250) }
