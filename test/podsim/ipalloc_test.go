@@ -2,7 +2,9 @@ package podsim
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
@@ -37,6 +39,7 @@ func TestIPPoolSequenceSkipsNetworkAndBroadcastOctets(t *testing.T) {
 	}
 }
 
+// The default pool is this process's /16 (see processOctet) and starts at .0.2.
 func TestIPPoolDefaultRangeStartsAtDotTwo(t *testing.T) {
 	cfg, _, err := Config{}.withDefaults()
 	if err != nil {
@@ -46,8 +49,13 @@ func TestIPPoolDefaultRangeStartsAtDotTwo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := mustAlloc(t, p), mustAlloc(t, p); a != "127.0.0.2" || b != "127.0.0.3" {
-		t.Fatalf("first two = %s, %s; want 127.0.0.2, 127.0.0.3", a, b)
+	n := 2 + os.Getpid()%250
+	wantA, wantB := fmt.Sprintf("127.%d.0.2", n), fmt.Sprintf("127.%d.0.3", n)
+	if a, b := mustAlloc(t, p), mustAlloc(t, p); a != wantA || b != wantB {
+		t.Fatalf("first two = %s, %s; want %s, %s", a, b, wantA, wantB)
+	}
+	if got, want := cfg.LastIP.String(), fmt.Sprintf("127.%d.255.254", n); got != want {
+		t.Fatalf("last = %s, want %s", got, want)
 	}
 }
 
