@@ -8,12 +8,8 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
-	"strings"
-	"sync"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
+	"tolokaforge.io/operator/api/logging"
 )
 
 // Main runs `tolokaforge dbservice`: it serves on --listen until ctx ends.
@@ -45,54 +41,13 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if cfg.maxBody <= 0 {
 		return nil, fmt.Errorf("dbservice flags: --max-body-bytes must be positive, got %d", cfg.maxBody)
 	}
-	v, err := parseLogLevel(*level)
+	v, err := logging.ParseLevel(*level)
 	if err != nil {
 		return nil, fmt.Errorf("dbservice flags: %w", err)
 	}
 	cfg.logLevel = v
 	return cfg, nil
 }
-
-// parseLogLevel maps a level name to a logr verbosity; -1 keeps only errors.
-func parseLogLevel(s string) (int, error) {
-	switch strings.ToLower(s) {
-	case "error":
-		return -1, nil
-	case "info":
-		return 0, nil
-	case "debug":
-		return 1, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--log-level %q: want error, info, debug or a verbosity >= 0", s)
-	}
-	return n, nil
-}
-
-// newLogger writes JSON lines to out; level -1 drops everything but errors.
-func newLogger(out io.Writer, level int) logr.Logger {
-	var mu sync.Mutex
-	sink := funcr.NewJSON(func(obj string) {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = fmt.Fprintln(out, obj)
-	}, funcr.Options{Verbosity: max(level, 0)})
-	if level < 0 {
-		return logr.New(errorsOnly{sink.GetSink()})
-	}
-	return sink
-}
-
-type errorsOnly struct{ logr.LogSink }
-
-func (errorsOnly) Enabled(int) bool { return false }
-
-func (e errorsOnly) WithValues(kv ...any) logr.LogSink {
-	return errorsOnly{e.LogSink.WithValues(kv...)}
-}
-
-func (e errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{e.LogSink.WithName(name)} }
 
 func run(ctx context.Context, args []string, logOut io.Writer) error {
 	cfg, err := parseFlags(args, logOut)
@@ -102,7 +57,7 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 		}
 		return err
 	}
-	log := newLogger(logOut, cfg.logLevel).WithName("dbservice")
+	log := logging.New(logOut, cfg.logLevel).WithName("dbservice")
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("dbservice: listen on %s: %w", cfg.listen, err)

@@ -8,14 +8,10 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
-
+	"tolokaforge.io/operator/api/logging"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
 )
@@ -71,51 +67,13 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	if f.dbURL != "" && !strings.HasPrefix(f.dbURL, "http://") && !strings.HasPrefix(f.dbURL, "https://") {
 		return nil, fmt.Errorf("runner flags: --db-service-url %q: want an http:// or https:// URL", f.dbURL)
 	}
-	v, err := parseLogLevel(*level)
+	v, err := logging.ParseLevel(*level)
 	if err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
 	}
 	f.logLevel = v
 	return f, nil
 }
-
-func parseLogLevel(s string) (int, error) {
-	switch strings.ToLower(s) {
-	case "error":
-		return -1, nil
-	case "info":
-		return 0, nil
-	case "debug":
-		return 1, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--log-level %q: want error, info, debug or a verbosity >= 0", s)
-	}
-	return n, nil
-}
-
-// newLogger writes JSON lines to out; level -1 keeps only errors.
-func newLogger(out io.Writer, level int) logr.Logger {
-	var mu sync.Mutex
-	l := funcr.NewJSON(func(obj string) {
-		mu.Lock()
-		defer mu.Unlock()
-		_, _ = fmt.Fprintln(out, obj)
-	}, funcr.Options{Verbosity: max(level, 0)})
-	if level < 0 {
-		return logr.New(errorsOnly{l.GetSink()})
-	}
-	return l
-}
-
-type errorsOnly struct{ logr.LogSink }
-
-func (errorsOnly) Enabled(int) bool { return false }
-func (e errorsOnly) WithValues(kv ...any) logr.LogSink {
-	return errorsOnly{e.LogSink.WithValues(kv...)}
-}
-func (e errorsOnly) WithName(name string) logr.LogSink { return errorsOnly{e.LogSink.WithName(name)} }
 
 // run is Main with its outputs injectable; ready, when non-nil, receives the
 // bound address once the server listens.
@@ -133,7 +91,7 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.WorkDir = f.workDir
 	cfg.DrainTimeout = f.drainTimeout
 	if cfg.Logger.GetSink() == nil {
-		cfg.Logger = newLogger(logOut, f.logLevel).WithName("runner")
+		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
 	}
 	if cfg.Grader == nil {
 		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")))
