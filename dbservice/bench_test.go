@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"hash"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // A state's canonical form is a sequence of entries, one per chunk (or one empty entry

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 var fuzzSeeds = []string{

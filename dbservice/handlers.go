@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // hashes returns st's hashes, timing the work when it was not memoized.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // refModel is the obvious implementation of PATCH semantics over plain slices, used to

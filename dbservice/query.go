@@ -5,7 +5,7 @@ import (
 
 	"github.com/theory/jsonpath"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // handleQuery evaluates an RFC 9535 JSONPath over {"db": {table: [records]}}, the root

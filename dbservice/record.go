@@ -1,6 +1,6 @@
 package dbservice
 
-import "tolokaforge.io/operator/dbservice/canonical"
+import "tolokaforge.io/operator/api/canonical"
 
 // record is one immutable table row with its canonical bytes computed once, at
 // creation, so hashing and serving state never re-serialize unchanged rows.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // Request bodies are parsed by canonical.Parse (offsets, number identity) and then

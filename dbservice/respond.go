@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // jsonObject builds a response object by hand: responses embed canonical bytes that

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // dbState is one immutable version of a trial's tables. Snapshots, the initial state and

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // chunkSize bounds the records per chunk: a one-record change copies one chunk of this

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"sync"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // trial is one trial's database. mu serializes every request on it.

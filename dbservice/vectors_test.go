@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // The shared vectors are read with canonical.Parse: encoding/json would replace lone

@@ -19,7 +19,7 @@
 // category "read", lazily: before anything next reads the DB). Table reads by
 // builtin tools are cached per DB version, which only the runner moves.
 //
-// Imports: api/runnerpb, api/task, dbservice/client, dbservice/canonical,
+// Imports: api/runnerpb, api/task, dbservice/client, api/canonical,
 // runner/tools (+ builtin, mcpclient), runner/grading (the Env/Grader contract;
 // Main's default Grader), grpc, logr and the standard library.
 package runner

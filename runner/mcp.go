@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 	"tolokaforge.io/operator/runner/tools/mcpclient"
 )

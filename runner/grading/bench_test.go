@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

@@ -6,7 +6,7 @@ import (
 	"math/big"
 	"strings"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // Value comparison for JSONPath checks and DB probes. Numbers compare by exact value

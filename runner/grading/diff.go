@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // fieldDiff is one field of a paired record that differs. A field missing on one side

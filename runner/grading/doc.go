@@ -26,5 +26,5 @@
 // them otherwise fails through the ledger, naming the keys.
 //
 // This package imports the standard library, api/task, api/runnerpb, dbservice/client,
-// dbservice/canonical, logr and github.com/theory/jsonpath. It never imports the runner.
+// api/canonical, logr and github.com/theory/jsonpath. It never imports the runner.
 package grading

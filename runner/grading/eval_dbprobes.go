@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // dbProbesEvaluator scores state_checks.db_probes: named read-only JSONPath queries the

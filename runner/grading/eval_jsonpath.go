@@ -10,7 +10,7 @@ import (
 	"github.com/theory/jsonpath/spec"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // jsonPathEvaluator scores state_checks.jsonpaths: RFC 9535 queries over {db: <stable

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // transcriptEvaluator scores transcript_rules over the timeline. Each rule instance

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // gradeCtx is one Grade call's working set, shared by the evaluators.

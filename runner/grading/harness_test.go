@@ -16,7 +16,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

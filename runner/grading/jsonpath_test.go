@@ -11,7 +11,7 @@ import (
 	"github.com/theory/jsonpath"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 const jsonPathDoc = `{"db": {

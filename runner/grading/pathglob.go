@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // path_glob checks: file assertions under the trial's file-tool directory, the remedy

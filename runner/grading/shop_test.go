@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/runner/tools"
 )
 

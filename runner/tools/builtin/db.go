@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/dbservice/canonical"
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 	"tolokaforge.io/operator/runner/tools"
 )

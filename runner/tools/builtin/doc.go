@@ -10,6 +10,6 @@
 // task advertises a looser schema than the tool needs.
 //
 // Imports: the standard library, api/task, runner/tools, dbservice/client (the
-// operation shape) and dbservice/canonical (filter equality as the DB service
+// operation shape) and api/canonical (filter equality as the DB service
 // defines it).
 package builtin
