@@ -75,13 +75,13 @@ type resultAction func(r *host.AttemptResult) verdict
 
 // resultActions is the failure taxonomy in one table: every host outcome has
 // exactly one function, and only infrastructure faults leave the trial open.
-var resultActions = map[host.Outcome]resultAction{
-	host.OutcomeGraded:        gradedVerdict,
-	host.OutcomeSelfGraded:    gradedVerdict,
-	host.OutcomeGradingFailed: finalVerdict(OutcomeGradingFailed, evalv1.PhaseGradingFailed),
-	host.OutcomeInvalid:       finalVerdict(OutcomeInvalid, evalv1.PhaseInvalid),
-	host.OutcomeProtocolSkew:  finalVerdict(OutcomeProtocolSkew, evalv1.PhaseProtocolSkew),
-	host.OutcomeInfraFailed:   infraVerdict,
+var resultActions = map[evalv1.AttemptOutcome]resultAction{
+	evalv1.OutcomePassed:        gradedVerdict,
+	evalv1.OutcomeFailed:        gradedVerdict,
+	evalv1.OutcomeGradingFailed: finalVerdict(evalv1.OutcomeGradingFailed, evalv1.PhaseGradingFailed),
+	evalv1.OutcomeInvalid:       finalVerdict(evalv1.OutcomeInvalid, evalv1.PhaseInvalid),
+	evalv1.OutcomeProtocolSkew:  finalVerdict(evalv1.OutcomeProtocolSkew, evalv1.PhaseProtocolSkew),
+	evalv1.OutcomeInfraFailed:   infraVerdict,
 }
 
 // verdictFor applies the table. An outcome the table does not know is a
@@ -92,7 +92,7 @@ func verdictFor(r *host.AttemptResult) verdict {
 		return act(r)
 	}
 	return verdict{
-		Outcome: OutcomeInfraFailed, Reason: string(evalv1.PhaseInfraFailed), Final: true, Phase: evalv1.PhaseInfraFailed,
+		Outcome: evalv1.OutcomeInfraFailed, Reason: string(evalv1.PhaseInfraFailed), Final: true, Phase: evalv1.PhaseInfraFailed,
 		Message: fmt.Sprintf("driver reported unknown outcome %q (%s): %s", r.Outcome, r.Reason, r.Message),
 	}
 }
@@ -100,14 +100,14 @@ func verdictFor(r *host.AttemptResult) verdict {
 // gradedVerdict: the agent's outcome is final, pass or fail by the grade.
 func gradedVerdict(r *host.AttemptResult) verdict {
 	if r.Grade == nil {
-		return verdict{Outcome: OutcomeGradingFailed, Reason: string(evalv1.PhaseGradingFailed), Final: true,
+		return verdict{Outcome: evalv1.OutcomeGradingFailed, Reason: string(evalv1.PhaseGradingFailed), Final: true,
 			Phase: evalv1.PhaseGradingFailed, Message: nonEmpty(r.Message, "the attempt ended without a grade")}
 	}
 	v := verdict{Final: true, Grade: true, Reason: r.Reason, Message: r.Message}
 	if r.Grade.GetBinaryPass() {
-		v.Outcome, v.Phase = OutcomePassed, evalv1.PhasePassed
+		v.Outcome, v.Phase = evalv1.OutcomePassed, evalv1.PhasePassed
 	} else {
-		v.Outcome, v.Phase = OutcomeFailed, evalv1.PhaseFailed
+		v.Outcome, v.Phase = evalv1.OutcomeFailed, evalv1.PhaseFailed
 	}
 	if v.Reason == "" {
 		v.Reason = string(v.Phase)
@@ -125,13 +125,13 @@ func finalVerdict(o evalv1.AttemptOutcome, phase evalv1.TrialPhase) resultAction
 }
 
 func infraVerdict(r *host.AttemptResult) verdict {
-	return verdict{Outcome: OutcomeInfraFailed, Reason: nonEmpty(r.Reason, string(evalv1.PhaseInfraFailed)), Message: r.Message}
+	return verdict{Outcome: evalv1.OutcomeInfraFailed, Reason: nonEmpty(r.Reason, string(evalv1.PhaseInfraFailed)), Message: r.Message}
 }
 
 // controllerVerdict is an infrastructure fault the controller saw itself
 // (pods, restarts, timeouts).
 func controllerVerdict(reason, message string) verdict {
-	return verdict{Outcome: OutcomeInfraFailed, Reason: reason, Message: message}
+	return verdict{Outcome: evalv1.OutcomeInfraFailed, Reason: reason, Message: message}
 }
 
 func nonEmpty(s, fallback string) string {
@@ -144,7 +144,7 @@ func nonEmpty(s, fallback string) string {
 // activeAttempt is the attempt still Running, if any. Only the last attempt
 // can be: a new one starts only after the previous one ended.
 func activeAttempt(st *evalv1.TrialStatus) *evalv1.AttemptStatus {
-	if n := len(st.Attempts); n > 0 && st.Attempts[n-1].Outcome == OutcomeRunning {
+	if n := len(st.Attempts); n > 0 && st.Attempts[n-1].Outcome == evalv1.OutcomeRunning {
 		return &st.Attempts[n-1]
 	}
 	return nil
@@ -154,7 +154,7 @@ func activeAttempt(st *evalv1.TrialStatus) *evalv1.AttemptStatus {
 func infraFailures(st *evalv1.TrialStatus) int {
 	n := 0
 	for _, a := range st.Attempts {
-		if a.Outcome == OutcomeInfraFailed {
+		if a.Outcome == evalv1.OutcomeInfraFailed {
 			n++
 		}
 	}
@@ -176,7 +176,7 @@ func isTerminal(st *evalv1.TrialStatus) bool {
 // ttlSecondsAfterFinished so someone can read the logs. Zero time: delete now.
 func keepPodsUntil(t *evalv1.Trial, a *evalv1.AttemptStatus) time.Time {
 	ttl := t.Spec.TTLSecondsAfterFinished
-	if a.Outcome == OutcomePassed || ttl == nil || *ttl <= 0 || a.EndTime == nil {
+	if a.Outcome == evalv1.OutcomePassed || ttl == nil || *ttl <= 0 || a.EndTime == nil {
 		return time.Time{}
 	}
 	return a.EndTime.Add(time.Duration(*ttl) * time.Second)

@@ -22,24 +22,24 @@ func TestResultActionTable(t *testing.T) {
 		res  host.AttemptResult
 		want verdict
 	}{
-		{"graded pass", host.AttemptResult{Outcome: host.OutcomeGraded, Reason: host.ReasonPassed, Message: "ok", Grade: pass},
-			verdict{Outcome: OutcomePassed, Reason: "Passed", Message: "ok", Final: true, Phase: evalv1.PhasePassed, Grade: true}},
-		{"graded fail", host.AttemptResult{Outcome: host.OutcomeGraded, Grade: fail},
-			verdict{Outcome: OutcomeFailed, Reason: "Failed", Message: "score 0.3", Final: true, Phase: evalv1.PhaseFailed, Grade: true}},
-		{"self-graded stuck", host.AttemptResult{Outcome: host.OutcomeSelfGraded, Reason: host.ReasonStuckDetected, Message: "repeated", Grade: &runnerpb.Grade{}},
-			verdict{Outcome: OutcomeFailed, Reason: host.ReasonStuckDetected, Message: "repeated", Final: true, Phase: evalv1.PhaseFailed, Grade: true}},
-		{"graded without grade", host.AttemptResult{Outcome: host.OutcomeGraded},
-			verdict{Outcome: OutcomeGradingFailed, Reason: "GradingFailed", Message: "the attempt ended without a grade", Final: true, Phase: evalv1.PhaseGradingFailed}},
-		{"grading failed", host.AttemptResult{Outcome: host.OutcomeGradingFailed, Reason: host.ReasonGradingFailed, Message: "Hash grading failed: x"},
-			verdict{Outcome: OutcomeGradingFailed, Reason: "GradingFailed", Message: "Hash grading failed: x", Final: true, Phase: evalv1.PhaseGradingFailed}},
-		{"invalid", host.AttemptResult{Outcome: host.OutcomeInvalid, Reason: host.ReasonInvalidTask, Message: "tool x: tau_sync"},
-			verdict{Outcome: OutcomeInvalid, Reason: host.ReasonInvalidTask, Message: "tool x: tau_sync", Final: true, Phase: evalv1.PhaseInvalid}},
-		{"skew", host.AttemptResult{Outcome: host.OutcomeProtocolSkew, Reason: host.ReasonProtocolSkew, Message: "engine_protocol_version 2 < 3"},
-			verdict{Outcome: OutcomeProtocolSkew, Reason: "ProtocolSkew", Message: "engine_protocol_version 2 < 3", Final: true, Phase: evalv1.PhaseProtocolSkew}},
-		{"infra", host.AttemptResult{Outcome: host.OutcomeInfraFailed, Reason: host.ReasonTrialLost, Message: "gone"},
-			verdict{Outcome: OutcomeInfraFailed, Reason: host.ReasonTrialLost, Message: "gone"}},
+		{"graded pass", host.AttemptResult{Outcome: evalv1.OutcomePassed, Reason: evalv1.ReasonPassed, Message: "ok", Grade: pass},
+			verdict{Outcome: evalv1.OutcomePassed, Reason: "Passed", Message: "ok", Final: true, Phase: evalv1.PhasePassed, Grade: true}},
+		{"graded fail", host.AttemptResult{Outcome: evalv1.OutcomePassed, Grade: fail},
+			verdict{Outcome: evalv1.OutcomeFailed, Reason: "Failed", Message: "score 0.3", Final: true, Phase: evalv1.PhaseFailed, Grade: true}},
+		{"self-graded stuck", host.AttemptResult{Outcome: evalv1.OutcomeFailed, Reason: evalv1.ReasonStuckDetected, Message: "repeated", Grade: &runnerpb.Grade{}},
+			verdict{Outcome: evalv1.OutcomeFailed, Reason: evalv1.ReasonStuckDetected, Message: "repeated", Final: true, Phase: evalv1.PhaseFailed, Grade: true}},
+		{"graded without grade", host.AttemptResult{Outcome: evalv1.OutcomePassed},
+			verdict{Outcome: evalv1.OutcomeGradingFailed, Reason: "GradingFailed", Message: "the attempt ended without a grade", Final: true, Phase: evalv1.PhaseGradingFailed}},
+		{"grading failed", host.AttemptResult{Outcome: evalv1.OutcomeGradingFailed, Reason: evalv1.ReasonGradingFailed, Message: "Hash grading failed: x"},
+			verdict{Outcome: evalv1.OutcomeGradingFailed, Reason: "GradingFailed", Message: "Hash grading failed: x", Final: true, Phase: evalv1.PhaseGradingFailed}},
+		{"invalid", host.AttemptResult{Outcome: evalv1.OutcomeInvalid, Reason: evalv1.ReasonInvalidTask, Message: "tool x: tau_sync"},
+			verdict{Outcome: evalv1.OutcomeInvalid, Reason: evalv1.ReasonInvalidTask, Message: "tool x: tau_sync", Final: true, Phase: evalv1.PhaseInvalid}},
+		{"skew", host.AttemptResult{Outcome: evalv1.OutcomeProtocolSkew, Reason: evalv1.ReasonProtocolSkew, Message: "engine_protocol_version 2 < 3"},
+			verdict{Outcome: evalv1.OutcomeProtocolSkew, Reason: "ProtocolSkew", Message: "engine_protocol_version 2 < 3", Final: true, Phase: evalv1.PhaseProtocolSkew}},
+		{"infra", host.AttemptResult{Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonTrialLost, Message: "gone"},
+			verdict{Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonTrialLost, Message: "gone"}},
 		{"unknown outcome ends the trial", host.AttemptResult{Outcome: "Exploded", Reason: "X", Message: "m"},
-			verdict{Outcome: OutcomeInfraFailed, Reason: "InfraFailed", Message: `driver reported unknown outcome "Exploded" (X): m`, Final: true, Phase: evalv1.PhaseInfraFailed}},
+			verdict{Outcome: evalv1.OutcomeInfraFailed, Reason: "InfraFailed", Message: `driver reported unknown outcome "Exploded" (X): m`, Final: true, Phase: evalv1.PhaseInfraFailed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := verdictFor(&tc.res); got != tc.want {
@@ -48,8 +48,8 @@ func TestResultActionTable(t *testing.T) {
 		})
 	}
 	// Every outcome the host defines has an entry.
-	for _, o := range []host.Outcome{host.OutcomeGraded, host.OutcomeSelfGraded, host.OutcomeGradingFailed,
-		host.OutcomeInvalid, host.OutcomeProtocolSkew, host.OutcomeInfraFailed} {
+	for _, o := range []evalv1.AttemptOutcome{evalv1.OutcomePassed, evalv1.OutcomeFailed, evalv1.OutcomeGradingFailed,
+		evalv1.OutcomeInvalid, evalv1.OutcomeProtocolSkew, evalv1.OutcomeInfraFailed} {
 		if _, ok := resultActions[o]; !ok {
 			t.Errorf("no action for %s", o)
 		}
@@ -80,7 +80,7 @@ func TestBackoffDoublesAndCaps(t *testing.T) {
 func TestKeepPodsUntil(t *testing.T) {
 	tr := testTrial()
 	end := metav1.NewTime(t0)
-	failed := &evalv1.AttemptStatus{Outcome: OutcomeFailed, EndTime: &end}
+	failed := &evalv1.AttemptStatus{Outcome: evalv1.OutcomeFailed, EndTime: &end}
 	if got := keepPodsUntil(tr, failed); !got.IsZero() {
 		t.Errorf("no ttl: keep until %v", got)
 	}
@@ -88,7 +88,7 @@ func TestKeepPodsUntil(t *testing.T) {
 	if got := keepPodsUntil(tr, failed); !got.Equal(t0.Add(30 * time.Second)) {
 		t.Errorf("failed with ttl: keep until %v", got)
 	}
-	passed := &evalv1.AttemptStatus{Outcome: OutcomePassed, EndTime: &end}
+	passed := &evalv1.AttemptStatus{Outcome: evalv1.OutcomePassed, EndTime: &end}
 	if got := keepPodsUntil(tr, passed); !got.IsZero() {
 		t.Errorf("passed: keep until %v, want now", got)
 	}

@@ -66,7 +66,7 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	log := d.Log.WithValues("trial", key.String(), "attempt", in.Number)
 	start := time.Now()
-	fail := func(o host.Outcome, reason, format string, args ...any) host.AttemptResult {
+	fail := func(o evalv1.AttemptOutcome, reason, format string, args ...any) host.AttemptResult {
 		return host.AttemptResult{Outcome: o, Reason: reason, Message: fmt.Sprintf(format, args...),
 			StartTime: start, EndTime: time.Now()}
 	}
@@ -75,20 +75,20 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	spec := BuildTrialSpec(t, in.Number, in.Task.Desc, dbURL)
 	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef)
 	if err != nil {
-		return fail(host.OutcomeInfraFailed, ReasonAPIKeyUnavailable, "agent API key: %v", err)
+		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "agent API key: %v", err)
 	}
 	agent, err := d.Actors(ctx, ActorRequest{Role: ActorAgent, Trial: t, Attempt: in.Number, Spec: spec,
 		Task: spec.Task, Model: t.Spec.Agent, InitialUserMessage: in.Task.InitialUserMessage, APIKey: agentKey, Log: log.WithName("agent")})
 	if err != nil {
-		return fail(host.OutcomeInvalid, host.ReasonInvalidConfig, "agent: %v", err)
+		return fail(evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, "agent: %v", err)
 	}
 	user, err := d.userActor(ctx, in, spec, log)
 	if err != nil {
 		var se *secretError
 		if errors.As(err, &se) {
-			return fail(host.OutcomeInfraFailed, ReasonAPIKeyUnavailable, "user simulator API key: %v", err)
+			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "user simulator API key: %v", err)
 		}
-		return fail(host.OutcomeInvalid, host.ReasonInvalidConfig, "user simulator: %v", err)
+		return fail(evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, "user simulator: %v", err)
 	}
 
 	addr := net.JoinHostPort(runnerIP, strconv.Itoa(RunnerPort))
@@ -97,9 +97,9 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return fail(host.OutcomeInfraFailed, host.ReasonCanceled, "attempt canceled: %v", context.Cause(ctx))
+			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCanceled, "attempt canceled: %v", context.Cause(ctx))
 		}
-		return fail(host.OutcomeInfraFailed, host.ReasonRunnerUnavailable, "dial runner %s: %v", addr, err)
+		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonRunnerUnavailable, "dial runner %s: %v", addr, err)
 	}
 	defer closer.Close()
 	if d.WrapRunner != nil {

@@ -22,7 +22,7 @@ type ManagerPeer struct {
 func DefaultManagerPeer(namespace string) ManagerPeer {
 	return ManagerPeer{
 		Namespace: namespace,
-		Labels:    map[string]string{LabelName: AppName, LabelComponent: ComponentManager},
+		Labels:    map[string]string{evalv1.LabelName: evalv1.AppName, evalv1.LabelComponent: evalv1.ComponentManager},
 	}
 }
 
@@ -43,7 +43,7 @@ func NetworkPolicyName(trial string) string {
 // reached is exactly the two intended paths. Kubelet probes are exempt from
 // network policies, so readiness keeps working.
 func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy {
-	trial := TrialLabelValue(t.Name)
+	trial := evalv1.LabelValue(t.Name)
 	tcp := corev1.ProtocolTCP
 	managerPeer := networkingv1.NetworkPolicyPeer{
 		PodSelector: &metav1.LabelSelector{MatchLabels: copyLabels(mgr.Labels)},
@@ -59,26 +59,26 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 			Name:      NetworkPolicyName(t.Name),
 			Namespace: t.Namespace,
 			Labels: map[string]string{
-				LabelName:      AppName,
-				LabelManagedBy: ManagedByValue,
-				LabelInstance:  trial,
-				LabelTrial:     trial,
+				evalv1.LabelName:      evalv1.AppName,
+				evalv1.LabelManagedBy: evalv1.ManagedByValue,
+				evalv1.LabelInstance:  trial,
+				evalv1.LabelTrial:     trial,
 			},
 			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
 		},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
-				LabelManagedBy: ManagedByValue,
-				LabelTrial:     trial,
+				evalv1.LabelManagedBy: evalv1.ManagedByValue,
+				evalv1.LabelTrial:     trial,
 			}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{
 					From: []networkingv1.NetworkPolicyPeer{{
 						PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-							LabelManagedBy: ManagedByValue,
-							LabelTrial:     trial,
-							LabelRole:      RoleRunner,
+							evalv1.LabelManagedBy: evalv1.ManagedByValue,
+							evalv1.LabelTrial:     trial,
+							evalv1.LabelRole:      evalv1.RoleRunner,
 						}},
 					}},
 					Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(DBServicePort))}},

@@ -8,6 +8,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
 // TestNetworkPolicyReachability evaluates the policy the way a CNI does and
@@ -26,7 +27,7 @@ func TestNetworkPolicyReachability(t *testing.T) {
 		ns     string
 		labels map[string]string
 	}
-	manager := peer{"tolokaforge-system", map[string]string{LabelName: AppName, LabelComponent: ComponentManager}}
+	manager := peer{"tolokaforge-system", map[string]string{evalv1.LabelName: evalv1.AppName, evalv1.LabelComponent: evalv1.ComponentManager}}
 	managerElsewhere := peer{"default", manager.labels}
 	for _, tc := range []struct {
 		name string

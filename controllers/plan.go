@@ -97,7 +97,7 @@ func planTrial(w *world) plan {
 func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 	d := w.Driver
 	if d == nil || d.AttemptID != a.ID {
-		p.endAttempt(w, a, controllerVerdict(ReasonManagerRestarted, fmt.Sprintf(
+		p.endAttempt(w, a, controllerVerdict(evalv1.ReasonManagerRestarted, fmt.Sprintf(
 			"attempt %d was started by a manager process that is gone; its driver did not survive the restart", a.Number)), nil)
 		return
 	}
@@ -112,7 +112,7 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 
 	var waiting []string
 	ready := 0
-	for _, role := range []string{RoleDBService, RoleRunner} {
+	for _, role := range []string{evalv1.RoleDBService, evalv1.RoleRunner} {
 		pod := w.Pods[a.Number][role]
 		h, reason, msg := observePod(pod)
 		switch h {
@@ -122,7 +122,7 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 		case podAbsent:
 			name := PodName(w.Trial.Name, a.Number, role)
 			if w.PodsSeen[role] {
-				p.endAttempt(w, a, controllerVerdict(ReasonPodLost, fmt.Sprintf("pod %s disappeared", name)), nil)
+				p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodLost, fmt.Sprintf("pod %s disappeared", name)), nil)
 				return
 			}
 			if !w.PodsCreated[role] {
@@ -138,37 +138,37 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 
 	st := &p.Status
 	if ready == 2 {
-		p.cond(evalv1.TrialPodsReady, true, ReasonPodsReady,
+		p.cond(evalv1.TrialPodsReady, true, evalv1.ReasonPodsReady,
 			fmt.Sprintf("pods of attempt %d are ready", a.Number))
 		if d.State == stateClaimed {
 			p.Submit = true
-			p.RunnerIP = w.Pods[a.Number][RoleRunner].Status.PodIP
-			p.DBIP = w.Pods[a.Number][RoleDBService].Status.PodIP
+			p.RunnerIP = w.Pods[a.Number][evalv1.RoleRunner].Status.PodIP
+			p.DBIP = w.Pods[a.Number][evalv1.RoleDBService].Status.PodIP
 		}
 	} else {
 		limit := podsReadyTimeout(w.Trial)
 		if a.StartTime != nil {
 			deadline := a.StartTime.Add(limit)
 			if !w.Now.Before(deadline) {
-				p.endAttempt(w, a, controllerVerdict(ReasonPodsNotReady, fmt.Sprintf(
+				p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodsNotReady, fmt.Sprintf(
 					"pods of attempt %d not ready after %s: %s", a.Number, limit, strings.Join(waiting, ", "))), nil)
 				return
 			}
 			p.requeueIn(deadline.Sub(w.Now))
 		}
-		p.cond(evalv1.TrialPodsReady, false, ReasonPodsPending, podsPendingMessage(a.Number, w.Trial))
+		p.cond(evalv1.TrialPodsReady, false, evalv1.ReasonPodsPending, podsPendingMessage(a.Number, w.Trial))
 	}
 	if d.Registered {
-		p.cond(evalv1.TrialRegistered, true, ReasonRegistered,
+		p.cond(evalv1.TrialRegistered, true, evalv1.ReasonRegistered,
 			fmt.Sprintf("attempt %d registered with its runner", a.Number))
 		st.Phase = evalv1.PhaseRunning
-		p.cond(evalv1.TrialCompleted, false, ReasonRunning,
+		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonRunning,
 			fmt.Sprintf("attempt %d of %d is running", a.Number, maxAttempts(w.Trial)))
 	} else {
-		p.cond(evalv1.TrialRegistered, false, ReasonNotRegistered,
+		p.cond(evalv1.TrialRegistered, false, evalv1.ReasonNotRegistered,
 			fmt.Sprintf("attempt %d is not registered yet", a.Number))
 		st.Phase = evalv1.PhaseStarting
-		p.cond(evalv1.TrialCompleted, false, ReasonStarting,
+		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonStarting,
 			fmt.Sprintf("attempt %d of %d is starting", a.Number, maxAttempts(w.Trial)))
 	}
 }
@@ -211,7 +211,7 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 		wait := backoffAfter(t, infraFailures(st))
 		st.Phase = evalv1.PhasePending
 		msg := backoffMessage(a, a.EndTime.Add(wait))
-		p.cond(evalv1.TrialCompleted, false, ReasonBackoff, msg)
+		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonBackoff, msg)
 		p.Events = append(p.Events, warningEvent(v.Reason, ActionEndAttempt, msg))
 		p.requeueIn(wait)
 	}
@@ -242,7 +242,7 @@ func exhaustedMessage(n int, last *evalv1.AttemptStatus) string {
 
 func podsPendingMessage(n int32, t *evalv1.Trial) string {
 	return fmt.Sprintf("waiting for pods %s and %s of attempt %d",
-		PodName(t.Name, n, RoleDBService), PodName(t.Name, n, RoleRunner), n)
+		PodName(t.Name, n, evalv1.RoleDBService), PodName(t.Name, n, evalv1.RoleRunner), n)
 }
 
 // complete gives the trial its final outcome.
@@ -289,7 +289,7 @@ func (p *plan) startNext(w *world) {
 			next := last.EndTime.Add(backoffAfter(t, infraFailures(st)))
 			if w.Now.Before(next) {
 				st.Phase = evalv1.PhasePending
-				p.cond(evalv1.TrialCompleted, false, ReasonBackoff, backoffMessage(last, next))
+				p.cond(evalv1.TrialCompleted, false, evalv1.ReasonBackoff, backoffMessage(last, next))
 				p.requeueIn(next.Sub(w.Now))
 				return
 			}
@@ -300,8 +300,8 @@ func (p *plan) startNext(w *world) {
 	now := metav1.NewTime(w.Now)
 	a := evalv1.AttemptStatus{
 		Number: n, ID: AttemptID(t, n), StartTime: &now,
-		Outcome: OutcomeRunning, Reason: ReasonStarting,
-		RunnerPod: PodName(t.Name, n, RoleRunner), DBServicePod: PodName(t.Name, n, RoleDBService),
+		Outcome: evalv1.OutcomeRunning, Reason: evalv1.ReasonStarting,
+		RunnerPod: PodName(t.Name, n, evalv1.RoleRunner), DBServicePod: PodName(t.Name, n, evalv1.RoleDBService),
 	}
 	st.Attempts = append(st.Attempts, a)
 	if st.StartTime == nil {
@@ -311,16 +311,16 @@ func (p *plan) startNext(w *world) {
 	st.TaskID = w.Task.Desc.TaskID
 	st.Phase = evalv1.PhaseStarting
 	msg := fmt.Sprintf("attempt %d of %d is starting", n, maxAttempts(t))
-	p.cond(evalv1.TrialCompleted, false, ReasonStarting, msg)
-	p.cond(evalv1.TrialPodsReady, false, ReasonPodsPending, podsPendingMessage(n, t))
-	p.cond(evalv1.TrialRegistered, false, ReasonNotRegistered,
+	p.cond(evalv1.TrialCompleted, false, evalv1.ReasonStarting, msg)
+	p.cond(evalv1.TrialPodsReady, false, evalv1.ReasonPodsPending, podsPendingMessage(n, t))
+	p.cond(evalv1.TrialRegistered, false, evalv1.ReasonNotRegistered,
 		fmt.Sprintf("attempt %d is not registered yet", n))
 
 	p.Claim = &attemptInput{Trial: t.DeepCopy(), Number: n, Task: w.Task}
 	p.ClaimID = a.ID
 	p.EnsureNP = !w.HasNetworkPolicy
-	p.CreatePod = []string{RoleDBService, RoleRunner}
-	p.Events = append(p.Events, normalEvent(ReasonStarting, ActionStartAttempt,
+	p.CreatePod = []string{evalv1.RoleDBService, evalv1.RoleRunner}
+	p.Events = append(p.Events, normalEvent(evalv1.ReasonStarting, ActionStartAttempt,
 		fmt.Sprintf("attempt %d of %d: creating pods %s and %s", n, maxAttempts(t), a.DBServicePod, a.RunnerPod)))
 	p.requeueIn(podsReadyTimeout(t))
 }

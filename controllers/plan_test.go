@@ -30,7 +30,7 @@ func resolvedShop() *ResolvedTask {
 
 func readyPod(tr *evalv1.Trial, n int32, role, ip string) *corev1.Pod {
 	p := DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, n})
-	if role == RoleRunner {
+	if role == evalv1.RoleRunner {
 		p = RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, n})
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
@@ -55,13 +55,13 @@ func podsOf(ps ...*corev1.Pod) map[int32]map[string]*corev1.Pod {
 	out := map[int32]map[string]*corev1.Pod{}
 	for _, p := range ps {
 		n := int32(0)
-		for _, c := range p.Labels[LabelAttempt] {
+		for _, c := range p.Labels[evalv1.LabelAttempt] {
 			n = n*10 + int32(c-'0')
 		}
 		if out[n] == nil {
 			out[n] = map[string]*corev1.Pod{}
 		}
-		out[n][p.Labels[LabelRole]] = p
+		out[n][p.Labels[evalv1.LabelRole]] = p
 	}
 	return out
 }
@@ -71,7 +71,7 @@ func running(n int32, earlier ...evalv1.AttemptStatus) *evalv1.Trial {
 	tr := testTrial()
 	tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: 10 * time.Second}}
 	tr.Status.Attempts = append(earlier, evalv1.AttemptStatus{Number: n, ID: AttemptID(tr, n), StartTime: mt(0),
-		Outcome: OutcomeRunning, Reason: ReasonStarting})
+		Outcome: evalv1.OutcomeRunning, Reason: evalv1.ReasonStarting})
 	tr.Status.Phase = evalv1.PhaseStarting
 	tr.Status.StartTime = mt(0)
 	return tr
@@ -93,24 +93,24 @@ func TestPlanStartsTheFirstAttempt(t *testing.T) {
 		t.Fatalf("attempts = %+v", st.Attempts)
 	}
 	a := st.Attempts[0]
-	want := evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", StartTime: mt(0), Outcome: OutcomeRunning,
-		Reason: ReasonStarting, RunnerPod: "t1-a1-runner", DBServicePod: "t1-a1-dbservice"}
+	want := evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", StartTime: mt(0), Outcome: evalv1.OutcomeRunning,
+		Reason: evalv1.ReasonStarting, RunnerPod: "t1-a1-runner", DBServicePod: "t1-a1-dbservice"}
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("attempt (-want +got):\n%s", diff)
 	}
 	if st.Phase != evalv1.PhaseStarting || st.TaskID != "shop_orders_02" || st.Agent != "oracle" || st.AttemptCount != 1 {
 		t.Errorf("status = phase %s task %q agent %q count %d", st.Phase, st.TaskID, st.Agent, st.AttemptCount)
 	}
-	if c := cond(&st, evalv1.TrialCompleted); c.Status != metav1.ConditionFalse || c.Reason != ReasonStarting {
+	if c := cond(&st, evalv1.TrialCompleted); c.Status != metav1.ConditionFalse || c.Reason != evalv1.ReasonStarting {
 		t.Errorf("Completed = %+v", c)
 	}
 	if p.Claim == nil || p.ClaimID != "uid-1-1" || !p.EnsureNP || !p.TrialStarted {
 		t.Errorf("effects: claim %v id %q np %v started %v", p.Claim != nil, p.ClaimID, p.EnsureNP, p.TrialStarted)
 	}
-	if diff := cmp.Diff([]string{RoleDBService, RoleRunner}, p.CreatePod); diff != "" {
+	if diff := cmp.Diff([]string{evalv1.RoleDBService, evalv1.RoleRunner}, p.CreatePod); diff != "" {
 		t.Errorf("pods to create (-want +got):\n%s", diff)
 	}
-	if len(p.Events) != 1 || p.Events[0].Reason != ReasonStarting || p.Events[0].Type != corev1.EventTypeNormal {
+	if len(p.Events) != 1 || p.Events[0].Reason != evalv1.ReasonStarting || p.Events[0].Type != corev1.EventTypeNormal {
 		t.Errorf("events = %+v", p.Events)
 	}
 	if p.RequeueAfter != DefaultPodsReadyTimeout {
@@ -126,7 +126,7 @@ func TestPlanIsStable(t *testing.T) {
 	first := planTrial(&world{Now: t0, Trial: tr, Task: resolvedShop()})
 	tr.Status = first.Status
 	w := &world{Now: t0.Add(time.Second), Trial: tr, Driver: &driverView{AttemptID: "uid-1-1", State: stateClaimed},
-		PodsCreated: map[string]bool{RoleRunner: true, RoleDBService: true}, PodsSeen: map[string]bool{},
+		PodsCreated: map[string]bool{evalv1.RoleRunner: true, evalv1.RoleDBService: true}, PodsSeen: map[string]bool{},
 		HasNetworkPolicy: true}
 	second := planTrial(w)
 	if diff := cmp.Diff(first.Status, second.Status); diff != "" {
@@ -138,7 +138,7 @@ func TestPlanIsStable(t *testing.T) {
 }
 
 func TestPlanActiveAttempt(t *testing.T) {
-	seenBoth := map[string]bool{RoleRunner: true, RoleDBService: true}
+	seenBoth := map[string]bool{evalv1.RoleRunner: true, evalv1.RoleDBService: true}
 	for _, tc := range []struct {
 		name string
 		w    func() *world
@@ -150,7 +150,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(2 * time.Second), Trial: tr,
-					Pods:        podsOf(readyPod(tr, 1, RoleRunner, "10.0.0.1"), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Pods:        podsOf(readyPod(tr, 1, evalv1.RoleRunner, "10.0.0.1"), readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2")),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
 					PodsCreated: seenBoth, PodsSeen: seenBoth}
 			},
@@ -158,7 +158,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 				if !p.Submit || p.RunnerIP != "10.0.0.1" || p.DBIP != "10.0.0.2" {
 					t.Errorf("submit %v %q %q", p.Submit, p.RunnerIP, p.DBIP)
 				}
-				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionTrue || c.Reason != ReasonPodsReady {
+				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionTrue || c.Reason != evalv1.ReasonPodsReady {
 					t.Errorf("PodsReady = %+v", c)
 				}
 				if p.Status.Phase != evalv1.PhaseStarting {
@@ -171,7 +171,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(3 * time.Second), Trial: tr,
-					Pods:        podsOf(readyPod(tr, 1, RoleRunner, "10.0.0.1"), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Pods:        podsOf(readyPod(tr, 1, evalv1.RoleRunner, "10.0.0.1"), readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2")),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true},
 					PodsCreated: seenBoth, PodsSeen: seenBoth}
 			},
@@ -182,10 +182,10 @@ func TestPlanActiveAttempt(t *testing.T) {
 				if p.Status.Phase != evalv1.PhaseRunning {
 					t.Errorf("phase = %s", p.Status.Phase)
 				}
-				if c := cond(&p.Status, evalv1.TrialRegistered); c.Status != metav1.ConditionTrue || c.Reason != ReasonRegistered {
+				if c := cond(&p.Status, evalv1.TrialRegistered); c.Status != metav1.ConditionTrue || c.Reason != evalv1.ReasonRegistered {
 					t.Errorf("Registered = %+v", c)
 				}
-				if c := cond(&p.Status, evalv1.TrialCompleted); c.Reason != ReasonRunning {
+				if c := cond(&p.Status, evalv1.TrialCompleted); c.Reason != evalv1.ReasonRunning {
 					t.Errorf("Completed = %+v", c)
 				}
 			},
@@ -195,18 +195,18 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(time.Minute), Trial: tr,
-					Pods: podsOf(readyPod(tr, 1, RoleRunner, "10.0.0.1"), readyPod(tr, 1, RoleDBService, "10.0.0.2"))}
+					Pods: podsOf(readyPod(tr, 1, evalv1.RoleRunner, "10.0.0.1"), readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2"))}
 			},
 			check: func(t *testing.T, p plan) {
 				a := p.Status.Attempts[0]
-				if a.Outcome != OutcomeInfraFailed || a.Reason != ReasonManagerRestarted || a.EndTime == nil || !a.EndTime.Time.Equal(t0.Add(time.Minute)) {
+				if a.Outcome != evalv1.OutcomeInfraFailed || a.Reason != evalv1.ReasonManagerRestarted || a.EndTime == nil || !a.EndTime.Time.Equal(t0.Add(time.Minute)) {
 					t.Errorf("attempt = %+v", a)
 				}
 				if p.Status.Phase != evalv1.PhasePending {
 					t.Errorf("phase = %s", p.Status.Phase)
 				}
 				c := cond(&p.Status, evalv1.TrialCompleted)
-				if c.Reason != ReasonBackoff || c.Message != "attempt 1 failed (ManagerRestarted): attempt 1 was started by a manager process that is gone; its driver did not survive the restart; attempt 2 starts at 2026-11-30T12:01:10Z" {
+				if c.Reason != evalv1.ReasonBackoff || c.Message != "attempt 1 failed (ManagerRestarted): attempt 1 was started by a manager process that is gone; its driver did not survive the restart; attempt 2 starts at 2026-11-30T12:01:10Z" {
 					t.Errorf("Completed = %+v", c)
 				}
 				if p.RequeueAfter != 10*time.Second {
@@ -228,23 +228,23 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(5 * time.Second), Trial: tr,
-					Pods:        podsOf(killedPod(tr, 1, RoleRunner), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Pods:        podsOf(killedPod(tr, 1, evalv1.RoleRunner), readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2")),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true},
 					PodsCreated: seenBoth, PodsSeen: seenBoth}
 			},
 			check: func(t *testing.T, p plan) {
 				a := p.Status.Attempts[0]
-				if a.Outcome != OutcomeInfraFailed || a.Reason != ReasonPodFailed ||
+				if a.Outcome != evalv1.OutcomeInfraFailed || a.Reason != evalv1.ReasonPodFailed ||
 					a.Message != "pod t1-a1-runner container runner exited with code 137" {
 					t.Errorf("attempt = %+v", a)
 				}
 				if p.Cancel != ErrAttemptAbandoned {
 					t.Errorf("cancel = %v", p.Cancel)
 				}
-				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionFalse || c.Reason != ReasonPodFailed {
+				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionFalse || c.Reason != evalv1.ReasonPodFailed {
 					t.Errorf("PodsReady = %+v", c)
 				}
-				if len(p.Events) != 1 || p.Events[0].Reason != ReasonPodFailed || p.Events[0].Type != corev1.EventTypeWarning {
+				if len(p.Events) != 1 || p.Events[0].Reason != evalv1.ReasonPodFailed || p.Events[0].Type != corev1.EventTypeWarning {
 					t.Errorf("events = %+v", p.Events)
 				}
 			},
@@ -254,13 +254,13 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(5 * time.Second), Trial: tr,
-					Pods:        podsOf(readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Pods:        podsOf(readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2")),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateQueued},
 					PodsCreated: seenBoth, PodsSeen: seenBoth}
 			},
 			check: func(t *testing.T, p plan) {
 				a := p.Status.Attempts[0]
-				if a.Reason != ReasonPodLost || a.Message != "pod t1-a1-runner disappeared" {
+				if a.Reason != evalv1.ReasonPodLost || a.Message != "pod t1-a1-runner disappeared" {
 					t.Errorf("attempt = %+v", a)
 				}
 				if p.Cancel != ErrAttemptAbandoned {
@@ -273,15 +273,15 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(time.Second), Trial: tr,
-					Pods:        podsOf(pendingPod(tr, 1, RoleDBService)),
+					Pods:        podsOf(pendingPod(tr, 1, evalv1.RoleDBService)),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
-					PodsCreated: seenBoth, PodsSeen: map[string]bool{RoleDBService: true}}
+					PodsCreated: seenBoth, PodsSeen: map[string]bool{evalv1.RoleDBService: true}}
 			},
 			check: func(t *testing.T, p plan) {
-				if len(p.CreatePod) != 0 || p.Status.Attempts[0].Outcome != OutcomeRunning {
+				if len(p.CreatePod) != 0 || p.Status.Attempts[0].Outcome != evalv1.OutcomeRunning {
 					t.Errorf("create %v, attempt %+v", p.CreatePod, p.Status.Attempts[0])
 				}
-				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Reason != ReasonPodsPending ||
+				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Reason != evalv1.ReasonPodsPending ||
 					c.Message != "waiting for pods t1-a1-dbservice and t1-a1-runner of attempt 1" {
 					t.Errorf("PodsReady = %+v", c)
 				}
@@ -292,12 +292,12 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(time.Second), Trial: tr,
-					Pods:        podsOf(pendingPod(tr, 1, RoleDBService)),
+					Pods:        podsOf(pendingPod(tr, 1, evalv1.RoleDBService)),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
-					PodsCreated: map[string]bool{RoleDBService: true}, PodsSeen: map[string]bool{RoleDBService: true}}
+					PodsCreated: map[string]bool{evalv1.RoleDBService: true}, PodsSeen: map[string]bool{evalv1.RoleDBService: true}}
 			},
 			check: func(t *testing.T, p plan) {
-				if diff := cmp.Diff([]string{RoleRunner}, p.CreatePod); diff != "" {
+				if diff := cmp.Diff([]string{evalv1.RoleRunner}, p.CreatePod); diff != "" {
 					t.Errorf("create (-want +got):\n%s", diff)
 				}
 			},
@@ -307,13 +307,13 @@ func TestPlanActiveAttempt(t *testing.T) {
 			w: func() *world {
 				tr := running(1)
 				return &world{Now: t0.Add(DefaultPodsReadyTimeout), Trial: tr,
-					Pods:        podsOf(pendingPod(tr, 1, RoleRunner), readyPod(tr, 1, RoleDBService, "10.0.0.2")),
+					Pods:        podsOf(pendingPod(tr, 1, evalv1.RoleRunner), readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2")),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
 					PodsCreated: seenBoth, PodsSeen: seenBoth}
 			},
 			check: func(t *testing.T, p plan) {
 				a := p.Status.Attempts[0]
-				if a.Reason != ReasonPodsNotReady || a.Message != "pods of attempt 1 not ready after 5m0s: t1-a1-runner (Pending)" {
+				if a.Reason != evalv1.ReasonPodsNotReady || a.Message != "pods of attempt 1 not ready after 5m0s: t1-a1-runner (Pending)" {
 					t.Errorf("attempt = %+v", a)
 				}
 			},
@@ -322,11 +322,11 @@ func TestPlanActiveAttempt(t *testing.T) {
 			name: "third infra failure: InfraFailed, no fourth attempt",
 			w: func() *world {
 				tr := running(3,
-					evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", Outcome: OutcomeInfraFailed, Reason: ReasonPodFailed, EndTime: mt(-time.Minute)},
-					evalv1.AttemptStatus{Number: 2, ID: "uid-1-2", Outcome: OutcomeInfraFailed, Reason: ReasonPodFailed, EndTime: mt(-time.Second)})
+					evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonPodFailed, EndTime: mt(-time.Minute)},
+					evalv1.AttemptStatus{Number: 2, ID: "uid-1-2", Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonPodFailed, EndTime: mt(-time.Second)})
 				return &world{Now: t0.Add(time.Second), Trial: tr,
 					Driver: &driverView{AttemptID: "uid-1-3", State: stateDone, Result: &host.AttemptResult{
-						Outcome: host.OutcomeInfraFailed, Reason: host.ReasonRunnerUnavailable, Message: "runner unreachable"}}}
+						Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonRunnerUnavailable, Message: "runner unreachable"}}}
 			},
 			check: func(t *testing.T, p plan) {
 				if p.Status.Phase != evalv1.PhaseInfraFailed {
@@ -340,7 +340,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 				if p.CompletedReason != "InfraFailed" || len(p.AttemptsEnded) != 1 || p.Claim != nil {
 					t.Errorf("effects: completed %q ended %v claim %v", p.CompletedReason, p.AttemptsEnded, p.Claim != nil)
 				}
-				if len(p.Events) != 2 || p.Events[0].Reason != host.ReasonRunnerUnavailable || p.Events[1].Reason != "InfraFailed" {
+				if len(p.Events) != 2 || p.Events[0].Reason != evalv1.ReasonRunnerUnavailable || p.Events[1].Reason != "InfraFailed" {
 					t.Errorf("events = %+v", p.Events)
 				}
 			},
@@ -355,10 +355,10 @@ func TestPlanActiveAttempt(t *testing.T) {
 func TestPlanRecordsTheGradeOnce(t *testing.T) {
 	grade := &runnerpb.Grade{BinaryPass: true, Score: 1, Reasons: "State: hash match",
 		Components: &runnerpb.GradeComponents{StateChecks: 1, TranscriptRules: -1, LlmJudge: -1, CustomChecks: -1}}
-	res := &host.AttemptResult{Outcome: host.OutcomeGraded, Reason: host.ReasonPassed, Grade: grade, Turns: 2,
+	res := &host.AttemptResult{Outcome: evalv1.OutcomePassed, Reason: evalv1.ReasonPassed, Grade: grade, Turns: 2,
 		TerminationReason: task.TerminationUserStop, ArtifactsPath: "/a/t1/attempt-2",
 		AgentUsage: host.Usage{Calls: 2, PromptTokens: 100, CompletionTokens: 10, CostUSD: 0.5}}
-	tr := running(2, evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", Outcome: OutcomeInfraFailed, Reason: ReasonPodFailed, EndTime: mt(-time.Second)})
+	tr := running(2, evalv1.AttemptStatus{Number: 1, ID: "uid-1-1", Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonPodFailed, EndTime: mt(-time.Second)})
 	tr.Status.Usage = &evalv1.Usage{Agent: evalv1.TokenUsage{Calls: 1, PromptTokens: 50, CostUSD: 0.25}, TotalTokens: 50, TotalCostUSD: 0.25}
 	p := planTrial(&world{Now: t0.Add(time.Second), Trial: tr,
 		Driver: &driverView{AttemptID: "uid-1-2", State: stateDone, Result: res}})
@@ -397,15 +397,15 @@ func TestPlanWaitsForBackoffThenStartsTheNextAttempt(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: 10 * time.Second}}
 	tr.Status.Phase = evalv1.PhasePending
-	tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", Outcome: OutcomeInfraFailed,
-		Reason: ReasonPodFailed, Message: "boom", EndTime: mt(0)}}
+	tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", Outcome: evalv1.OutcomeInfraFailed,
+		Reason: evalv1.ReasonPodFailed, Message: "boom", EndTime: mt(0)}}
 	tr.Status.StartTime = mt(-time.Minute)
 
 	early := planTrial(&world{Now: t0.Add(4 * time.Second), Trial: tr, Task: resolvedShop()})
 	if early.Claim != nil || len(early.Status.Attempts) != 1 || early.RequeueAfter != 6*time.Second {
 		t.Errorf("before backoff: claim %v attempts %d requeue %s", early.Claim != nil, len(early.Status.Attempts), early.RequeueAfter)
 	}
-	if c := cond(&early.Status, evalv1.TrialCompleted); c.Reason != ReasonBackoff ||
+	if c := cond(&early.Status, evalv1.TrialCompleted); c.Reason != evalv1.ReasonBackoff ||
 		!strings.HasSuffix(c.Message, "attempt 2 starts at 2026-11-30T12:00:10Z") {
 		t.Errorf("Completed = %+v", c)
 	}
@@ -430,11 +430,11 @@ func TestPlanTaskProblems(t *testing.T) {
 		wantStatus metav1.ConditionStatus
 		wantReason string
 	}{
-		{"missing task waits", &TaskError{Reason: ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found")},
-			evalv1.PhasePending, metav1.ConditionFalse, ReasonTaskNotFound},
-		{"unreadable configmap waits", &TaskError{Reason: ReasonInitialStateUnavailable, Transient: true, Err: errString("configMap not found")},
-			evalv1.PhasePending, metav1.ConditionFalse, ReasonInitialStateUnavailable},
-		{"invalid description is final", &TaskError{Reason: ReasonInvalidDescription, Err: errString("spec.task.bogus: unknown key")},
+		{"missing task waits", &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found")},
+			evalv1.PhasePending, metav1.ConditionFalse, evalv1.ReasonTaskNotFound},
+		{"unreadable configmap waits", &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Transient: true, Err: errString("configMap not found")},
+			evalv1.PhasePending, metav1.ConditionFalse, evalv1.ReasonInitialStateUnavailable},
+		{"invalid description is final", &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: errString("spec.task.bogus: unknown key")},
 			evalv1.PhaseInvalid, metav1.ConditionTrue, "Invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -455,18 +455,18 @@ func TestPlanCollectsPods(t *testing.T) {
 	tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
 	tr.Status.Phase = evalv1.PhasePassed
 	tr.Status.Attempts = []evalv1.AttemptStatus{
-		{Number: 1, Outcome: OutcomeInfraFailed, EndTime: mt(-90 * time.Second)}, // ttl over
-		{Number: 2, Outcome: OutcomeInfraFailed, EndTime: mt(-30 * time.Second)}, // kept 30s more
-		{Number: 3, Outcome: OutcomePassed, EndTime: mt(0)},                      // passed: now
+		{Number: 1, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-90 * time.Second)}, // ttl over
+		{Number: 2, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-30 * time.Second)}, // kept 30s more
+		{Number: 3, Outcome: evalv1.OutcomePassed, EndTime: mt(0)},                      // passed: now
 	}
 	now := metav1.NewTime(t0)
-	deleting := readyPod(tr, 1, RoleDBService, "x")
+	deleting := readyPod(tr, 1, evalv1.RoleDBService, "x")
 	deleting.DeletionTimestamp = &now
-	stray := readyPod(tr, 9, RoleRunner, "x")
+	stray := readyPod(tr, 9, evalv1.RoleRunner, "x")
 	stray.OwnerReferences[0].UID = "old"
 	w := &world{Now: t0, Trial: tr, Strays: []*corev1.Pod{stray},
-		Pods: podsOf(readyPod(tr, 1, RoleRunner, "x"), deleting,
-			readyPod(tr, 2, RoleRunner, "x"), readyPod(tr, 3, RoleRunner, "x"), readyPod(tr, 4, RoleRunner, "x"))}
+		Pods: podsOf(readyPod(tr, 1, evalv1.RoleRunner, "x"), deleting,
+			readyPod(tr, 2, evalv1.RoleRunner, "x"), readyPod(tr, 3, evalv1.RoleRunner, "x"), readyPod(tr, 4, evalv1.RoleRunner, "x"))}
 	p := planTrial(w)
 	if diff := cmp.Diff([]int32{1, 3}, p.DeletePodsOf); diff != "" {
 		t.Errorf("delete (-want +got):\n%s", diff)

@@ -66,10 +66,6 @@ func shortName(base string, limit int) string {
 	return base[:limit-11] + "-" + h
 }
 
-// TrialLabelValue is the value of LabelTrial for a trial name: label values
-// stop at 63 characters, object names at 253.
-func TrialLabelValue(name string) string { return shortName(name, 63) }
-
 // PodName is the deterministic name of an attempt's pod, so a create retried
 // after a lost response finds its own pod instead of making a second one.
 func PodName(trial string, attempt int32, role string) string {
@@ -81,13 +77,13 @@ func PodName(trial string, attempt int32, role string) string {
 // policy and the pod deletion all select on them.
 func podLabels(trial string, attempt int32, role string) map[string]string {
 	return map[string]string{
-		LabelName:      AppName,
-		LabelManagedBy: ManagedByValue,
-		LabelComponent: role,
-		LabelInstance:  TrialLabelValue(trial),
-		LabelTrial:     TrialLabelValue(trial),
-		LabelAttempt:   strconv.Itoa(int(attempt)),
-		LabelRole:      role,
+		evalv1.LabelName:      evalv1.AppName,
+		evalv1.LabelManagedBy: evalv1.ManagedByValue,
+		evalv1.LabelComponent: role,
+		evalv1.LabelInstance:  evalv1.LabelValue(trial),
+		evalv1.LabelTrial:     evalv1.LabelValue(trial),
+		evalv1.LabelAttempt:   strconv.Itoa(int(attempt)),
+		evalv1.LabelRole:      role,
 	}
 }
 
@@ -116,7 +112,7 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		fmt.Sprintf("--listen=$(%s):%d", podIPEnv, RunnerPort),
 		"--work-dir=" + RunnerWorkDir,
 	}
-	c := baseContainer(cfg, RoleRunner, t.Spec.Runner, args)
+	c := baseContainer(cfg, evalv1.RoleRunner, t.Spec.Runner, args)
 	c.Ports = []corev1.ContainerPort{{Name: "grpc", ContainerPort: RunnerPort, Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: RunnerPort}},
@@ -130,7 +126,7 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		}})
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: RunnerWorkDir})
-	pod := basePod(a, RoleRunner, t.Spec.Runner, c)
+	pod := basePod(a, evalv1.RoleRunner, t.Spec.Runner, c)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
@@ -141,7 +137,7 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 func DBServicePod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	t := a.Trial
 	args := []string{"dbservice", fmt.Sprintf("--listen=$(%s):%d", podIPEnv, DBServicePort)}
-	c := baseContainer(cfg, RoleDBService, t.Spec.DBService, args)
+	c := baseContainer(cfg, evalv1.RoleDBService, t.Spec.DBService, args)
 	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: DBServicePort, Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
@@ -151,7 +147,7 @@ func DBServicePod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		TimeoutSeconds:   2,
 		FailureThreshold: 3,
 	}
-	return basePod(a, RoleDBService, t.Spec.DBService, c)
+	return basePod(a, evalv1.RoleDBService, t.Spec.DBService, c)
 }
 
 // baseContainer is what both roles share: the image, the downward-API pod IP
@@ -250,15 +246,15 @@ func observePod(p *corev1.Pod) (podHealth, string, string) {
 		return podAbsent, "", ""
 	}
 	if p.DeletionTimestamp != nil {
-		return podGone, ReasonPodLost, fmt.Sprintf("pod %s is being deleted", p.Name)
+		return podGone, evalv1.ReasonPodLost, fmt.Sprintf("pod %s is being deleted", p.Name)
 	}
 	switch p.Status.Phase {
 	case corev1.PodFailed, corev1.PodSucceeded:
-		return podGone, ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
+		return podGone, evalv1.ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
-			return podGone, ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
+			return podGone, evalv1.ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
 		}
 	}
 	for _, c := range p.Status.Conditions {

@@ -206,9 +206,9 @@ func TestNamesStayWithinLimits(t *testing.T) {
 		name, got string
 		limit     int
 	}{
-		{"label", TrialLabelValue(long), 63},
-		{"runner pod", PodName(long, 20, RoleRunner), 253},
-		{"dbservice pod", PodName(long, 20, RoleDBService), 253},
+		{"label", evalv1.LabelValue(long), 63},
+		{"runner pod", PodName(long, 20, evalv1.RoleRunner), 253},
+		{"dbservice pod", PodName(long, 20, evalv1.RoleDBService), 253},
 		{"network policy", NetworkPolicyName(long), 253},
 	} {
 		if len(tc.got) > tc.limit {
@@ -222,11 +222,11 @@ func TestNamesStayWithinLimits(t *testing.T) {
 		}
 	}
 	// Two long names that share a prefix must not collide.
-	a, b := TrialLabelValue(long+"x"), TrialLabelValue(long+"y")
+	a, b := evalv1.LabelValue(long+"x"), evalv1.LabelValue(long+"y")
 	if a == b {
 		t.Errorf("label values collide: %q", a)
 	}
-	if got := TrialLabelValue("short"); got != "short" {
+	if got := evalv1.LabelValue("short"); got != "short" {
 		t.Errorf("short name changed: %q", got)
 	}
 }
@@ -251,11 +251,11 @@ func TestObservePod(t *testing.T) {
 			Phase: corev1.PodFailed,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "runner", State: corev1.ContainerState{
 				Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error"}}}},
-		}}, podGone, ReasonPodFailed, "pod p container runner exited with code 137 (Error)"},
+		}}, podGone, evalv1.ReasonPodFailed, "pod p container runner exited with code 137 (Error)"},
 		{"deleting", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Status: ready},
-			podGone, ReasonPodLost, "pod p is being deleted"},
+			podGone, evalv1.ReasonPodLost, "pod p is being deleted"},
 		{"evicted", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
-			Phase: corev1.PodFailed, Reason: "Evicted"}}, podGone, ReasonPodFailed, "pod p is Failed (Evicted)"},
+			Phase: corev1.PodFailed, Reason: "Evicted"}}, podGone, evalv1.ReasonPodFailed, "pod p is Failed (Evicted)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, reason, msg := observePod(tc.pod)

@@ -275,7 +275,7 @@ func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry
 		p.gaugesLocked()
 		p.mu.Unlock()
 		p.finish(ctx, key, e, host.AttemptResult{
-			Outcome: host.OutcomeInfraFailed, Reason: ReasonCanceled,
+			Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonCanceled,
 			Message: fmt.Sprintf("canceled before a driver was free: %v", context.Cause(ctx)),
 		})
 		return

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
 )
 
@@ -46,9 +47,9 @@ func blockingRun(started chan<- string, release <-chan struct{}, name string) Dr
 		started <- name
 		select {
 		case <-release:
-			return host.AttemptResult{Outcome: host.OutcomeGraded, Reason: name}
+			return host.AttemptResult{Outcome: evalv1.OutcomePassed, Reason: name}
 		case <-ctx.Done():
-			return host.AttemptResult{Outcome: host.OutcomeInfraFailed, Reason: host.ReasonCanceled, Message: context.Cause(ctx).Error()}
+			return host.AttemptResult{Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonCanceled, Message: context.Cause(ctx).Error()}
 		}
 	}
 }
@@ -122,7 +123,7 @@ func TestPoolSubmitIsIdempotentAndNeedsAClaim(t *testing.T) {
 	var runs atomic.Int32
 	run := func(ctx context.Context, registered func()) host.AttemptResult {
 		runs.Add(1)
-		return host.AttemptResult{Outcome: host.OutcomeGraded}
+		return host.AttemptResult{Outcome: evalv1.OutcomePassed}
 	}
 	if p.Submit(keyA, "a-1", run) {
 		t.Fatal("submit without a claim accepted")
@@ -195,7 +196,7 @@ func TestPoolCancelsAQueuedAttemptWithoutRunningIt(t *testing.T) {
 		t.Fatalf("event for %s", got)
 	}
 	v, _ := p.View(keyB)
-	if v.Result == nil || v.Result.Reason != ReasonCanceled || !errors.Is(v.Cause, ErrAttemptAbandoned) {
+	if v.Result == nil || v.Result.Reason != evalv1.ReasonCanceled || !errors.Is(v.Cause, ErrAttemptAbandoned) {
 		t.Errorf("view = %+v", v)
 	}
 	close(release)
@@ -223,7 +224,7 @@ func TestPoolStopDropsResults(t *testing.T) {
 		started <- "a"
 		<-ctx.Done()
 		cause.Store(context.Cause(ctx))
-		return host.AttemptResult{Outcome: host.OutcomeInfraFailed}
+		return host.AttemptResult{Outcome: evalv1.OutcomeInfraFailed}
 	})
 	<-started
 	cancel()
@@ -263,7 +264,7 @@ func TestPoolReleaseDropsTheHeavyParts(t *testing.T) {
 	p, _ := startPool(t, 1)
 	p.Claim(keyA, "a-1", nil)
 	p.Submit(keyA, "a-1", func(context.Context, func()) host.AttemptResult {
-		return host.AttemptResult{Outcome: host.OutcomeGraded, Turns: 3, Transcript: make([]task.Message, 10)}
+		return host.AttemptResult{Outcome: evalv1.OutcomePassed, Turns: 3, Transcript: make([]task.Message, 10)}
 	})
 	nextEvent(t, p)
 	p.Release(keyA, "a-1")
@@ -276,15 +277,15 @@ func TestPoolReleaseDropsTheHeavyParts(t *testing.T) {
 func TestPoolPodBookkeeping(t *testing.T) {
 	p := NewPool(1, nil, logr.Discard())
 	p.Claim(keyA, "a-1", nil)
-	p.MarkPodCreated(keyA, "a-1", RoleRunner)
-	p.ObservePod(keyA, "a-1", RoleRunner)
-	p.ObservePod(keyA, "a-0", RoleDBService) // another attempt: ignored
+	p.MarkPodCreated(keyA, "a-1", evalv1.RoleRunner)
+	p.ObservePod(keyA, "a-1", evalv1.RoleRunner)
+	p.ObservePod(keyA, "a-0", evalv1.RoleDBService) // another attempt: ignored
 	created, seen := p.PodBookkeeping(keyA, "a-1")
-	if !created[RoleRunner] || created[RoleDBService] || !seen[RoleRunner] || seen[RoleDBService] {
+	if !created[evalv1.RoleRunner] || created[evalv1.RoleDBService] || !seen[evalv1.RoleRunner] || seen[evalv1.RoleDBService] {
 		t.Errorf("created %v seen %v", created, seen)
 	}
-	created[RoleDBService] = true
-	if c, _ := p.PodBookkeeping(keyA, "a-1"); c[RoleDBService] {
+	created[evalv1.RoleDBService] = true
+	if c, _ := p.PodBookkeeping(keyA, "a-1"); c[evalv1.RoleDBService] {
 		t.Error("bookkeeping returned its own map")
 	}
 	if c, s := p.PodBookkeeping(keyA, "a-2"); c != nil || s != nil {

@@ -176,7 +176,7 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	if gotKey != secretValue {
 		t.Errorf("actor got key %q", gotKey)
 	}
-	if res.Outcome != host.OutcomeInvalid || res.Reason != host.ReasonInvalidConfig || res.Message != "agent: stop here" {
+	if res.Outcome != evalv1.OutcomeInvalid || res.Reason != evalv1.ReasonInvalidConfig || res.Message != "agent: stop here" {
 		t.Errorf("result = %+v", res)
 	}
 
@@ -184,7 +184,7 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	// named without the value.
 	tr.Spec.Agent.APIKeySecretRef.Key = "absent"
 	res = d.Drive(in, "10.0.0.1", "10.0.0.2")(context.Background(), func() {})
-	if res.Outcome != host.OutcomeInfraFailed || res.Reason != ReasonAPIKeyUnavailable ||
+	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonAPIKeyUnavailable ||
 		res.Message != `agent API key: secret ns/keys has no key "absent"` {
 		t.Errorf("result = %+v", res)
 	}

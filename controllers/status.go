@@ -15,7 +15,7 @@ import (
 const maxStatusConflicts = 3
 
 // writeTrialStatus writes desired as the Trial's status in one merge patch
-// guarded by the Trial's resourceVersion, under FieldOwner. A conflict means
+// guarded by the Trial's resourceVersion, under evalv1.FieldManager. A conflict means
 // the plan was made from a stale Trial: the caller replans from a fresh read
 // rather than forcing, so a stale cache can never record an attempt or a
 // grade twice. It returns the object as written (or t when nothing changed).
@@ -26,7 +26,7 @@ func writeTrialStatus(ctx context.Context, c client.Client, t *evalv1.Trial, des
 	updated := t.DeepCopy()
 	updated.Status = *desired.DeepCopy()
 	patch := client.MergeFromWithOptions(t, client.MergeFromWithOptimisticLock{})
-	if err := c.Status().Patch(ctx, updated, patch, client.FieldOwner(FieldOwner)); err != nil {
+	if err := c.Status().Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
 		return nil, false, fmt.Errorf("write status of trial %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return updated, true, nil

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/examples/shop"
 )
 
@@ -146,7 +145,7 @@ func findCond(cs []metav1.Condition, typ string) *metav1.Condition {
 func podsOf(key types.NamespacedName) []corev1.Pod {
 	var pods corev1.PodList
 	Expect(h.client.List(ctx, &pods, client.InNamespace(key.Namespace),
-		client.MatchingLabels{controllers.LabelTrial: controllers.TrialLabelValue(key.Name)})).To(Succeed())
+		client.MatchingLabels{evalv1.LabelTrial: evalv1.LabelValue(key.Name)})).To(Succeed())
 	return pods.Items
 }
 

@@ -101,14 +101,14 @@ func TaskStatusFor(t *evalv1.Task, resolved *ResolvedTask, te *TaskError) evalv1
 		ObservedGeneration: t.Generation,
 		Conditions:         append([]metav1.Condition(nil), t.Status.Conditions...),
 	}
-	cond := metav1.Condition{Type: TaskValid, ObservedGeneration: t.Generation}
+	cond := metav1.Condition{Type: evalv1.TaskValid, ObservedGeneration: t.Generation}
 	if te != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, te.Reason, truncate(te.Error(), 32<<10)
 	} else {
 		s := summarize(resolved.Desc)
 		st.TaskID, st.Category = s.TaskID, s.Category
 		st.AgentTools, st.UserTools, st.GoldenActions = s.AgentTools, s.UserTools, s.GoldenActions
-		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonTaskValid
+		cond.Status, cond.Reason = metav1.ConditionTrue, evalv1.ReasonTaskValid
 		cond.Message = fmt.Sprintf("task %q: %d agent tools, %d user tools, %d golden actions",
 			s.TaskID, s.AgentTools, s.UserTools, s.GoldenActions)
 	}
@@ -123,7 +123,7 @@ func (r *TaskReconciler) writeStatus(ctx context.Context, t *evalv1.Task, desire
 	orig := t.DeepCopy()
 	t.Status = desired
 	patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, t, patch, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.Client.Status().Patch(ctx, t, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
 		return fmt.Errorf("write status of task %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers"
 )
 
 // validCond waits for the Task's Valid condition to have status s.
@@ -25,7 +24,7 @@ func validCond(key types.NamespacedName, s metav1.ConditionStatus) (*evalv1.Task
 	Eventually(func(g Gomega) {
 		t = &evalv1.Task{}
 		g.Expect(h.client.Get(ctx, key, t)).To(Succeed())
-		c = findCond(t.Status.Conditions, controllers.TaskValid)
+		c = findCond(t.Status.Conditions, evalv1.TaskValid)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(s), "%s: %s", c.Reason, c.Message)
 	}, waitLong, pollEvery).Should(Succeed())
@@ -39,7 +38,7 @@ var _ = Describe("Task", func() {
 	It("reports what a valid description holds", func() {
 		Expect(h.client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
 		t, c := validCond(types.NamespacedName{Namespace: ns, Name: "shop"}, metav1.ConditionTrue)
-		Expect(c.Reason).To(Equal(controllers.ReasonTaskValid))
+		Expect(c.Reason).To(Equal(evalv1.ReasonTaskValid))
 		Expect(t.Status.TaskID).To(Equal("shop_orders_02"))
 		Expect(t.Status.Category).To(Equal("tool_use"))
 		Expect(t.Status.AgentTools).To(Equal(int32(4)))
@@ -53,7 +52,7 @@ var _ = Describe("Task", func() {
 			m["grading"].(map[string]any)["state_checks"].(map[string]any)["hash_enabeld"] = true
 		}))).To(Succeed())
 		t, c := validCond(types.NamespacedName{Namespace: ns, Name: "bad"}, metav1.ConditionFalse)
-		Expect(c.Reason).To(Equal(controllers.ReasonInvalidDescription))
+		Expect(c.Reason).To(Equal(evalv1.ReasonInvalidDescription))
 		Expect(c.Message).To(Equal("spec.description.grading.state_checks.hash_enabeld: unknown key"))
 		Expect(t.Status.TaskID).To(BeEmpty())
 	})
@@ -73,7 +72,7 @@ var _ = Describe("Task", func() {
 		Expect(h.client.Create(ctx, task)).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "big"}
 		_, c := validCond(key, metav1.ConditionFalse)
-		Expect(c.Reason).To(Equal(controllers.ReasonInitialStateUnavailable))
+		Expect(c.Reason).To(Equal(evalv1.ReasonInitialStateUnavailable))
 		Expect(c.Message).To(ContainSubstring("configMap not found"))
 
 		var gz bytes.Buffer
@@ -154,7 +153,7 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 				return ""
 			}
 			return c.Reason
-		}, waitLong, pollEvery).Should(Equal(controllers.ReasonTaskNotFound))
+		}, waitLong, pollEvery).Should(Equal(evalv1.ReasonTaskNotFound))
 
 		// The Task appearing is what starts the waiting trial.
 		Expect(h.client.Create(ctx, shopTask(ns, "later", nil))).To(Succeed())

@@ -53,11 +53,11 @@ func ResolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spe
 			if errors.As(err, &te) {
 				return nil, err
 			}
-			return nil, &TaskError{Reason: ReasonInitialStateUnavailable, Err: err, Transient: true}
+			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
 		}
 		merged, err := MergeInitialState(raw, tables)
 		if err != nil {
-			return nil, &TaskError{Reason: ReasonInvalidDescription, Err: err}
+			return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
 		}
 		raw = merged
 	}
@@ -71,15 +71,15 @@ func ResolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spe
 // DecodeDescription is the strict decoder with the error rooted at field.
 func DecodeDescription(raw []byte, field string) (*task.TaskDescription, error) {
 	if len(raw) == 0 {
-		return nil, &TaskError{Reason: ReasonInvalidDescription, Err: fmt.Errorf("%s is empty", field)}
+		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s is empty", field)}
 	}
 	desc, err := task.DecodeTaskDescription(raw)
 	if err != nil {
 		var de *task.DecodeError
 		if errors.As(err, &de) && de.Path != "" {
-			return nil, &TaskError{Reason: ReasonInvalidDescription, Err: fmt.Errorf("%s.%s: %s", field, de.Path, de.Msg)}
+			return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s.%s: %s", field, de.Path, de.Msg)}
 		}
-		return nil, &TaskError{Reason: ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
+		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
 	}
 	return desc, nil
 }
@@ -91,13 +91,13 @@ func LoadInitialState(ctx context.Context, r client.Reader, namespace string, re
 	cm := &corev1.ConfigMap{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &TaskError{Reason: ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true}
+			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true}
 		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	data, err := ConfigMapValue(cm, ref)
 	if err != nil {
-		return nil, &TaskError{Reason: ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
+		return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
 	}
 	return data, nil
 }

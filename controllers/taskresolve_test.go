@@ -212,7 +212,7 @@ func TestResolveTaskSpec(t *testing.T) {
 	spec.InitialStateFrom.ConfigMapKeyRef.Name = "absent"
 	_, err = ResolveTaskSpec(ctx, c, "ns", spec)
 	te, ok := err.(*TaskError)
-	if !ok || te.Reason != ReasonInitialStateUnavailable || !te.Transient ||
+	if !ok || te.Reason != evalv1.ReasonInitialStateUnavailable || !te.Transient ||
 		te.Error() != `initialStateFrom configMap ns/absent key "t.gz": configMap not found` {
 		t.Errorf("err = %#v", err)
 	}
@@ -220,7 +220,7 @@ func TestResolveTaskSpec(t *testing.T) {
 	bad := &evalv1.TaskSpec{Description: apiextensionsv1.JSON{Raw: []byte(`{"task_id":"x","agent_tools":[{"name":"a","nope":1}]}`)}}
 	_, err = ResolveTaskSpec(ctx, c, "ns", bad)
 	te, ok = err.(*TaskError)
-	if !ok || te.Reason != ReasonInvalidDescription || te.Transient ||
+	if !ok || te.Reason != evalv1.ReasonInvalidDescription || te.Transient ||
 		te.Error() != "spec.description.agent_tools[0].nope: unknown key" {
 		t.Errorf("err = %#v", err)
 	}

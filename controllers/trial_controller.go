@@ -177,8 +177,8 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 			w.Strays = append(w.Strays, pod)
 			continue
 		}
-		n, err := strconv.Atoi(pod.Labels[LabelAttempt])
-		role := pod.Labels[LabelRole]
+		n, err := strconv.Atoi(pod.Labels[evalv1.LabelAttempt])
+		role := pod.Labels[evalv1.LabelRole]
 		if err != nil || role == "" {
 			continue
 		}
@@ -228,10 +228,10 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*Re
 	task := &evalv1.Task{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.TaskRef.Name}, task); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &TaskError{Reason: ReasonTaskNotFound, Transient: true,
+			return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true,
 				Err: fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name)}
 		}
-		return nil, &TaskError{Reason: ReasonTaskNotFound, Transient: true, Err: err}
+		return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
 	}
 	rt, err := ResolveTaskSpec(ctx, r.APIReader, t.Namespace, &task.Spec)
 	if err != nil {
@@ -247,7 +247,7 @@ func asTaskError(err error) *TaskError {
 	if errors.As(err, &te) {
 		return te
 	}
-	return &TaskError{Reason: ReasonInitialStateUnavailable, Err: err, Transient: true}
+	return &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
 }
 
 // execute carries out a plan whose status is written.
@@ -282,7 +282,7 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 
 	var errs []error
 	if p.EnsureNP {
-		if err := r.Client.Create(ctx, NetworkPolicy(t, r.ManagerPeer), client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, NetworkPolicy(t, r.ManagerPeer), client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			errs = append(errs, fmt.Errorf("create network policy of trial %s: %w", key, err))
 		}
 	}
@@ -290,15 +290,15 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 		ref := attemptRef{Trial: t, Number: a.Number}
 		for _, role := range p.CreatePod {
 			pod := DBServicePod(r.Pods, ref)
-			if role == RoleRunner {
+			if role == evalv1.RoleRunner {
 				pod = RunnerPod(r.Pods, ref)
 			}
-			err := r.Client.Create(ctx, pod, client.FieldOwner(FieldOwner))
+			err := r.Client.Create(ctx, pod, client.FieldOwner(evalv1.FieldManager))
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				// Status was written before this create, so the refusal
 				// (quota, admission) is told in an event; the attempt stays
 				// PodsPending and the create is retried until podsReady.
-				emit(r.Recorder, t, []eventRecord{warningEvent(ReasonPodsPending, ActionStartAttempt,
+				emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt,
 					fmt.Sprintf("create pod %s: %v", pod.Name, err))})
 				errs = append(errs, fmt.Errorf("create pod %s: %w", pod.Name, err))
 				continue
@@ -313,7 +313,7 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 	}
 	for _, n := range p.DeletePodsOf {
 		err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(t.Namespace),
-			client.MatchingLabels{LabelTrial: TrialLabelValue(t.Name), LabelAttempt: strconv.Itoa(int(n))})
+			client.MatchingLabels{evalv1.LabelTrial: evalv1.LabelValue(t.Name), evalv1.LabelAttempt: strconv.Itoa(int(n))})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("delete pods of attempt %d of trial %s: %w", n, key, err))
 		}
@@ -347,7 +347,7 @@ func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.Namespace
 	}
 	if live {
 		if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(key.Namespace),
-			client.MatchingLabels{LabelTrial: TrialLabelValue(key.Name)}); err != nil {
+			client.MatchingLabels{evalv1.LabelTrial: evalv1.LabelValue(key.Name)}); err != nil {
 			return reconcile.Result{}, fmt.Errorf("delete pods of deleted trial %s: %w", key, err)
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
-	"tolokaforge.io/operator/controllers/host"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 
@@ -66,7 +65,7 @@ var _ = Describe("Trial", func() {
 		Expect(t.Status.Agent).To(Equal("oracle"))
 		Expect(t.Status.AttemptCount).To(Equal(int32(1)))
 		Expect(t.Status.Attempts).To(HaveLen(1))
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(controllers.OutcomePassed))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(t.Status.Attempts[0].EndTime).NotTo(BeNil())
 		Expect(t.Status.TerminationReason).NotTo(BeEmpty())
 		Expect(t.Status.CompletionTime).NotTo(BeNil())
@@ -123,7 +122,7 @@ var _ = Describe("Trial", func() {
 		Expect(c.Message).To(ContainSubstring("3"))
 		Expect(t.Status.Phase).To(Equal(evalv1.PhaseProtocolSkew))
 		Expect(t.Status.Attempts).To(HaveLen(1), "skew is final, never retried")
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(controllers.OutcomeProtocolSkew))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeProtocolSkew))
 		Expect(t.Status.Grade).To(BeNil())
 		Expect(t.Status.Turns).To(BeZero())
 		Expect(h.rpcs.of(key, "ExecuteTool")).To(BeEmpty())
@@ -154,7 +153,7 @@ var _ = Describe("Trial", func() {
 		Expect(g.Reasons).To(ContainSubstring("State: " + g.DiffSummary))
 		Expect(g.Score).To(BeNumerically("<", 0.75))
 		Expect(t.Status.Attempts).To(HaveLen(1), "an agent's failure is final")
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(controllers.OutcomeFailed))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeFailed))
 		Expect(c.Message).To(ContainSubstring(g.DiffSummary))
 		expectNoPods(key)
 	})
@@ -201,7 +200,7 @@ var _ = Describe("Trial", func() {
 		Expect(c.Reason).To(Equal("Invalid"), describeTrial(t))
 		Expect(c.Message).To(ContainSubstring("tau_sync"))
 		Expect(t.Status.Attempts).To(HaveLen(1))
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(controllers.OutcomeInvalid))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeInvalid))
 		Expect(h.rpcs.of(key, "ExecuteTool")).To(BeEmpty())
 		expectNoPods(key)
 	})
@@ -212,17 +211,17 @@ var _ = Describe("Trial", func() {
 		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 		waitGate(gt)
 		Eventually(func() string { return string(getTrial(key).Status.Phase) }, waitLong, pollEvery).Should(Equal("Running"))
-		Expect(h.sim.Kill(ns, controllers.PodName(key.Name, 1, controllers.RoleRunner))).To(Succeed())
+		Expect(h.sim.Kill(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))).To(Succeed())
 
 		t := completed(key)
 		Expect(findCond(t.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(t))
 		Expect(t.Status.Attempts).To(HaveLen(2), describeTrial(t))
 		a1, a2 := t.Status.Attempts[0], t.Status.Attempts[1]
-		Expect(a1.Outcome).To(Equal(controllers.OutcomeInfraFailed))
-		Expect(a1.Reason).To(Equal(controllers.ReasonPodFailed))
+		Expect(a1.Outcome).To(Equal(evalv1.OutcomeInfraFailed))
+		Expect(a1.Reason).To(Equal(evalv1.ReasonPodFailed))
 		Expect(a1.Message).To(ContainSubstring("exited with code 137"))
 		Expect(a1.ID).NotTo(Equal(a2.ID))
-		Expect(a2.Outcome).To(Equal(controllers.OutcomePassed))
+		Expect(a2.Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(a2.StartTime.Time).NotTo(BeTemporally("<", a1.EndTime.Time))
 		Expect(t.Status.Grade.Attempt).To(Equal(int32(2)))
 		grades := h.rpcs.of(key, "GradeTrial")
@@ -237,7 +236,7 @@ var _ = Describe("Trial", func() {
 		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 		waitGate(gt)
 		// The runner forgets the registration under the driver's feet.
-		ip, ok := h.sim.PodAddr(ns, controllers.PodName(key.Name, 1, controllers.RoleRunner))
+		ip, ok := h.sim.PodAddr(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))
 		Expect(ok).To(BeTrue())
 		rc, err := runnerclient.Dial(ctx, net.JoinHostPort(ip, strconv.Itoa(controllers.RunnerPort)))
 		Expect(err).NotTo(HaveOccurred())
@@ -250,9 +249,9 @@ var _ = Describe("Trial", func() {
 		t := completed(key)
 		Expect(findCond(t.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(t))
 		Expect(t.Status.Attempts).To(HaveLen(2))
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(controllers.OutcomeInfraFailed))
-		Expect(t.Status.Attempts[0].Reason).To(Equal(host.ReasonTrialLost))
-		Expect(t.Status.Attempts[1].Outcome).To(Equal(controllers.OutcomePassed))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeInfraFailed))
+		Expect(t.Status.Attempts[0].Reason).To(Equal(evalv1.ReasonTrialLost))
+		Expect(t.Status.Attempts[1].Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(t.Status.Grade.Attempt).To(Equal(int32(2)))
 		Expect(h.rpcs.of(key, "GradeTrial")).To(HaveLen(1))
 	})
@@ -298,16 +297,16 @@ var _ = Describe("Trial", func() {
 		Eventually(func() string { return string(getTrial(key).Status.Phase) }, waitLong, pollEvery).Should(Equal("Running"))
 
 		Expect(mgr.stop()).To(Succeed())
-		Expect(getTrial(key).Status.Attempts[0].Outcome).To(Equal(controllers.OutcomeRunning),
+		Expect(getTrial(key).Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeRunning),
 			"a stopping manager records nothing about the attempt it abandons")
 		mgr = h.startManager(nil, h.managerOptions(10))
 
 		t := completed(key)
 		Expect(findCond(t.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(t))
 		Expect(t.Status.Attempts).To(HaveLen(2))
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(controllers.OutcomeInfraFailed))
-		Expect(t.Status.Attempts[0].Reason).To(Equal(controllers.ReasonManagerRestarted))
-		Expect(t.Status.Attempts[1].Outcome).To(Equal(controllers.OutcomePassed))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeInfraFailed))
+		Expect(t.Status.Attempts[0].Reason).To(Equal(evalv1.ReasonManagerRestarted))
+		Expect(t.Status.Attempts[1].Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(t.Status.Grade.Attempt).To(Equal(int32(2)))
 		grades := h.rpcs.of(key, "GradeTrial")
 		Expect(grades).To(HaveLen(1))

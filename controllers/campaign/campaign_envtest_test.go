@@ -35,7 +35,7 @@ func TestCampaignThreeTasksFourTrialsTwoAgents(t *testing.T) {
 	c := newCampaign(ns, "eval", 4, 5, []string{"shop-a", "shop-b", "shop-c"}, oracleAgent("oracle"), llmAgent(s, "llm"))
 	create(t, s, c)
 	key := client.ObjectKeyFromObject(c)
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	peak, seen := w.stop(t)
 
 	st := c.Status
@@ -128,7 +128,7 @@ func TestCampaignThreeTasksFourTrialsTwoAgents(t *testing.T) {
 		}
 	}
 	cond := meta.FindStatusCondition(st.Conditions, evalv1.CampaignProgressing)
-	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != campaign.ReasonFinished {
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != evalv1.ReasonFinished {
 		t.Fatalf("Progressing %+v", cond)
 	}
 
@@ -169,7 +169,7 @@ func TestCampaignBudgetStopsCreation(t *testing.T) {
 	c := newCampaign(ns, "budget", 6, 1, []string{"shop"}, llmAgent(s, "llm"))
 	c.Spec.Budget = &evalv1.Budget{MaxUSD: ptr.To(1.25)}
 	create(t, s, c)
-	c = completed(t, s, client.ObjectKeyFromObject(c), campaign.ReasonBudgetExceeded)
+	c = completed(t, s, client.ObjectKeyFromObject(c), evalv1.ReasonBudgetExceeded)
 	peak, seen := w.stop(t)
 
 	st := c.Status
@@ -220,12 +220,12 @@ func TestCampaignRerunAfterPodLoss(t *testing.T) {
 		case <-time.After(waitLong):
 			t.Fatalf("trial %s never reached its agent", lost[i])
 		}
-		if err := s.sim.Kill(ns, controllers.PodName(lost[i], 1, controllers.RoleRunner)); err != nil {
+		if err := s.sim.Kill(ns, controllers.PodName(lost[i], 1, evalv1.RoleRunner)); err != nil {
 			t.Fatal(err)
 		}
 		close(g.release)
 	}
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	if want := (evalv1.TrialCounts{Total: 4, Passed: 2, InfraFailed: 2}); c.Status.Counts != want {
 		t.Fatalf("before rerun: counts %+v, want %+v", c.Status.Counts, want)
 	}
@@ -242,7 +242,7 @@ func TestCampaignRerunAfterPodLoss(t *testing.T) {
 		cur.Spec.Rerun = []evalv1.TrialPhase{evalv1.PhaseInfraFailed}
 		return s.client.Update(bg, cur)
 	})
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	st := c.Status
 	if want := (evalv1.TrialCounts{Total: 4, Passed: 4}); st.Counts != want {
 		t.Fatalf("after rerun: counts %+v, want %+v", st.Counts, want)
@@ -281,7 +281,7 @@ func TestCampaignEditAddsOnlyWhatIsNew(t *testing.T) {
 	c := newCampaign(ns, "grow", 2, 10, []string{"shop-a"}, oracleAgent("oracle"))
 	create(t, s, c)
 	key := client.ObjectKeyFromObject(c)
-	completed(t, s, key, campaign.ReasonFinished)
+	completed(t, s, key, evalv1.ReasonFinished)
 	first := map[string]types.UID{}
 	for _, tr := range trialsOf(t, s, ns, "grow") {
 		first[tr.Name] = tr.UID
@@ -295,7 +295,7 @@ func TestCampaignEditAddsOnlyWhatIsNew(t *testing.T) {
 		cur.Spec.Tasks.Names = []string{"shop-a", "shop-b"}
 		return s.client.Update(bg, cur)
 	})
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	if want := (evalv1.TrialCounts{Total: 6, Passed: 6}); c.Status.Counts != want || c.Status.Progress != "6/6" {
 		t.Fatalf("counts %+v progress %s", c.Status.Counts, c.Status.Progress)
 	}
@@ -334,7 +334,7 @@ func TestCampaignEditAddsOnlyWhatIsNew(t *testing.T) {
 		}
 		return nil
 	})
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	if c.Status.Counts.Total != 6 || c.Status.Counts.Passed != 6 || len(trialsOf(t, s, ns, "grow")) != 6 {
 		t.Fatalf("after re-creation: %+v", c.Status.Counts)
 	}
@@ -385,7 +385,7 @@ func TestImportedPackAppliesAndRuns(t *testing.T) {
 	})
 	c := newCampaign(ns, "imported", 2, 2, []string{"shop-orders-02"}, oracleAgent("oracle"))
 	create(t, s, c)
-	c = completed(t, s, client.ObjectKeyFromObject(c), campaign.ReasonFinished)
+	c = completed(t, s, client.ObjectKeyFromObject(c), evalv1.ReasonFinished)
 	if want := (evalv1.TrialCounts{Total: 2, Passed: 2}); c.Status.Counts != want {
 		t.Fatalf("counts %+v", c.Status.Counts)
 	}

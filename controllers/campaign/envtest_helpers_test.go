@@ -169,7 +169,7 @@ func completed(t testing.TB, s *stack, key types.NamespacedName, reason string) 
 func trialsOf(t testing.TB, s *stack, ns, name string) []evalv1.Trial {
 	t.Helper()
 	var list evalv1.TrialList
-	if err := s.client.List(bg, &list, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: campaign.LabelValue(name)}); err != nil {
+	if err := s.client.List(bg, &list, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: evalv1.LabelValue(name)}); err != nil {
 		t.Fatal(err)
 	}
 	return list.Items

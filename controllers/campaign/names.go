@@ -50,26 +50,3 @@ func HashedTrialName(campaign, agent, taskName string, index int32) string {
 	prefix = strings.TrimRight(prefix, "-.")
 	return prefix + suffix
 }
-
-// LabelValue fits s into a label value: unchanged when it is one, else a
-// prefix and a hash of the whole.
-func LabelValue(s string) string {
-	if len(validation.IsValidLabelValue(s)) == 0 {
-		return s
-	}
-	h := shortHash(s)
-	prefix := s
-	if room := validation.LabelValueMaxLength - hashLen - 1; len(prefix) > room {
-		prefix = prefix[:room]
-	}
-	prefix = strings.TrimRightFunc(prefix, func(r rune) bool { return !isAlnum(r) })
-	prefix = strings.TrimLeftFunc(prefix, func(r rune) bool { return !isAlnum(r) })
-	if prefix == "" {
-		return h
-	}
-	return prefix + "-" + h
-}
-
-func isAlnum(r rune) bool {
-	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
-}

@@ -12,18 +12,6 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// Condition reasons of a Campaign.
-const (
-	ReasonRunning         = "Running"
-	ReasonFinished        = "Finished"
-	ReasonBudgetExceeded  = "BudgetExceeded"
-	ReasonWithinBudget    = "WithinBudget"
-	ReasonNoBudget        = "NoBudget"
-	ReasonResolved        = "Resolved"
-	ReasonTaskNotFound    = "TaskNotFound"
-	ReasonNoTasksSelected = "NoTasksSelected"
-)
-
 // InFlight is a creation the cache has not shown yet.
 type InFlight struct {
 	Name string
@@ -267,22 +255,22 @@ func PlanCampaign(w *World) *Plan {
 	resolved := len(w.Missing) == 0 && len(w.Tasks) > 0
 	switch {
 	case len(w.Missing) > 0:
-		set(evalv1.CampaignTasksResolved, false, ReasonTaskNotFound,
+		set(evalv1.CampaignTasksResolved, false, evalv1.ReasonTaskNotFound,
 			fmt.Sprintf("Task %s not found in namespace %s; its Trials are created once it exists", strings.Join(w.Missing, ", "), c.Namespace))
 	case len(w.Tasks) == 0:
-		set(evalv1.CampaignTasksResolved, false, ReasonNoTasksSelected,
+		set(evalv1.CampaignTasksResolved, false, evalv1.ReasonNoTasksSelected,
 			fmt.Sprintf("spec.tasks selects no Task in namespace %s", c.Namespace))
 	default:
-		set(evalv1.CampaignTasksResolved, true, ReasonResolved, fmt.Sprintf("%d Tasks selected", len(w.Tasks)))
+		set(evalv1.CampaignTasksResolved, true, evalv1.ReasonResolved, fmt.Sprintf("%d Tasks selected", len(w.Tasks)))
 	}
 	switch {
 	case budget == nil || (budget.MaxUSD == nil && budget.MaxTokens == nil):
-		set(evalv1.CampaignBudgetExceeded, false, ReasonNoBudget, "no budget set")
+		set(evalv1.CampaignBudgetExceeded, false, evalv1.ReasonNoBudget, "no budget set")
 	case reached:
-		set(evalv1.CampaignBudgetExceeded, true, ReasonBudgetExceeded,
+		set(evalv1.CampaignBudgetExceeded, true, evalv1.ReasonBudgetExceeded,
 			fmt.Sprintf("spent %s: no more Trials are created, running Trials finish", spendText(spent, budget)))
 	default:
-		set(evalv1.CampaignBudgetExceeded, false, ReasonWithinBudget, "spent "+spendText(spent, budget))
+		set(evalv1.CampaignBudgetExceeded, false, evalv1.ReasonWithinBudget, "spent "+spendText(spent, budget))
 	}
 	nonTerminalAfter := nonTerminal + len(p.Creates)
 	leftToCreate := rest > 0 && !reached
@@ -290,9 +278,9 @@ func PlanCampaign(w *World) *Plan {
 	summary := fmt.Sprintf("%s done: %d passed, %d failed, %d infra-failed, %d invalid",
 		st.Progress, counts.Passed, counts.Failed, counts.InfraFailed, counts.Invalid)
 	if complete {
-		reason, msg := ReasonFinished, "all Trials finished; "+summary
+		reason, msg := evalv1.ReasonFinished, "all Trials finished; "+summary
 		if rest > 0 {
-			reason, msg = ReasonBudgetExceeded, fmt.Sprintf("budget reached with %d Trials not created; %s", rest, summary)
+			reason, msg = evalv1.ReasonBudgetExceeded, fmt.Sprintf("budget reached with %d Trials not created; %s", rest, summary)
 		}
 		set(evalv1.CampaignCompleted, true, reason, msg)
 		set(evalv1.CampaignProgressing, false, reason, msg)
@@ -307,8 +295,8 @@ func PlanCampaign(w *World) *Plan {
 		if n := len(deletingOf(st.Rerun)); n > 0 {
 			msg += fmt.Sprintf("; %d retired Trials being deleted for rerun", n)
 		}
-		set(evalv1.CampaignCompleted, false, ReasonRunning, msg)
-		set(evalv1.CampaignProgressing, true, ReasonRunning, msg)
+		set(evalv1.CampaignCompleted, false, evalv1.ReasonRunning, msg)
+		set(evalv1.CampaignProgressing, true, evalv1.ReasonRunning, msg)
 	}
 	p.Status = st
 	return p

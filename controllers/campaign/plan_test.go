@@ -86,10 +86,10 @@ func TestPlanCreatesUpToMaxParallelInIndexMajorOrder(t *testing.T) {
 	if p.HeldByParallel != 5 || p.HeldByBudget != 0 {
 		t.Fatalf("held %d/%d", p.HeldByParallel, p.HeldByBudget)
 	}
-	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionTrue, ReasonRunning)
-	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, ReasonRunning)
-	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionTrue, ReasonResolved)
-	wantCond(t, &p.Status, evalv1.CampaignBudgetExceeded, metav1.ConditionFalse, ReasonNoBudget)
+	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionTrue, evalv1.ReasonRunning)
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonRunning)
+	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionTrue, evalv1.ReasonResolved)
+	wantCond(t, &p.Status, evalv1.CampaignBudgetExceeded, metav1.ConditionFalse, evalv1.ReasonNoBudget)
 }
 
 // In-flight creations count as running and as existing: planning again
@@ -148,8 +148,8 @@ func TestPlanCompletes(t *testing.T) {
 	if c.Total != 2 || c.Passed != 1 || c.InfraFailed != 1 || c.Queued != 0 || c.Pending != 0 || p.Status.Progress != "2/2" {
 		t.Fatalf("counts %+v progress %s", c, p.Status.Progress)
 	}
-	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, ReasonFinished)
-	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionFalse, ReasonFinished)
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, evalv1.ReasonFinished)
+	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionFalse, evalv1.ReasonFinished)
 	if got := cond(&p.Status, evalv1.CampaignCompleted).Message; got != "all Trials finished; 2/2 done: 1 passed, 0 failed, 1 infra-failed, 0 invalid" {
 		t.Fatalf("message %q", got)
 	}
@@ -196,14 +196,14 @@ func TestPlanBudget(t *testing.T) {
 				t.Fatalf("creates %v, want %d", names(p.Creates), tc.wantCreates)
 			}
 			if tc.exceeded {
-				wantCond(t, &p.Status, evalv1.CampaignBudgetExceeded, metav1.ConditionTrue, ReasonBudgetExceeded)
+				wantCond(t, &p.Status, evalv1.CampaignBudgetExceeded, metav1.ConditionTrue, evalv1.ReasonBudgetExceeded)
 			} else {
-				wantCond(t, &p.Status, evalv1.CampaignBudgetExceeded, metav1.ConditionFalse, ReasonWithinBudget)
+				wantCond(t, &p.Status, evalv1.CampaignBudgetExceeded, metav1.ConditionFalse, evalv1.ReasonWithinBudget)
 			}
 			if tc.completed {
-				wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, ReasonBudgetExceeded)
+				wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, evalv1.ReasonBudgetExceeded)
 			} else {
-				wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, ReasonRunning)
+				wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonRunning)
 			}
 		})
 	}
@@ -247,7 +247,7 @@ func TestPlanRerun(t *testing.T) {
 	if p.Status.RetiredSpend.CostUSD != 0.5 {
 		t.Fatalf("retired spend charged twice: %+v", p.Status.RetiredSpend)
 	}
-	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, ReasonRunning)
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonRunning)
 
 	// Gone: the record is pruned and the cell is created again, once.
 	c.Status = p.Status
@@ -268,7 +268,7 @@ func TestPlanRerun(t *testing.T) {
 	if p.RerunStarted || len(p.Deletes) != 0 {
 		t.Fatalf("rerun looped: started=%v deletes=%v", p.RerunStarted, p.Deletes)
 	}
-	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, ReasonFinished)
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, evalv1.ReasonFinished)
 	if p.Status.Counts.InfraFailed != 2 || p.Status.Counts.Passed != 1 {
 		t.Fatalf("counts %+v", p.Status.Counts)
 	}
@@ -293,14 +293,14 @@ func TestPlanEditsAddOnlyWhatIsNew(t *testing.T) {
 func TestPlanMissingTasksNeverComplete(t *testing.T) {
 	p := PlanCampaign(&World{Campaign: campaign(1, 1, "a"), Tasks: []string{"t"}, Missing: []string{"x", "y"},
 		Trials: []TrialView{tv("a", "t", 0, evalv1.PhasePassed)}, Now: now})
-	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionFalse, ReasonTaskNotFound)
-	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, ReasonRunning)
+	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionFalse, evalv1.ReasonTaskNotFound)
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonRunning)
 	if msg := cond(&p.Status, evalv1.CampaignTasksResolved).Message; !strings.Contains(msg, "Task x, y not found in namespace ns") {
 		t.Fatalf("message %q", msg)
 	}
 	p = PlanCampaign(&World{Campaign: campaign(1, 1, "a"), Now: now})
-	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionFalse, ReasonNoTasksSelected)
-	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, ReasonRunning)
+	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionFalse, evalv1.ReasonNoTasksSelected)
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonRunning)
 }
 
 func TestPlanCollidingNamesAreHashed(t *testing.T) {

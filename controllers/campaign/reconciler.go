@@ -26,10 +26,6 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// FieldOwner is the field manager of the Campaign controller's writes (the
-// manager's, so managedFields name one writer for the whole operator).
-const FieldOwner = "tolokaforge-manager"
-
 // OwnerIndex indexes Trials by the UID of their controlling Campaign.
 const OwnerIndex = "eval.tolokaforge.io/campaign-owner-uid"
 
@@ -112,7 +108,7 @@ func SetupCampaignReconciler(mgr ctrl.Manager, opts ...Option) error {
 		now:                     time.Now,
 		lastWrite:               map[types.UID]time.Time{},
 	}
-	r.recorder = mgr.GetEventRecorder(FieldOwner)
+	r.recorder = mgr.GetEventRecorder(evalv1.FieldManager)
 	for _, o := range opts {
 		o(r)
 	}
@@ -424,7 +420,7 @@ func (r *Reconciler) create(ctx context.Context, c *evalv1.Campaign, creates []C
 func (r *Reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr Creation, agent evalv1.ModelSpec) error {
 	t := BuildTrial(c, cr.Cell, cr.Name, agent)
 	r.expect.expect(c.UID, cr.Name, cr.Cell)
-	err := r.client.Create(ctx, t, client.FieldOwner(FieldOwner))
+	err := r.client.Create(ctx, t, client.FieldOwner(evalv1.FieldManager))
 	if err == nil {
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/controllers/report"
 )
 
@@ -29,7 +28,7 @@ func TestCampaignSelectsTasksByLabel(t *testing.T) {
 	c.Spec.Tasks = evalv1.CampaignTasks{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"suite": "shop"}}}
 	create(t, s, c)
 	key := client.ObjectKeyFromObject(c)
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	if c.Status.TaskCount != 1 || c.Status.Counts.Passed != 1 {
 		t.Fatalf("status %+v", c.Status.Counts)
 	}
@@ -60,7 +59,7 @@ func TestCampaignWaitsForMissingTask(t *testing.T) {
 	eventually(t, waitLong, func() error {
 		cur := getCampaign(t, s, key)
 		r := meta.FindStatusCondition(cur.Status.Conditions, evalv1.CampaignTasksResolved)
-		if r == nil || r.Status != metav1.ConditionFalse || r.Reason != campaign.ReasonTaskNotFound ||
+		if r == nil || r.Status != metav1.ConditionFalse || r.Reason != evalv1.ReasonTaskNotFound ||
 			r.Message != "Task later not found in namespace "+ns+"; its Trials are created once it exists" {
 			return fmt.Errorf("TasksResolved %+v", r)
 		}
@@ -73,7 +72,7 @@ func TestCampaignWaitsForMissingTask(t *testing.T) {
 		return nil
 	})
 	create(t, s, shopTask(t, ns, "later", "l"))
-	c = completed(t, s, key, campaign.ReasonFinished)
+	c = completed(t, s, key, evalv1.ReasonFinished)
 	if c.Status.Counts.Passed != 2 || c.Status.Counts.Total != 2 {
 		t.Fatalf("counts %+v", c.Status.Counts)
 	}
@@ -87,7 +86,7 @@ func TestReportCommandAgainstCluster(t *testing.T) {
 	create(t, s, shopTask(t, ns, "shop", "ok"))
 	c := newCampaign(ns, "rep", 3, 3, []string{"shop"}, llmAgent(s, "llm"))
 	create(t, s, c)
-	completed(t, s, client.ObjectKeyFromObject(c), campaign.ReasonFinished)
+	completed(t, s, client.ObjectKeyFromObject(c), evalv1.ReasonFinished)
 
 	user, err := s.env.AddUser(envtest.User{Name: "report-reader", Groups: []string{"system:masters"}}, nil)
 	if err != nil {

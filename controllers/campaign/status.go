@@ -23,7 +23,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *evalv1.Campaign, desire
 	updated := c.DeepCopy()
 	updated.Status = *desired.DeepCopy()
 	patch := client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{})
-	if err := r.client.Status().Patch(ctx, updated, patch, client.FieldOwner(FieldOwner)); err != nil {
+	if err := r.client.Status().Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
 		return nil, fmt.Errorf("write status of campaign %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	r.mu.Lock()

@@ -112,9 +112,9 @@ func BuildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 			Name:      name,
 			Namespace: c.Namespace,
 			Labels: map[string]string{
-				evalv1.LabelCampaign:   LabelValue(c.Name),
+				evalv1.LabelCampaign:   evalv1.LabelValue(c.Name),
 				evalv1.LabelAgent:      cell.Agent,
-				evalv1.LabelTask:       LabelValue(cell.Task),
+				evalv1.LabelTask:       evalv1.LabelValue(cell.Task),
 				evalv1.LabelTrialIndex: strconv.Itoa(int(cell.Index)),
 			},
 			Annotations: map[string]string{

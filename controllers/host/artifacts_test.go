@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"sigs.k8s.io/yaml"
 
 	"tolokaforge.io/operator/controllers/host"
@@ -52,7 +54,7 @@ func TestArtifactsOfAttempts(t *testing.T) {
 		ac.ArtifactsDir, ac.TrialIndex, ac.AttemptNumber = out, 4, i+1
 		res[i] = host.RunAttempt(ctxT(t), ac)
 	}
-	if res[0].Outcome != host.OutcomeInfraFailed || res[1].Outcome != host.OutcomeGraded || res[1].Grade.GetBinaryPass() {
+	if res[0].Outcome != evalv1.OutcomeInfraFailed || res[1].GradedBy != host.GradedByRunner || res[1].Grade.GetBinaryPass() {
 		t.Fatalf("attempts: %s / %s", res[0], res[1])
 	}
 	top := filepath.Join(out, "trials", "shop_orders_02", "4")
@@ -64,7 +66,7 @@ func TestArtifactsOfAttempts(t *testing.T) {
 		t.Fatalf("attempt 1 has a grade.yaml (%v)", err)
 	}
 	if tr := readYAML(t, filepath.Join(a1, artifacts.TrajectoryFile)); tr["outcome"] != "InfraFailed" || tr["termination_reason"] != "api_error" ||
-		tr["attempt"] != 1.0 || tr["reason"] != host.ReasonProviderError {
+		tr["attempt"] != 1.0 || tr["reason"] != evalv1.ReasonProviderError {
 		t.Fatalf("attempt 1 trajectory = %v", tr)
 	}
 

@@ -4,56 +4,22 @@ import (
 	"context"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"github.com/go-logr/logr"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
 
-// Outcome classifies how an attempt ended; the Trial controller maps it to a
-// condition reason and decides whether another attempt follows.
-type Outcome string
-
+// Who graded an attempt (AttemptResult.GradedBy).
 const (
-	// OutcomeGraded: the runner graded the trial (pass or fail is in Grade).
-	OutcomeGraded Outcome = "Graded"
-	// OutcomeSelfGraded: the loop ended in a way that never reaches GradeTrial
+	// GradedByRunner: GradeTrial graded the episode.
+	GradedByRunner = "runner"
+	// GradedByHost: the loop ended in a way that never reaches GradeTrial
 	// (stuck_detected, error, timeout); the host scored it 0 with a reason
 	// naming the termination. Final, not retried.
-	OutcomeSelfGraded Outcome = "SelfGraded"
-	// OutcomeGradingFailed: GradeTrial answered success=false. Final.
-	OutcomeGradingFailed Outcome = "GradingFailed"
-	// OutcomeInvalid: RegisterTrial refused the task (or the AttemptConfig
-	// itself was unusable, Reason ReasonInvalidConfig). Final, before any token.
-	OutcomeInvalid Outcome = "Invalid"
-	// OutcomeProtocolSkew: RegisterTrial refused our engine protocol version.
-	OutcomeProtocolSkew Outcome = "ProtocolSkew"
-	// OutcomeInfraFailed: an infrastructure fault (runner/DB unreachable,
-	// trial_lost, provider rate_limit/api_error after retries). Retried by the
-	// attempt policy. Reason ReasonCanceled means the caller's context ended
-	// (Trial deleted, manager stopping): the attempt proves nothing either way.
-	OutcomeInfraFailed Outcome = "InfraFailed"
-)
-
-// Reasons are the short CamelCase causes AttemptResult.Reason carries; the
-// controller copies them into attempt history and events.
-const (
-	ReasonPassed            = "Passed"
-	ReasonFailed            = "Failed"
-	ReasonGradingFailed     = "GradingFailed"
-	ReasonStuckDetected     = "StuckDetected"
-	ReasonTimeout           = "TrialTimeout"
-	ReasonAgentError        = "AgentError"     // an actor ended the trial as error (provider 4xx, pack defect)
-	ReasonToolNotFound      = "ToolNotFound"   // the runner answered TOOL_NOT_FOUND
-	ReasonRunnerProtocol    = "RunnerProtocol" // the runner answered something the protocol does not allow
-	ReasonRateLimited       = "RateLimited"
-	ReasonProviderError     = "ProviderError"
-	ReasonTrialLost         = "TrialLost"
-	ReasonRunnerUnavailable = "RunnerUnavailable"
-	ReasonCanceled          = "Canceled"
-	ReasonInvalidTask       = "InvalidTask"
-	ReasonInvalidConfig     = "InvalidConfig"
-	ReasonProtocolSkew      = "ProtocolSkew"
+	GradedByHost = "host"
 )
 
 // AttemptConfig is everything one attempt needs.
@@ -159,7 +125,13 @@ type TurnEvent struct {
 
 // AttemptResult is how the attempt ended and what it produced.
 type AttemptResult struct {
-	Outcome Outcome
+	// Outcome is Passed or Failed for a graded attempt (GradedBy says by
+	// whom); GradingFailed, Invalid and ProtocolSkew are final; InfraFailed
+	// is retried by the attempt policy, and with Reason Canceled means the
+	// caller's context ended (Trial deleted, manager stopping).
+	Outcome evalv1.AttemptOutcome
+	// GradedBy is GradedByRunner or GradedByHost when the attempt has a grade.
+	GradedBy string
 	// Reason is a short CamelCase cause for conditions/events (one of the
 	// Reason* constants).
 	Reason string

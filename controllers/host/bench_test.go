@@ -80,7 +80,7 @@ func BenchmarkHostOverheadPerTurn(b *testing.B) {
 		res := host.RunAttempt(ctx, ac)
 		hostNs += time.Since(t0)
 		hostAllocs += mallocs() - a0
-		if res.Outcome != host.OutcomeGraded || res.Turns != benchTurns || len(res.ToolCalls) != benchTurns {
+		if res.GradedBy != host.GradedByRunner || res.Turns != benchTurns || len(res.ToolCalls) != benchTurns {
 			b.Fatalf("attempt %d: %s: %s", i, res, res.Message)
 		}
 

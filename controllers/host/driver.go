@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host/artifacts"
@@ -18,7 +20,7 @@ import (
 func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	res := AttemptResult{StartTime: time.Now()}
 	if err := validateConfig(&cfg); err != nil {
-		res.Outcome, res.Reason, res.Message = OutcomeInvalid, ReasonInvalidConfig, err.Error()
+		res.Outcome, res.Reason, res.Message = evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, err.Error()
 		res.EndTime = time.Now()
 		return res
 	}
@@ -27,7 +29,7 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	r.cleanup(ctx)
 
 	res.EndTime = time.Now()
-	res.Outcome, res.Reason, res.Message = end.outcome, end.reason, end.message
+	res.Outcome, res.Reason, res.Message, res.GradedBy = end.outcome, end.reason, end.message, end.gradedBy
 	res.TerminationReason = end.termination
 	res.Grade = end.grade
 	res.Turns = r.turns
@@ -63,8 +65,10 @@ func (r *run) execute(ctx context.Context) *ending {
 	case task.TerminationAgentDone, task.TerminationUserStop, task.TerminationMaxTurns:
 		return r.gradeTrial(ctx, end)
 	}
-	if end.outcome == OutcomeSelfGraded {
-		end.grade, end.gradedBy = selfGrade(end), "host"
+	if end.outcome == evalv1.OutcomeFailed && end.gradedBy == GradedByHost {
+		end.grade = selfGrade(end)
+	} else {
+		end.gradedBy = ""
 	}
 	return end
 }

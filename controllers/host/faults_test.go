@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
@@ -26,7 +28,7 @@ func TestUserToolCallGoesToTheUserRegistry(t *testing.T) {
 	agent, cfg := llmActor(t, f, "agent", nil)
 	ac := attempt(s, specFor(s, td, cfg), agent, llmUser(t, f, "user", td, ""))
 	res := host.RunAttempt(ctxT(t), ac)
-	if res.Outcome != host.OutcomeGraded || res.TerminationReason != task.TerminationUserStop {
+	if res.GradedBy != host.GradedByRunner || res.TerminationReason != task.TerminationUserStop {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	if len(res.ToolCalls) != 1 {
@@ -89,7 +91,7 @@ func TestToolNotFoundEndsTheTrialAsError(t *testing.T) {
 				ac.User = llmUser(t, f, "user", td, "")
 			}
 			res := host.RunAttempt(ctxT(t), ac)
-			if res.Outcome != host.OutcomeSelfGraded || res.Reason != host.ReasonToolNotFound || res.TerminationReason != task.TerminationError ||
+			if res.GradedBy != host.GradedByHost || res.Reason != evalv1.ReasonToolNotFound || res.TerminationReason != task.TerminationError ||
 				!strings.HasPrefix(res.Message, tc.msg) {
 				t.Fatalf("%s: %q", res, res.Message)
 			}
@@ -112,7 +114,7 @@ func TestRegistrationRefusals(t *testing.T) {
 			return host.Turn{Content: host.StopMarker}, nil
 		})
 		res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), nil), agent, nil))
-		if res.Outcome != host.OutcomeProtocolSkew || res.Reason != host.ReasonProtocolSkew ||
+		if res.Outcome != evalv1.OutcomeProtocolSkew || res.Reason != evalv1.ReasonProtocolSkew ||
 			!strings.HasPrefix(res.Message, "engine protocol version 2 is below 3") || res.Grade != nil || calls != 0 {
 			t.Fatalf("%s: %q (agent called %d times)", res, res.Message, calls)
 		}
@@ -123,7 +125,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		td.AgentTools = append(td.AgentTools, task.ToolSchema{Name: "book", Description: "b",
 			Source: &task.ToolSource{Toolset: "air", ModulePath: "tau_tools.book", ClassName: "Book", InvocationStyle: task.InvocationTauSync}})
 		res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, td, nil), agents.NewOracle(td), nil))
-		if res.Outcome != host.OutcomeInvalid || res.Reason != host.ReasonInvalidTask || !strings.Contains(res.Message, "book") || res.Turns != 0 {
+		if res.Outcome != evalv1.OutcomeInvalid || res.Reason != evalv1.ReasonInvalidTask || !strings.Contains(res.Message, "book") || res.Turns != 0 {
 			t.Fatalf("%s: %q", res, res.Message)
 		}
 	})
@@ -143,7 +145,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		ac := host.AttemptConfig{Runner: c, Spec: &task.TrialSpec{TrialID: "calc:0", Task: td, Agent: &task.ModelConfig{Provider: task.ProviderOracle}},
 			Agent: agents.NewOracle(td), RegisterTimeout: time.Second, CleanupTimeout: time.Second}
 		res := host.RunAttempt(ctxT(t), ac)
-		if res.Outcome != host.OutcomeInfraFailed || res.Reason != host.ReasonRunnerUnavailable ||
+		if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonRunnerUnavailable ||
 			!strings.HasPrefix(res.Message, `register trial "calc:0": runner unreachable (`) {
 			t.Fatalf("%s: %q", res, res.Message)
 		}
@@ -162,7 +164,7 @@ func TestPersistent500ThenTheNextAttemptPasses(t *testing.T) {
 	spec := specFor(s, td, cfg)
 
 	first := host.RunAttempt(ctxT(t), attempt(s, spec, agent, nil))
-	if first.Outcome != host.OutcomeInfraFailed || first.Reason != host.ReasonProviderError || first.TerminationReason != task.TerminationAPIError ||
+	if first.Outcome != evalv1.OutcomeInfraFailed || first.Reason != evalv1.ReasonProviderError || first.TerminationReason != task.TerminationAPIError ||
 		first.Grade != nil || first.AgentUsage.Calls != 0 || first.AgentUsage.Retries != int64(len(fail)-1) {
 		t.Fatalf("attempt 1: %s: %q usage %+v", first, first.Message, first.AgentUsage)
 	}
@@ -170,7 +172,7 @@ func TestPersistent500ThenTheNextAttemptPasses(t *testing.T) {
 	ac := attempt(s, spec, agent, nil)
 	ac.AttemptNumber = 2
 	second := host.RunAttempt(ctxT(t), ac)
-	if second.Outcome != host.OutcomeGraded || second.Reason != host.ReasonPassed || second.AgentUsage.Calls != 2 || second.AgentUsage.Retries != 0 {
+	if second.GradedBy != host.GradedByRunner || second.Reason != evalv1.ReasonPassed || second.AgentUsage.Calls != 2 || second.AgentUsage.Retries != 0 {
 		t.Fatalf("attempt 2: %s: %q usage %+v", second, second.Message, second.AgentUsage)
 	}
 }
@@ -183,7 +185,7 @@ func TestRateLimitedTwiceIsRetriedAndBilledOnce(t *testing.T) {
 	}})
 	agent, cfg := llmActor(t, f, "agent", nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), cfg), agent, nil))
-	if res.Outcome != host.OutcomeGraded || res.TerminationReason != task.TerminationAgentDone || res.Turns != 1 {
+	if res.GradedBy != host.GradedByRunner || res.TerminationReason != task.TerminationAgentDone || res.Turns != 1 {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	if want := (host.Usage{Calls: 1, Retries: 2, PromptTokens: 50, CompletionTokens: 5}); res.AgentUsage != want {
@@ -200,7 +202,7 @@ func TestRequestFaultEndsTheTrialWithTheProviderMessage(t *testing.T) {
 	agent, cfg := llmActor(t, f, "agent", nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), cfg), agent, nil))
 	want := `agent: agent model "agent" rejected the request as invalid: HTTP 400: context_length_exceeded: 200000 tokens`
-	if res.Outcome != host.OutcomeSelfGraded || res.Reason != host.ReasonAgentError || res.TerminationReason != task.TerminationError || res.Message != want {
+	if res.GradedBy != host.GradedByHost || res.Reason != evalv1.ReasonAgentError || res.TerminationReason != task.TerminationError || res.Message != want {
 		t.Fatalf("%s: %q", res, res.Message)
 	}
 }
@@ -215,8 +217,8 @@ func TestInfrastructureFaultsMidTrial(t *testing.T) {
 		{"trial lost", func(s *trialrun.Stack, id string) error {
 			_, err := s.Runner.CleanupTrial(context.Background(), &runnerpb.CleanupTrialRequest{TrialId: id})
 			return err
-		}, host.ReasonTrialLost, `execute tool "calculator" (call k): the runner holds no trial "calc:`},
-		{"runner gone", func(s *trialrun.Stack, _ string) error { return s.Stop() }, host.ReasonRunnerUnavailable,
+		}, evalv1.ReasonTrialLost, `execute tool "calculator" (call k): the runner holds no trial "calc:`},
+		{"runner gone", func(s *trialrun.Stack, _ string) error { return s.Stop() }, evalv1.ReasonRunnerUnavailable,
 			`execute tool "calculator" (call k) of trial "calc:`},
 	}
 	for _, tc := range cases {
@@ -233,7 +235,7 @@ func TestInfrastructureFaultsMidTrial(t *testing.T) {
 			ac := attempt(s, spec, agent, nil)
 			ac.CleanupTimeout = time.Second
 			res := host.RunAttempt(ctxT(t), ac)
-			if res.Outcome != host.OutcomeInfraFailed || res.Reason != tc.reason || res.TerminationReason != task.TerminationTrialLost ||
+			if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != tc.reason || res.TerminationReason != task.TerminationTrialLost ||
 				!strings.HasPrefix(res.Message, tc.prefix) || res.Grade != nil || len(res.ToolCalls) != 0 {
 				t.Fatalf("%s: %q", res, res.Message)
 			}
@@ -248,7 +250,7 @@ func TestTrialTimeoutIsSelfGraded(t *testing.T) {
 	ac := attempt(s, specFor(s, calcTask(t), cfg), agent, nil)
 	ac.TrialTimeout = 200 * time.Millisecond
 	res := host.RunAttempt(ctxT(t), ac)
-	if res.Outcome != host.OutcomeSelfGraded || res.Reason != host.ReasonTimeout || res.TerminationReason != task.TerminationTimeout ||
+	if res.GradedBy != host.GradedByHost || res.Reason != evalv1.ReasonTimeout || res.TerminationReason != task.TerminationTimeout ||
 		res.Message != "trial wall clock of 200ms exceeded after 1 turns" || res.Grade.GetScore() != 0 {
 		t.Fatalf("%s: %q", res, res.Message)
 	}
@@ -265,7 +267,7 @@ func TestCanceledAttemptStillCleansUp(t *testing.T) {
 		return host.Turn{}, ctx.Err()
 	})
 	res := host.RunAttempt(ctx, attempt(s, spec, agent, nil))
-	if res.Outcome != host.OutcomeInfraFailed || res.Reason != host.ReasonCanceled || res.Message != "attempt canceled: context canceled" {
+	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonCanceled || res.Message != "attempt canceled: context canceled" {
 		t.Fatalf("%s: %q", res, res.Message)
 	}
 	st, err := s.Runner.GetState(ctxT(t), &runnerpb.GetStateRequest{TrialId: spec.TrialID})
@@ -294,7 +296,7 @@ func TestInvalidConfigSendsNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		res := host.RunAttempt(context.Background(), tc.cfg)
-		if res.Outcome != host.OutcomeInvalid || res.Reason != host.ReasonInvalidConfig || res.Message != tc.want {
+		if res.Outcome != evalv1.OutcomeInvalid || res.Reason != evalv1.ReasonInvalidConfig || res.Message != tc.want {
 			t.Errorf("%s: %q, want %q", res, res.Message, tc.want)
 		}
 	}
@@ -306,7 +308,7 @@ func TestPanickingActorEndsTheTrialAsError(t *testing.T) {
 		panic("boom: the actor hit a bug")
 	})
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), nil), agent, nil))
-	if res.Outcome != host.OutcomeSelfGraded || res.Reason != host.ReasonAgentError ||
+	if res.GradedBy != host.GradedByHost || res.Reason != evalv1.ReasonAgentError ||
 		res.Message != "agent: actor panicked: boom: the actor hit a bug" {
 		t.Fatalf("%s: %q", res, res.Message)
 	}
@@ -321,7 +323,7 @@ func TestInvalidArgumentsGoBackToTheModel(t *testing.T) {
 	}})
 	agent, cfg := llmActor(t, f, "agent", nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), cfg), agent, nil))
-	if res.Outcome != host.OutcomeGraded || res.TerminationReason != task.TerminationAgentDone || len(res.ToolCalls) != 2 {
+	if res.GradedBy != host.GradedByRunner || res.TerminationReason != task.TerminationAgentDone || len(res.ToolCalls) != 2 {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	bad := res.ToolCalls[0]

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
@@ -16,7 +18,7 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	if err != nil {
 		// The host built a transcript its own encoder refuses: a host bug,
 		// and the runner could not grade it either.
-		end.outcome, end.reason = OutcomeGradingFailed, ReasonGradingFailed
+		end.outcome, end.reason = evalv1.OutcomeGradingFailed, evalv1.ReasonGradingFailed
 		end.message = fmt.Sprintf("encode transcript of trial %q: %v", r.trialID, err)
 		return end
 	}
@@ -37,21 +39,21 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	}
 	if !resp.GetSuccess() {
 		if trialNotFoundPattern.MatchString(resp.GetError()) {
-			return &ending{outcome: OutcomeInfraFailed, reason: ReasonTrialLost, termination: end.termination,
+			return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonTrialLost, termination: end.termination,
 				message: fmt.Sprintf("grade trial %q: %s", r.trialID, resp.GetError())}
 		}
-		return &ending{outcome: OutcomeGradingFailed, reason: ReasonGradingFailed, termination: end.termination,
+		return &ending{outcome: evalv1.OutcomeGradingFailed, reason: evalv1.ReasonGradingFailed, termination: end.termination,
 			message: resp.GetError()}
 	}
 	if resp.GetGrade() == nil {
-		return &ending{outcome: OutcomeGradingFailed, reason: ReasonGradingFailed, termination: end.termination,
+		return &ending{outcome: evalv1.OutcomeGradingFailed, reason: evalv1.ReasonGradingFailed, termination: end.termination,
 			message: fmt.Sprintf("grade trial %q: the runner answered success without a grade", r.trialID)}
 	}
 	g := resp.GetGrade()
-	e := &ending{outcome: OutcomeGraded, reason: ReasonFailed, termination: end.termination,
-		grade: g, gradedBy: "runner", message: g.GetReasons()}
+	e := &ending{outcome: evalv1.OutcomeFailed, reason: evalv1.ReasonFailed, termination: end.termination,
+		grade: g, gradedBy: GradedByRunner, message: g.GetReasons()}
 	if g.GetBinaryPass() {
-		e.reason = ReasonPassed
+		e.outcome, e.reason = evalv1.OutcomePassed, evalv1.ReasonPassed
 	}
 	return e
 }

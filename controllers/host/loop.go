@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/task"
 )
 
@@ -49,7 +51,7 @@ func (r *run) loop(ctx context.Context, reg *registration) *ending {
 		turn.ToolCalls = msg.ToolCalls
 		if stuck, why := r.stuck.observe(turn); stuck {
 			r.progress("agent", msg, nil)
-			return terminate(task.TerminationStuckDetected, ReasonStuckDetected, "stuck: "+why)
+			return terminate(task.TerminationStuckDetected, evalv1.ReasonStuckDetected, "stuck: "+why)
 		}
 		statuses, e := r.execTools(lctx, ctx, task.ExecutorAgent, msg.ToolCalls)
 		r.progress("agent", msg, statuses)
@@ -101,7 +103,7 @@ func (r *run) userTurn(lctx, ctx context.Context, reg *registration) *ending {
 			return nil
 		}
 	}
-	return terminate(task.TerminationStuckDetected, ReasonStuckDetected,
+	return terminate(task.TerminationStuckDetected, evalv1.ReasonStuckDetected,
 		fmt.Sprintf("stuck: the user simulator produced no message for the agent in %d rounds", MaxUserRounds))
 }
 

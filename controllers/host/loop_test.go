@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/trialrun"
@@ -47,7 +49,7 @@ func TestStopMarkers(t *testing.T) {
 				ac.User = host.NewScriptedUser(tc.lines...)
 			}
 			res := host.RunAttempt(ctxT(t), ac)
-			if res.Outcome != host.OutcomeGraded || res.TerminationReason != tc.term || res.Turns != tc.turns {
+			if res.GradedBy != host.GradedByRunner || res.TerminationReason != tc.term || res.Turns != tc.turns {
 				t.Fatalf("%s: %s", res, res.Message)
 			}
 			if n := len(f.RequestsFor("agent")); n != tc.agentN {
@@ -68,7 +70,7 @@ func TestMaxTurns(t *testing.T) {
 	ac := attempt(s, specFor(s, calcTask(t), cfg), agent, nil)
 	ac.MaxTurns = 3
 	res := host.RunAttempt(ctxT(t), ac)
-	if res.Outcome != host.OutcomeGraded || res.TerminationReason != task.TerminationMaxTurns || res.Turns != 3 || len(res.ToolCalls) != 3 {
+	if res.GradedBy != host.GradedByRunner || res.TerminationReason != task.TerminationMaxTurns || res.Turns != 3 || len(res.ToolCalls) != 3 {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	if n := len(f.RequestsFor("agent")); n != 3 {
@@ -115,7 +117,7 @@ func TestStuckDetection(t *testing.T) {
 				ac.User = llmUser(t, f, "user", td, "")
 			}
 			res := host.RunAttempt(ctxT(t), ac)
-			if res.Outcome != host.OutcomeSelfGraded || res.Reason != host.ReasonStuckDetected ||
+			if res.GradedBy != host.GradedByHost || res.Reason != evalv1.ReasonStuckDetected ||
 				res.TerminationReason != task.TerminationStuckDetected || res.Turns != tc.turns || res.Message != tc.msg {
 				t.Fatalf("%s: %q", res, res.Message)
 			}
@@ -141,7 +143,7 @@ func TestDuplicateProviderToolCallIDs(t *testing.T) {
 	agent, cfg := llmActor(t, f, "agent", nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), cfg), agent, nil))
 	// Graded: the runner joined every call to its result by these ids.
-	if res.Outcome != host.OutcomeGraded || res.TerminationReason != task.TerminationAgentDone {
+	if res.GradedBy != host.GradedByRunner || res.TerminationReason != task.TerminationAgentDone {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	var ids []string

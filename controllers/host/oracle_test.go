@@ -14,7 +14,7 @@ func TestOracleOnShopPasses(t *testing.T) {
 	spec := specFor(s, tk, nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, spec, agents.NewOracle(tk), nil))
 	t.Logf("%s: %s", res, res.Message)
-	if res.Outcome != host.OutcomeGraded || res.Grade == nil || !res.Grade.GetBinaryPass() {
+	if res.GradedBy != host.GradedByRunner || res.Grade == nil || !res.Grade.GetBinaryPass() {
 		t.Fatalf("oracle on shop: %s %s", res, res.Message)
 	}
 	// An oracle is graded on state checks only: the transcript rules would

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
@@ -36,7 +38,7 @@ type registration struct {
 func (r *run) register(ctx context.Context) (*registration, *ending) {
 	specJSON, err := task.Encode(r.cfg.Spec)
 	if err != nil {
-		return nil, &ending{outcome: OutcomeInvalid, reason: ReasonInvalidConfig,
+		return nil, &ending{outcome: evalv1.OutcomeInvalid, reason: evalv1.ReasonInvalidConfig,
 			message: fmt.Sprintf("encode trial spec %q: %v", r.trialID, err)}
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.registerTimeout)
@@ -52,9 +54,9 @@ func (r *run) register(ctx context.Context) (*registration, *ending) {
 	}
 	if !resp.GetSuccess() {
 		if isProtocolSkew(resp.GetError()) {
-			return nil, &ending{outcome: OutcomeProtocolSkew, reason: ReasonProtocolSkew, message: resp.GetError()}
+			return nil, &ending{outcome: evalv1.OutcomeProtocolSkew, reason: evalv1.ReasonProtocolSkew, message: resp.GetError()}
 		}
-		return nil, &ending{outcome: OutcomeInvalid, reason: ReasonInvalidTask, message: resp.GetError()}
+		return nil, &ending{outcome: evalv1.OutcomeInvalid, reason: evalv1.ReasonInvalidTask, message: resp.GetError()}
 	}
 	schemas := resp.GetToolSchemas()
 	nAgent, nUser := int(resp.GetNumAgentTools()), int(resp.GetNumUserTools())
@@ -62,7 +64,7 @@ func (r *run) register(ctx context.Context) (*registration, *ending) {
 		// Without a trustworthy partition the host would offer tools to the
 		// wrong actor; a runner this far from the protocol is skewed, and
 		// retrying against the same image cannot help.
-		return nil, &ending{outcome: OutcomeProtocolSkew, reason: ReasonProtocolSkew, message: fmt.Sprintf(
+		return nil, &ending{outcome: evalv1.OutcomeProtocolSkew, reason: evalv1.ReasonProtocolSkew, message: fmt.Sprintf(
 			"RegisterTrial answered %d tool schemas but num_agent_tools=%d and num_user_tools=%d (the ordering contract needs num_agent_tools + num_user_tools == len(tool_schemas))",
 			len(schemas), nAgent, nUser)}
 	}

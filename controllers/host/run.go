@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc/status"
 
@@ -15,7 +17,7 @@ import (
 
 // ending is how (and whether) an attempt is over.
 type ending struct {
-	outcome     Outcome
+	outcome     evalv1.AttemptOutcome
 	reason      string
 	message     string
 	termination task.TerminationReason
@@ -109,7 +111,7 @@ func validateConfig(cfg *AttemptConfig) error {
 // canceled is the ending when the caller's context ended: the attempt proves
 // nothing about the agent or the infrastructure.
 func canceled(ctx context.Context) *ending {
-	return &ending{outcome: OutcomeInfraFailed, reason: ReasonCanceled,
+	return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonCanceled,
 		message: fmt.Sprintf("attempt canceled: %v", context.Cause(ctx))}
 }
 
@@ -120,7 +122,7 @@ func (r *run) ctxEnding(lctx, ctx context.Context) *ending {
 		return canceled(ctx)
 	}
 	if lctx.Err() != nil {
-		return terminate(task.TerminationTimeout, ReasonTimeout,
+		return terminate(task.TerminationTimeout, evalv1.ReasonTimeout,
 			fmt.Sprintf("trial wall clock of %s exceeded after %d turns", r.cfg.TrialTimeout, r.turns))
 	}
 	return nil
@@ -132,7 +134,7 @@ func (r *run) transportEnding(ctx context.Context, what string, err error) *endi
 	if ctx.Err() != nil {
 		return canceled(ctx)
 	}
-	return &ending{outcome: OutcomeInfraFailed, reason: ReasonRunnerUnavailable,
+	return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonRunnerUnavailable,
 		message: fmt.Sprintf("%s %q: runner unreachable (%s): %s", what, r.trialID, status.Code(err), status.Convert(err).Message())}
 }
 
@@ -143,11 +145,11 @@ func terminate(t task.TerminationReason, reason, msg string) *ending {
 	e := &ending{termination: t, reason: reason, message: msg}
 	switch t {
 	case task.TerminationAgentDone, task.TerminationUserStop, task.TerminationMaxTurns:
-		e.outcome = OutcomeGraded // provisional: GradeTrial decides
+		e.outcome = "" // GradeTrial decides
 	case task.TerminationRateLimit, task.TerminationAPIError, task.TerminationTrialLost:
-		e.outcome = OutcomeInfraFailed
+		e.outcome = evalv1.OutcomeInfraFailed
 	default:
-		e.outcome = OutcomeSelfGraded
+		e.outcome, e.gradedBy = evalv1.OutcomeFailed, GradedByHost
 	}
 	return e
 }
@@ -161,17 +163,17 @@ func (r *run) actorEnding(lctx, ctx context.Context, who string, err error) *end
 	if errors.As(err, &ae) {
 		switch ae.Termination {
 		case task.TerminationRateLimit:
-			return terminate(ae.Termination, ReasonRateLimited, fmt.Sprintf("%s: %v", who, ae.Err))
+			return terminate(ae.Termination, evalv1.ReasonRateLimited, fmt.Sprintf("%s: %v", who, ae.Err))
 		case task.TerminationAPIError:
-			return terminate(ae.Termination, ReasonProviderError, fmt.Sprintf("%s: %v", who, ae.Err))
+			return terminate(ae.Termination, evalv1.ReasonProviderError, fmt.Sprintf("%s: %v", who, ae.Err))
 		case task.TerminationTimeout:
-			return terminate(ae.Termination, ReasonTimeout, fmt.Sprintf("%s: %v", who, ae.Err))
+			return terminate(ae.Termination, evalv1.ReasonTimeout, fmt.Sprintf("%s: %v", who, ae.Err))
 		case task.TerminationStuckDetected:
-			return terminate(ae.Termination, ReasonStuckDetected, fmt.Sprintf("%s: %v", who, ae.Err))
+			return terminate(ae.Termination, evalv1.ReasonStuckDetected, fmt.Sprintf("%s: %v", who, ae.Err))
 		case task.TerminationTrialLost:
-			return terminate(ae.Termination, ReasonTrialLost, fmt.Sprintf("%s: %v", who, ae.Err))
+			return terminate(ae.Termination, evalv1.ReasonTrialLost, fmt.Sprintf("%s: %v", who, ae.Err))
 		}
-		return terminate(task.TerminationError, ReasonAgentError, fmt.Sprintf("%s: %v", who, ae.Err))
+		return terminate(task.TerminationError, evalv1.ReasonAgentError, fmt.Sprintf("%s: %v", who, ae.Err))
 	}
-	return terminate(task.TerminationError, ReasonAgentError, fmt.Sprintf("%s: %v", who, err))
+	return terminate(task.TerminationError, evalv1.ReasonAgentError, fmt.Sprintf("%s: %v", who, err))
 }

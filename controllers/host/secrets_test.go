@@ -83,11 +83,11 @@ func TestSentinelKeyAppearsNowhere(t *testing.T) {
 		results = append(results, fmt.Sprintf("%+v\n%#v\n%s", res, res, res.Message))
 		switch model {
 		case "ok":
-			if res.Outcome != host.OutcomeGraded || res.AgentUsage.Retries != 1 {
+			if res.GradedBy != host.GradedByRunner || res.AgentUsage.Retries != 1 {
 				t.Fatalf("%s: %s", res, res.Message)
 			}
 		case "echo":
-			if res.Outcome != host.OutcomeSelfGraded || !strings.HasSuffix(res.Message, "Incorrect API key provided: [REDACTED]") {
+			if res.GradedBy != host.GradedByHost || !strings.HasSuffix(res.Message, "Incorrect API key provided: [REDACTED]") {
 				t.Fatalf("%s: %s", res, res.Message)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/trialrun"
@@ -30,7 +32,7 @@ func TestScriptedAgentCompletesShop(t *testing.T) {
 	ac.Progress = func(ev host.TurnEvent) { events = append(events, ev) }
 	res := host.RunAttempt(ctxT(t), ac)
 
-	if res.Outcome != host.OutcomeGraded || res.Reason != host.ReasonPassed || res.TerminationReason != task.TerminationUserStop {
+	if res.GradedBy != host.GradedByRunner || res.Reason != evalv1.ReasonPassed || res.TerminationReason != task.TerminationUserStop {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	if g := res.Grade; !g.GetBinaryPass() || g.GetScore() != 1 || g.GetStateDiffJson() != "" {
@@ -101,7 +103,7 @@ func TestPayBeforePlacingFailsWithDiff(t *testing.T) {
 	tk := shopTask(t)
 	agent, cfg := llmActor(t, f, "agent", nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, tk, cfg), agent, nil))
-	if res.Outcome != host.OutcomeGraded || res.Reason != host.ReasonFailed || res.TerminationReason != task.TerminationUserStop {
+	if res.GradedBy != host.GradedByRunner || res.Reason != evalv1.ReasonFailed || res.TerminationReason != task.TerminationUserStop {
 		t.Fatalf("%s: %s", res, res.Message)
 	}
 	g := res.Grade

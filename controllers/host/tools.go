@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"google.golang.org/grpc/status"
 
 	"tolokaforge.io/operator/api/runnerpb"
@@ -44,7 +46,7 @@ func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task
 			}
 			// The runner stopped answering mid-trial: whatever it held is
 			// out of reach, which is trial_lost to this attempt.
-			return statuses, terminate(task.TerminationTrialLost, ReasonRunnerUnavailable, fmt.Sprintf(
+			return statuses, terminate(task.TerminationTrialLost, evalv1.ReasonRunnerUnavailable, fmt.Sprintf(
 				"execute tool %q (call %s) of trial %q: runner unreachable (%s): %s",
 				c.Function.Name, c.ID, r.trialID, status.Code(err), status.Convert(err).Message()))
 		}
@@ -65,18 +67,18 @@ func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task
 			recStatus, content = task.ToolCallInvalidArguments, toolError(errText, "invalid arguments")
 		case runnerpb.ExecutionStatus_EXECUTION_STATUS_TOOL_NOT_FOUND:
 			recStatus, content = task.ToolCallToolNotFound, toolError(errText, fmt.Sprintf("tool %q not found", c.Function.Name))
-			end = terminate(task.TerminationError, ReasonToolNotFound, fmt.Sprintf(
+			end = terminate(task.TerminationError, evalv1.ReasonToolNotFound, fmt.Sprintf(
 				"%s called tool %q (call %s), which the runner does not hold for executor %q: %s",
 				actorName(executor), c.Function.Name, c.ID, executor, errText))
 		case runnerpb.ExecutionStatus_EXECUTION_STATUS_TRIAL_NOT_FOUND:
-			return statuses, terminate(task.TerminationTrialLost, ReasonTrialLost, fmt.Sprintf(
+			return statuses, terminate(task.TerminationTrialLost, evalv1.ReasonTrialLost, fmt.Sprintf(
 				"execute tool %q (call %s): the runner holds no trial %q: %s", c.Function.Name, c.ID, r.trialID, errText))
 		default:
 			// Not a tool outcome the protocol defines: the runner is at fault,
 			// not the agent, so this is an infrastructure failure.
-			e := terminate(task.TerminationError, ReasonRunnerProtocol, fmt.Sprintf(
+			e := terminate(task.TerminationError, evalv1.ReasonRunnerProtocol, fmt.Sprintf(
 				"execute tool %q (call %s): runner answered status %v, which the protocol does not define", c.Function.Name, c.ID, resp.GetStatus()))
-			e.outcome = OutcomeInfraFailed
+			e.outcome = evalv1.OutcomeInfraFailed
 			return statuses, e
 		}
 		r.recordCall(c, executor, recStatus, resp, took, at)

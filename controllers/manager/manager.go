@@ -36,8 +36,6 @@ const (
 	// DefaultManagerNamespace is config/manager's namespace, used for the
 	// network policy's manager peer when POD_NAMESPACE is not set.
 	DefaultManagerNamespace = "tolokaforge-system"
-	// FieldOwner is the field manager of every write (see controllers.FieldOwner).
-	FieldOwner = controllers.FieldOwner
 )
 
 // Options configure a manager. Zero values take the defaults above.
@@ -156,7 +154,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	ours := labels.SelectorFromSet(labels.Set{controllers.LabelManagedBy: controllers.ManagedByValue})
+	ours := labels.SelectorFromSet(labels.Set{evalv1.LabelManagedBy: evalv1.ManagedByValue})
 	cacheOpts := cache.Options{
 		// Only our pods and policies are cached, never a whole cluster's.
 		ByObject: map[client.Object]cache.ByObject{
@@ -208,7 +206,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			Log:          opts.Logger.WithName("driver"),
 			WrapRunner:   opts.WrapRunner,
 		},
-		Recorder:                mgr.GetEventRecorder(FieldOwner),
+		Recorder:                mgr.GetEventRecorder(evalv1.FieldManager),
 		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint},
 		ManagerPeer:             controllers.DefaultManagerPeer(opts.ManagerNamespace),
 		Metrics:                 metrics,

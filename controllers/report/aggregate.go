@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/controllers/campaign"
 )
 
@@ -82,14 +84,14 @@ func aggregateOf(trials []Trial, ks []int) map[string]any {
 				scored++
 				scoreSum += *t.Score
 			}
-			if t.Phase == PhaseGradingFailed {
+			if t.Phase == string(evalv1.PhaseGradingFailed) {
 				ungradeable++
 				class = "ungradeable"
 			}
-		case t.Phase == PhaseInfraFailed:
+		case t.Phase == string(evalv1.PhaseInfraFailed):
 			aborts[t.Reason]++
 			class = "infrastructure_abort"
-		case t.Phase == PhaseInvalid || t.Phase == PhaseProtocolSkew:
+		case t.Phase == string(evalv1.PhaseInvalid) || t.Phase == string(evalv1.PhaseProtocolSkew):
 			invalid++
 			class = "invalid"
 		default:

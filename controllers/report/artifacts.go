@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -213,20 +215,21 @@ func readTrial(g []trialDir) (Trial, error) {
 		out.Score = &s
 	}
 	switch tr.Outcome {
-	case "Graded":
-		out.Phase = PhaseFailed
+	case string(evalv1.OutcomePassed), string(evalv1.OutcomeFailed),
+		"Graded": // artifacts written before outcomes were the API's
+		out.Phase = string(evalv1.PhaseFailed)
 		if hasGrade && gd.BinaryPass {
-			out.Phase = PhasePassed
+			out.Phase = string(evalv1.PhasePassed)
 		}
-	case "SelfGraded":
-		out.Phase = PhaseFailed
-	case PhaseGradingFailed, PhaseInvalid, PhaseProtocolSkew, PhaseInfraFailed:
+	case "SelfGraded": // the same, for a host-graded attempt
+		out.Phase = string(evalv1.PhaseFailed)
+	case string(evalv1.PhaseGradingFailed), string(evalv1.PhaseInvalid), string(evalv1.PhaseProtocolSkew), string(evalv1.PhaseInfraFailed):
 		out.Phase = tr.Outcome
 	default:
 		return Trial{}, fmt.Errorf("%s: unknown outcome %q", out.TranscriptFile, tr.Outcome)
 	}
 	switch out.Phase {
-	case PhaseFailed:
+	case string(evalv1.PhaseFailed):
 		switch {
 		case tr.TerminationReason != "" && tr.TerminationReason != "agent_done" && tr.TerminationReason != "user_stop":
 			out.Reason = "termination: " + tr.TerminationReason
@@ -237,7 +240,7 @@ func readTrial(g []trialDir) (Trial, error) {
 		default:
 			out.Reason = "failed without a grade"
 		}
-	case PhasePassed:
+	case string(evalv1.PhasePassed):
 	default:
 		out.Reason = out.Phase
 		if tr.Reason != "" && tr.Reason != out.Phase {

@@ -23,7 +23,7 @@ func FromCampaign(ctx context.Context, r client.Reader, namespace, name string) 
 		return nil, fmt.Errorf("get campaign %s/%s: %w", namespace, name, err)
 	}
 	var list evalv1.TrialList
-	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{evalv1.LabelCampaign: campaign.LabelValue(name)}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{evalv1.LabelCampaign: evalv1.LabelValue(name)}); err != nil {
 		return nil, fmt.Errorf("list trials of campaign %s/%s: %w", namespace, name, err)
 	}
 	rep := &Report{Title: "campaign " + namespace + "/" + name, K: int(c.Spec.TrialsPerTask)}
@@ -103,9 +103,9 @@ func failureReason(t *evalv1.Trial, phase string) string {
 		completedMsg = c.Message
 	}
 	switch phase {
-	case PhasePassed:
+	case string(evalv1.PhasePassed):
 		return ""
-	case PhaseFailed:
+	case string(evalv1.PhaseFailed):
 		if term := t.Status.TerminationReason; term != "" && term != "agent_done" && term != "user_stop" {
 			return "termination: " + term
 		}
@@ -116,14 +116,14 @@ func failureReason(t *evalv1.Trial, phase string) string {
 			return shortReason(firstFailing(g.Reasons))
 		}
 		return "failed without a grade"
-	case PhaseInfraFailed:
+	case string(evalv1.PhaseInfraFailed):
 		if n := len(t.Status.Attempts); n > 0 {
 			if r := t.Status.Attempts[n-1].Reason; r != "" {
 				return "InfraFailed: " + r
 			}
 		}
 		return "InfraFailed"
-	case PhaseGradingFailed, PhaseInvalid, PhaseProtocolSkew:
+	case string(evalv1.PhaseGradingFailed), string(evalv1.PhaseInvalid), string(evalv1.PhaseProtocolSkew):
 		if completedMsg != "" {
 			return phase + ": " + shortReason(completedMsg)
 		}

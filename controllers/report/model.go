@@ -9,16 +9,6 @@ import (
 	"tolokaforge.io/operator/controllers/campaign"
 )
 
-// Phases as the report reads them (the Trial phases).
-const (
-	PhasePassed        = "Passed"
-	PhaseFailed        = "Failed"
-	PhaseGradingFailed = "GradingFailed"
-	PhaseInfraFailed   = "InfraFailed"
-	PhaseInvalid       = "Invalid"
-	PhaseProtocolSkew  = "ProtocolSkew"
-)
-
 // Trial is one trial's line in a report.
 type Trial struct {
 	// Name identifies the trial (the Trial object, or its directory).
@@ -27,7 +17,7 @@ type Trial struct {
 	// Task is the task's display name (its task_id).
 	Task  string
 	Index int
-	// Phase is one of the Phase constants, or a non-terminal phase.
+	// Phase is a Trial phase (evalv1.Phase*), terminal or not.
 	Phase string
 	// Score is the grade's score (nil without a grade).
 	Score *float64
@@ -155,7 +145,7 @@ func (r *Report) Rows() []Row {
 			per[k] = a
 		}
 		a.trials++
-		if t.Phase != PhasePassed && t.Reason != "" {
+		if t.Phase != string(evalv1.PhasePassed) && t.Reason != "" {
 			a.reasons[t.Reason]++
 		}
 	}
@@ -232,7 +222,7 @@ func (r *Report) AgentSummaries() []AgentSummary {
 func (r *Report) Failing() []Trial {
 	var out []Trial
 	for _, t := range r.Trials {
-		if t.Phase != PhasePassed {
+		if t.Phase != string(evalv1.PhasePassed) {
 			out = append(out, t)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/controllers/host/artifacts"
 )
@@ -86,13 +88,13 @@ func TestFromArtifacts(t *testing.T) {
 		byName[tr.Name] = tr
 	}
 	retried := byName["oracle/trials/t2/1"]
-	if retried.Phase != PhasePassed || retried.Reason != "" {
+	if retried.Phase != string(evalv1.PhasePassed) || retried.Reason != "" {
 		t.Fatalf("the retried trial: %+v", retried)
 	}
-	if f := byName["llm/trials/t1/1"]; f.Phase != PhaseFailed || f.Reason != "State mismatch: orders: 0 missing, 0 extra, 1 different" || f.CostUSD != 0.5 || f.Tokens != 500 {
+	if f := byName["llm/trials/t1/1"]; f.Phase != string(evalv1.PhaseFailed) || f.Reason != "State mismatch: orders: 0 missing, 0 extra, 1 different" || f.CostUSD != 0.5 || f.Tokens != 500 {
 		t.Fatalf("failed trial %+v", f)
 	}
-	if f := byName["llm/trials/t2/0"]; f.Phase != PhaseInfraFailed || f.Reason != "InfraFailed: PodLost" || f.Score != nil {
+	if f := byName["llm/trials/t2/0"]; f.Phase != string(evalv1.PhaseInfraFailed) || f.Reason != "InfraFailed: PodLost" || f.Score != nil {
 		t.Fatalf("infra trial %+v", f)
 	}
 	if f := byName["llm/trials/t2/1"]; f.Reason != "termination: max_turns" {

@@ -11,10 +11,11 @@ import (
 	"strings"
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"tolokaforge.io/operator/api/runnerpb"
-	"tolokaforge.io/operator/controllers/host"
 )
 
 // Main runs `tolokaforge pack import|validate DIR...`.
@@ -248,9 +249,9 @@ func ValidateDir(ctx context.Context, l *Local, dir string, opts Options, strict
 // judge decides a task's verdict from its oracle trial. A golden replay
 // proves the state checks; transcript and judge components are reported
 // but only --strict requires them.
-func judge(v Verdict, outcome host.Outcome, reason, message string, g *runnerpb.Grade, strict bool) Verdict {
+func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *runnerpb.Grade, strict bool) Verdict {
 	v.Outcome = string(outcome)
-	if outcome != host.OutcomeGraded || g == nil {
+	if (outcome != evalv1.OutcomePassed && outcome != evalv1.OutcomeFailed) || g == nil {
 		v.Why = fmt.Sprintf("the oracle's trial ended %s (%s): %s", outcome, reason, message)
 		return v
 	}

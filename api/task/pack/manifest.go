@@ -102,8 +102,8 @@ func Build(c *Converted, opts Options) (*Manifests, error) {
 	if c.MaxTurns != nil {
 		spec.Content = append(spec.Content, str("maxTurns"), intNode(int64(*c.MaxTurns)))
 	}
-	labels := map[string]string{"eval.tolokaforge.io/task-id": labelSafe(c.Description.TaskID)}
-	if cat := labelSafe(c.Description.Category); cat != "" {
+	labels := map[string]string{evalv1.LabelTaskID: evalv1.LabelValue(c.Description.TaskID)}
+	if cat := evalv1.LabelValue(c.Description.Category); cat != "" {
 		labels["eval.tolokaforge.io/category"] = cat
 	}
 	for k, v := range opts.Labels {
@@ -133,7 +133,7 @@ func Build(c *Converted, opts Options) (*Manifests, error) {
 		m.ConfigMap = mapNode(
 			"apiVersion", str("v1"),
 			"kind", str("ConfigMap"),
-			"metadata", objectMeta(r.Name, opts.Namespace, map[string]string{"eval.tolokaforge.io/task-id": labelSafe(c.Description.TaskID)}),
+			"metadata", objectMeta(r.Name, opts.Namespace, map[string]string{evalv1.LabelTaskID: evalv1.LabelValue(c.Description.TaskID)}),
 		)
 		m.ConfigMap.Content = append(m.ConfigMap.Content, data.Content...)
 	}
@@ -219,24 +219,6 @@ func objectMeta(name, namespace string, labels map[string]string) *yaml.Node {
 		meta.Content = append(meta.Content, str("labels"), l)
 	}
 	return meta
-}
-
-// labelSafe makes a label value of s: [A-Za-z0-9._-], at most 63, alphanumeric at both ends.
-func labelSafe(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	out := b.String()
-	if len(out) > 63 {
-		out = out[:63]
-	}
-	return strings.TrimFunc(out, func(r rune) bool { return r == '.' || r == '_' || r == '-' })
 }
 
 func mapNode(kv ...any) *yaml.Node {

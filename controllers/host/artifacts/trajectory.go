@@ -3,6 +3,8 @@ package artifacts
 import (
 	"time"
 
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+
 	"tolokaforge.io/operator/api/task"
 )
 
@@ -33,9 +35,6 @@ type trajectoryMessage struct {
 	Timestamp  time.Time       `json:"timestamp"`
 }
 
-// gradingFailedOutcome matches host.OutcomeGradingFailed without importing host.
-const gradingFailedOutcome = "GradingFailed"
-
 func trajectoryDoc(a *Attempt) trajectory {
 	t := trajectory{
 		TrialID: a.TrialID, RunID: a.RunID, AttemptID: a.AttemptID, TaskID: a.TaskID,
@@ -47,7 +46,7 @@ func trajectoryDoc(a *Attempt) trajectory {
 		Messages:  make([]trajectoryMessage, 0, len(a.Messages)),
 		ToolCalls: a.ToolCalls,
 	}
-	if a.Outcome == gradingFailedOutcome {
+	if a.Outcome == string(evalv1.OutcomeGradingFailed) {
 		// The trial is still counted and its bundle still written; the cause
 		// is recoverable from here, as in Tolokaforge's Trajectory.grading_error.
 		t.GradingError = a.Message

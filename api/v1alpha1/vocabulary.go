@@ -1,0 +1,164 @@
+package v1alpha1
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// This file is the operator's one vocabulary: every condition type, reason,
+// attempt outcome, label and field manager the manager writes. Conditions and
+// events share reasons, so `kubectl describe` reads the same words in both,
+// and the host, the controllers and the reports all speak these words rather
+// than translating between their own.
+
+// FieldManager is the field manager of every write the manager makes, so
+// managedFields says who wrote what no matter which code path wrote it.
+const FieldManager = "tolokaforge-manager"
+
+// Condition types of a Task.
+const (
+	// TaskValid says whether the description decoded strictly.
+	TaskValid = "Valid"
+)
+
+// Reasons of the Task's Valid condition.
+const (
+	ReasonTaskValid               = "Decoded"
+	ReasonInvalidDescription      = "InvalidDescription"
+	ReasonInitialStateUnavailable = "InitialStateUnavailable"
+)
+
+// Attempt outcomes (AttemptStatus.Outcome). The host's driver ends every
+// attempt with one of these; the Trial controller maps each to one action.
+// The terminal ones double as the Trial's phase (see Phase).
+const (
+	OutcomeRunning       AttemptOutcome = "Running"
+	OutcomePassed        AttemptOutcome = "Passed"
+	OutcomeFailed        AttemptOutcome = "Failed"
+	OutcomeGradingFailed AttemptOutcome = "GradingFailed"
+	OutcomeInfraFailed   AttemptOutcome = "InfraFailed"
+	OutcomeInvalid       AttemptOutcome = "Invalid"
+	OutcomeProtocolSkew  AttemptOutcome = "ProtocolSkew"
+	OutcomeCanceled      AttemptOutcome = "Canceled"
+)
+
+// Phase is the Trial phase an outcome gives when it ends the trial: the same
+// word, so an attempt's history and the trial's phase never disagree.
+func (o AttemptOutcome) Phase() TrialPhase { return TrialPhase(o) }
+
+// Reasons of the Trial's conditions, its attempts and its events. Terminal
+// reasons of Completed=True are the phases Passed, Failed, GradingFailed,
+// InfraFailed, Invalid and ProtocolSkew.
+const (
+	// Completed=False while the trial has no outcome yet.
+	ReasonTaskNotFound = "TaskNotFound" // taskRef names no Task (yet)
+	ReasonStarting     = "Starting"     // an attempt waits for its pods or a driver
+	ReasonRunning      = "Running"      // a driver registered the attempt
+	ReasonBackoff      = "Backoff"      // an infra fault ended the attempt; next one pending
+
+	// PodsReady.
+	ReasonPodsReady   = "PodsReady"
+	ReasonPodsPending = "PodsPending"
+
+	// Registered.
+	ReasonRegistered    = "Registered"
+	ReasonNotRegistered = "NotRegistered"
+
+	// Infrastructure faults the controller detects itself.
+	ReasonPodFailed         = "PodFailed"        // a pod's container exited
+	ReasonPodLost           = "PodLost"          // a pod vanished or is being deleted
+	ReasonPodsNotReady      = "PodsNotReady"     // timeouts.podsReady elapsed
+	ReasonManagerRestarted  = "ManagerRestarted" // the attempt's driver died with its process
+	ReasonAPIKeyUnavailable = "APIKeyUnavailable"
+
+	// Why the host's driver ended an attempt.
+	ReasonPassed            = "Passed"
+	ReasonFailed            = "Failed"
+	ReasonGradingFailed     = "GradingFailed"
+	ReasonStuckDetected     = "StuckDetected"
+	ReasonTimeout           = "TrialTimeout"
+	ReasonAgentError        = "AgentError"     // an actor ended the trial as error (provider 4xx, pack defect)
+	ReasonToolNotFound      = "ToolNotFound"   // the runner answered TOOL_NOT_FOUND
+	ReasonRunnerProtocol    = "RunnerProtocol" // the runner answered something the protocol does not allow
+	ReasonRateLimited       = "RateLimited"
+	ReasonProviderError     = "ProviderError"
+	ReasonTrialLost         = "TrialLost"
+	ReasonRunnerUnavailable = "RunnerUnavailable"
+	ReasonCanceled          = "Canceled" // the caller's context ended: proves nothing either way
+	ReasonInvalidTask       = "InvalidTask"
+	ReasonInvalidConfig     = "InvalidConfig"
+	ReasonProtocolSkew      = "ProtocolSkew"
+)
+
+// Reasons of a Campaign's conditions (ReasonRunning and ReasonTaskNotFound
+// above serve it too).
+const (
+	ReasonFinished        = "Finished"
+	ReasonBudgetExceeded  = "BudgetExceeded"
+	ReasonWithinBudget    = "WithinBudget"
+	ReasonNoBudget        = "NoBudget"
+	ReasonResolved        = "Resolved"
+	ReasonNoTasksSelected = "NoTasksSelected"
+)
+
+// Labels on everything the manager creates. The pod cache is limited to
+// LabelManagedBy=ManagedByValue, so the manager never holds a cluster's pods.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelTrial     = "eval.tolokaforge.io/trial"
+	LabelAttempt   = "eval.tolokaforge.io/attempt"
+	LabelRole      = "eval.tolokaforge.io/role"
+	// LabelTaskID carries a Task's task_id (pack import sets it).
+	LabelTaskID      = "eval.tolokaforge.io/task-id"
+	ManagedByValue   = "tolokaforge"
+	AppName          = "tolokaforge"
+	ComponentManager = "manager"
+)
+
+// Roles of an attempt's pods (values of LabelRole).
+const (
+	RoleRunner    = "runner"
+	RoleDBService = "dbservice"
+)
+
+// labelHashLen is the length of the hash suffix LabelValue appends.
+const labelHashLen = 10
+
+// LabelValue fits s into a label value: s itself when it is one; otherwise
+// its label-safe prefix and a hash of the whole, so two long names that
+// share a prefix still get different values, and the same name always gets
+// the same value.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	h := hex.EncodeToString(sum[:])[:labelHashLen]
+	var b strings.Builder
+	for _, r := range s {
+		if isAlnum(r) || r == '.' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	prefix := b.String()
+	if room := validation.LabelValueMaxLength - labelHashLen - 1; len(prefix) > room {
+		prefix = prefix[:room]
+	}
+	prefix = strings.TrimFunc(prefix, func(r rune) bool { return !isAlnum(r) })
+	if prefix == "" {
+		return h
+	}
+	return prefix + "-" + h
+}
+
+func isAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
