@@ -14,10 +14,8 @@ import (
 	"strings"
 	"syscall"
 
-	"tolokaforge.io/operator/api/task/pack"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/campaign/report"
 	"tolokaforge.io/operator/controllers/manager"
-	"tolokaforge.io/operator/controllers/report"
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/runner"
@@ -35,8 +33,8 @@ func commands() map[string]command {
 		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runRunner},
 		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
-		"trial":     {"run one trial locally: trial run --task PATH", trialrun.Main},
-		"pack":      {"convert and validate task packs: pack import|validate", pack.Main},
+		"trial":     {"run one trial locally: trial run --task PATH", trialMain},
+		"pack":      {"convert and validate task packs: pack import|validate", packMain},
 		"dev":       {"start a local control plane with the manager and the pod simulator", devcluster.Main},
 		"report":    {"campaign results as a table, HTML page and aggregate.json", report.Main},
 		"version":   {"print the version and the engine protocol version", runVersion},
@@ -74,6 +72,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// exitError ends a command with a chosen exit status: a trial or a pack
+// that ran and did not pass exits 1, unlike a command that could not run.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
 
 func usage(w io.Writer, cmds map[string]command) {
 	names := make([]string, 0, len(cmds))

@@ -22,7 +22,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
-	"tolokaforge.io/operator/controllers/report"
+	"tolokaforge.io/operator/controllers/campaign/report"
 )
 
 // 3 tasks x 4 trials x 2 agents: the oracle passes everything; the scripted

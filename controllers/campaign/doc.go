@@ -13,7 +13,7 @@
 //
 // Files by concern: names.go (Trial names and label values), passk.go (the
 // estimators, exact rational arithmetic), aggregate.go (cells and
-// aggregates, also used by controllers/report), plan.go (what to create,
+// aggregates, also used by controllers/campaign/report), plan.go (what to create,
 // rerun, budget, conditions), trial.go (the Trial of a cell and what the
 // planner reads back from one), expectations.go, reconciler.go, status.go.
 //

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers/report"
+	"tolokaforge.io/operator/controllers/campaign/report"
 )
 
 // A label selector picks Tasks, and a Task labelled later joins the run.

@@ -1,4 +1,4 @@
-package trialrun_test
+package main
 
 import (
 	"bytes"
@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/trialrun"
 	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
-const shopTaskPath = "../../../examples/shop/task.json"
+const shopTaskPath = "examples/shop/task.json"
 
 func ctxT(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -24,18 +23,18 @@ func ctxT(tb testing.TB) context.Context {
 	return ctx
 }
 
-func env(tb testing.TB, out *bytes.Buffer) trialrun.Env {
+func trialTestEnv(tb testing.TB, out *bytes.Buffer) trialEnv {
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return trialrun.Env{Stdout: out, Stderr: out, SelfExecutable: exe}
+	return trialEnv{Stdout: out, Stderr: out, SelfExecutable: exe}
 }
 
 func TestRunOracleOnShopPasses(t *testing.T) {
 	var out bytes.Buffer
 	dir := t.TempDir()
-	err := trialrun.Run(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, env(t, &out))
+	err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, trialTestEnv(t, &out))
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -81,8 +80,8 @@ func manifest(tb testing.TB) string {
 
 func TestRunFailingGradeExitsOne(t *testing.T) {
 	var out bytes.Buffer
-	err := trialrun.Run(ctxT(t), []string{"run", "--task", manifest(t), "--out", t.TempDir()}, env(t, &out))
-	var ee *trialrun.ExitError
+	err := runTrial(ctxT(t), []string{"run", "--task", manifest(t), "--out", t.TempDir()}, trialTestEnv(t, &out))
+	var ee *exitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "trial failed: score 0.942857" {
 		t.Fatalf("err = %v\n%s", err, out.String())
 	}
@@ -115,7 +114,7 @@ func TestRunWithOpenAICompatibleModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	e := env(t, &out)
+	e := trialTestEnv(t, &out)
 	e.Getenv = func(k string) string {
 		if k == "FAKE_KEY" {
 			return key
@@ -123,7 +122,7 @@ func TestRunWithOpenAICompatibleModels(t *testing.T) {
 		return ""
 	}
 	e.AgentOptions = agents.Options{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
-	err = trialrun.Run(ctxT(t), []string{"run", "--task", p, "--agent", "openai:a", "--user", "openai:u",
+	err = runTrial(ctxT(t), []string{"run", "--task", p, "--agent", "openai:a", "--user", "openai:u",
 		"--base-url", f.URL(), "--api-key-env", "FAKE_KEY", "--message", "2+3?", "--seed", "3", "--temperature", "0", "--out", t.TempDir()}, e)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
@@ -162,7 +161,7 @@ func TestRunLLMUserOpensInItsOwnWords(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = trialrun.Run(ctxT(t), []string{"run", "--task", p, "--agent", "openai:a", "--user", "openai:u", "--base-url", f.URL(), "--out", t.TempDir()}, env(t, &out))
+	err = runTrial(ctxT(t), []string{"run", "--task", p, "--agent", "openai:a", "--user", "openai:u", "--base-url", f.URL(), "--out", t.TempDir()}, trialTestEnv(t, &out))
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())
 	}
@@ -194,9 +193,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var out bytes.Buffer
-		e := env(t, &out)
+		e := trialTestEnv(t, &out)
 		e.Getenv = func(string) string { return "" }
-		err := trialrun.Run(ctxT(t), tc.args, e)
+		err := runTrial(ctxT(t), tc.args, e)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Run(%q) = %v, want %q", tc.args, err, tc.want)
 		}

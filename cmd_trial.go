@@ -1,4 +1,4 @@
-package trialrun
+package main
 
 import (
 	"context"
@@ -15,32 +15,21 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
+	"tolokaforge.io/operator/controllers/host/local"
 )
 
-// ExitError is returned when the trial ran but did not pass; the binary
-// exits with ExitCode.
-type ExitError struct {
-	Code int
-	Msg  string
-}
-
-func (e *ExitError) Error() string { return e.Msg }
-
-// ExitCode is the process exit status for this error.
-func (e *ExitError) ExitCode() int { return e.Code }
-
-// Main runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
+// trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
 // --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
 // [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
-// trial passed, an *ExitError with code 1 when it ran and did not pass (a
+// trial passed, an *exitError with code 1 when it ran and did not pass (a
 // failing grade, or an attempt that ended without one), and a plain error for
 // bad flags or a task file that cannot be used.
-func Main(ctx context.Context, args []string) error {
-	return Run(ctx, args, Env{Stdout: os.Stdout, Stderr: os.Stderr})
+func trialMain(ctx context.Context, args []string) error {
+	return runTrial(ctx, args, trialEnv{Stdout: os.Stdout, Stderr: os.Stderr})
 }
 
-// Env is where Run writes and what it may reach; zero fields get defaults.
-type Env struct {
+// trialEnv is where Run writes and what it may reach; zero fields get defaults.
+type trialEnv struct {
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
 	// SelfExecutable resolves "tolokaforge" in MCP commands (default
@@ -151,8 +140,8 @@ func modelConfig(flagName, v string, agent bool, f *runFlags) (*task.ModelConfig
 	return nil, fmt.Errorf("trial run: %s %q: want %s", flagName, v, want)
 }
 
-// Run is Main with its outputs and environment injectable.
-func Run(ctx context.Context, args []string, env Env) error {
+// runTrial is Main with its outputs and environment injectable.
+func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if env.Stdout == nil {
 		env.Stdout = io.Discard
 	}
@@ -166,7 +155,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 		}
 		return err
 	}
-	lt, err := LoadTask(f.taskPath)
+	lt, err := local.LoadTask(f.taskPath)
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
 	}
@@ -214,7 +203,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 		}
 	}
 
-	stack, err := StartStack(ctx, StackConfig{SelfExecutable: env.SelfExecutable, Log: env.Log})
+	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, Log: env.Log})
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
 	}
@@ -240,7 +229,7 @@ func Run(ctx context.Context, args []string, env Env) error {
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
 		Log:                env.Log,
 	})
-	return report(env.Stdout, res)
+	return printResult(env.Stdout, res)
 }
 
 func orDefault(v, d int) int {

@@ -1,4 +1,4 @@
-package trialrun
+package main
 
 import (
 	"fmt"
@@ -37,8 +37,8 @@ func printTurn(w io.Writer, ev host.TurnEvent) {
 	fmt.Fprintln(w, b.String())
 }
 
-// report prints the outcome and maps it to Main's result.
-func report(w io.Writer, res host.AttemptResult) error {
+// printResult prints the outcome and maps it to Main's result.
+func printResult(w io.Writer, res host.AttemptResult) error {
 	fmt.Fprintf(w, "ended: %s after %d turns (outcome %s", orNone(string(res.TerminationReason)), res.Turns, res.Outcome)
 	if res.Reason != "" {
 		fmt.Fprintf(w, ", reason %s", res.Reason)
@@ -70,9 +70,9 @@ func report(w io.Writer, res host.AttemptResult) error {
 	case res.Grade != nil && res.Grade.GetBinaryPass():
 		return nil
 	case res.Grade != nil:
-		return &ExitError{Code: 1, Msg: fmt.Sprintf("trial failed: score %g", res.Grade.GetScore())}
+		return &exitError{code: 1, msg: fmt.Sprintf("trial failed: score %g", res.Grade.GetScore())}
 	default:
-		return &ExitError{Code: 1, Msg: fmt.Sprintf("trial ended without a grade: %s: %s", res.Outcome, res.Message)}
+		return &exitError{code: 1, msg: fmt.Sprintf("trial ended without a grade: %s: %s", res.Outcome, res.Message)}
 	}
 }
 

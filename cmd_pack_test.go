@@ -1,4 +1,4 @@
-package pack
+package main
 
 import (
 	"bytes"
@@ -8,15 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-
-	"tolokaforge.io/operator/api/runnerpb"
 )
 
 func TestImportCommand(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := run(context.Background(), []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic")}, &out, &errb, "")
+	err := runPack(context.Background(), []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic")}, &out, &errb, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +33,7 @@ func TestImportCommand(t *testing.T) {
 	// --mcp-command overrides the known server.
 	out.Reset()
 	errb.Reset()
-	if err := run(context.Background(), []string{"import", "--mcp-command", "mcp_server.py=/opt/shop serve", fixture("shop_orders_02")}, &out, &errb, ""); err != nil {
+	if err := runPack(context.Background(), []string{"import", "--mcp-command", "mcp_server.py=/opt/shop serve", fixture("shop_orders_02")}, &out, &errb, ""); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "- /opt/shop\n") || strings.Contains(out.String(), "- tolokaforge\n") {
@@ -65,7 +61,7 @@ func TestImportCommandErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		var out, errb bytes.Buffer
-		err := run(context.Background(), tc.args, &out, &errb, "")
+		err := runPack(context.Background(), tc.args, &out, &errb, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
@@ -110,8 +106,8 @@ func TestValidateCommand(t *testing.T) {
 	ctx := context.Background()
 	var out, errb bytes.Buffer
 	shop, calc, broken := fixture("shop_orders_02"), fixture("calc_basic"), brokenShop(t)
-	err := run(ctx, []string{"validate", shop, calc, broken, "--artifacts", t.TempDir()}, &out, &errb, selfExecutable(t))
-	var ee *ExitError
+	err := runPack(ctx, []string{"validate", shop, calc, broken, "--artifacts", t.TempDir()}, &out, &errb, os.Args[0])
+	var ee *exitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "2 of 3 tasks failed validation" {
 		t.Fatalf("error %v", err)
 	}
@@ -139,39 +135,5 @@ func TestValidateCommand(t *testing.T) {
 	}
 	if !strings.Contains(lines[2], "the golden path does not reach the expected state: State: hash match | JSONPath: ") {
 		t.Errorf("broken pack's reason: %s", lines[2])
-	}
-}
-
-func TestJudge(t *testing.T) {
-	comp := func(state float64) *runnerpb.GradeComponents {
-		return &runnerpb.GradeComponents{StateChecks: state, TranscriptRules: -1, LlmJudge: -1, CustomChecks: -1}
-	}
-	reasons := "State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed: x"
-	cases := []struct {
-		name    string
-		outcome evalv1.AttemptOutcome
-		grade   *runnerpb.Grade
-		strict  bool
-		pass    bool
-		why     string
-	}{
-		{"state 1, score 1", evalv1.OutcomePassed, &runnerpb.Grade{Score: 1, Components: comp(1)}, false, true, "golden path verified"},
-		{"state 1, transcript below", evalv1.OutcomePassed, &runnerpb.Grade{Score: 0.8333, Components: comp(1), Reasons: reasons}, false, true,
-			"golden path verified; components a golden replay cannot exercise (transcript, judge) scored below 1: Transcript: 5 of 9 rules failed: x"},
-		{"strict wants the whole grade", evalv1.OutcomePassed, &runnerpb.Grade{Score: 0.8333, Components: comp(1), Reasons: reasons}, true, false,
-			"--strict: the grade is below 1.0: " + reasons},
-		{"state below 1", evalv1.OutcomePassed, &runnerpb.Grade{Score: 0.6, Components: comp(0.4), Reasons: "State: hash mismatch"}, false, false,
-			"the golden path does not reach the expected state: State: hash mismatch"},
-		{"no state checks", evalv1.OutcomePassed, &runnerpb.Grade{Score: 1, Components: comp(-1), Reasons: "Transcript: all 1 rules passed"}, false, false,
-			"the golden path decides nothing: the task has no state checks to replay it against; reasons: Transcript: all 1 rules passed"},
-		{"no grade", evalv1.OutcomeInvalid, nil, false, false, "the oracle's trial ended Invalid (InvalidTask): tool x is unknown"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			v := judge(Verdict{}, tc.outcome, "InvalidTask", "tool x is unknown", tc.grade, tc.strict)
-			if v.Pass != tc.pass || v.Why != tc.why {
-				t.Fatalf("pass=%v why=%q\nwant pass=%v why=%q", v.Pass, v.Why, tc.pass, tc.why)
-			}
-		})
 	}
 }

@@ -1,4 +1,4 @@
-package pack
+package main
 
 import (
 	"context"
@@ -7,34 +7,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
-	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task/pack"
+	"tolokaforge.io/operator/controllers/host/local"
 )
 
-// Main runs `tolokaforge pack import|validate DIR...`.
-func Main(ctx context.Context, args []string) error {
-	return run(ctx, args, os.Stdout, os.Stderr, "")
+// packMain runs `tolokaforge pack import|validate DIR...`.
+func packMain(ctx context.Context, args []string) error {
+	return runPack(ctx, args, os.Stdout, os.Stderr, "")
 }
 
-// ExitError carries a process exit code (1: a task failed validation).
-type ExitError struct {
-	Code int
-	Msg  string
-}
-
-func (e *ExitError) Error() string { return e.Msg }
-func (e *ExitError) ExitCode() int { return e.Code }
-
-const usage = `usage:
+const packUsage = `usage:
   tolokaforge pack import DIR... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES]
-      Convert Tolokaforge native task directories to Task manifests (and
+      pack.Convert Tolokaforge native task directories to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path.
@@ -44,10 +32,10 @@ const usage = `usage:
       state checks (what a golden replay decides) score 1.0; --strict also
       requires the whole grade to be 1.0.`
 
-// run is Main with its outputs and the runner's executable injectable.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe string) error {
+// runPack is packMain with its outputs and the runner's executable injectable.
+func runPack(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe string) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprintln(stderr, packUsage)
 		return errors.New("pack: a subcommand is required: import or validate")
 	}
 	switch args[0] {
@@ -56,10 +44,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe s
 	case "validate":
 		return runValidate(ctx, args[1:], stdout, stderr, selfExe)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, usage)
+		fmt.Fprintln(stdout, packUsage)
 		return nil
 	}
-	fmt.Fprintln(stderr, usage)
+	fmt.Fprintln(stderr, packUsage)
 	return fmt.Errorf("pack: unknown subcommand %q (want import or validate)", args[0])
 }
 
@@ -76,7 +64,7 @@ type common struct {
 func (c *common) commands() (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, v := range c.mcp {
-		script, argv, ok := ParseMCPCommand(v)
+		script, argv, ok := pack.ParseMCPCommand(v)
 		if !ok {
 			return nil, fmt.Errorf("--mcp-command %q: want SCRIPT=ARGV, e.g. mcp_server.py=\"tolokaforge mcp shop\"", v)
 		}
@@ -107,7 +95,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	var c common
 	var labels multiFlag
 	ns := fs.String("namespace", "", "namespace of the manifests (default: kubectl's)")
-	limit := fs.Int("inline-limit", DefaultInlineLimit, "largest initial state kept inline in the Task, in bytes of compact JSON")
+	limit := fs.Int("inline-limit", pack.DefaultInlineLimit, "largest initial state kept inline in the Task, in bytes of compact JSON")
 	fs.Var(&labels, "label", "KEY=VALUE label on every Task (repeatable), e.g. suite=shop for a Campaign's selector")
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
 	dirs, err := parseInterleaved(fs, args)
@@ -121,7 +109,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("pack import: %w", err)
 	}
-	opts := Options{Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
+	opts := pack.Options{Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
 	for _, l := range labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
@@ -136,12 +124,12 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		opts.Labels[k] = v
 	}
 	var (
-		ms    []*Manifests
+		ms    []*pack.Manifests
 		errs  []error
 		names = map[string]string{}
 	)
 	for _, dir := range dirs {
-		conv, err := Convert(dir, opts)
+		conv, err := pack.Convert(dir, opts)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -154,7 +142,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		names[conv.Name] = dir
-		m, err := Build(conv, opts)
+		m, err := pack.Build(conv, opts)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -166,19 +154,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		// leave a half-imported pack behind.
 		return fmt.Errorf("pack import: %w", errors.Join(errs...))
 	}
-	return WriteStream(stdout, ms)
-}
-
-// Verdict is one task's validation result.
-type Verdict struct {
-	Dir, TaskID string
-	Pass        bool
-	// Score is the grade's score, StateScore the state checks' (nil when
-	// the task has none or the trial was not graded).
-	Score      float64
-	StateScore *float64
-	Outcome    string
-	Why        string
+	return pack.WriteStream(stdout, ms)
 }
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe string) error {
@@ -200,14 +176,14 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
-	l, err := StartLocal(ctx, LocalOptions{SelfExecutable: selfExe, ArtifactsDir: *artifacts, TrialTimeout: *timeout})
+	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe})
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Stop() }()
 	failed := 0
 	for _, dir := range dirs {
-		v := ValidateDir(ctx, l, dir, Options{MCPCommands: cmds}, *strict, stderr)
+		v := local.ValidatePack(ctx, l, dir, pack.Options{MCPCommands: cmds}, local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout}, *strict, stderr)
 		status := "PASS"
 		if !v.Pass {
 			status = "FAIL"
@@ -220,71 +196,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 		fmt.Fprintf(stdout, "%s %s (%s): state checks %s, score %.4g, %s\n", status, v.TaskID, v.Dir, state, v.Score, v.Why)
 	}
 	if failed > 0 {
-		return &ExitError{Code: 1, Msg: fmt.Sprintf("%d of %d tasks failed validation", failed, len(dirs))}
+		return &exitError{code: 1, msg: fmt.Sprintf("%d of %d tasks failed validation", failed, len(dirs))}
 	}
 	return nil
-}
-
-// ValidateDir converts dir and runs its golden path with the oracle on l.
-// Diagnostics go to diag.
-func ValidateDir(ctx context.Context, l *Local, dir string, opts Options, strict bool, diag io.Writer) Verdict {
-	v := Verdict{Dir: dir, TaskID: "?"}
-	conv, err := Convert(dir, opts)
-	if err != nil {
-		v.Why = err.Error()
-		return v
-	}
-	v.TaskID = conv.Description.TaskID
-	for _, d := range conv.Diagnostics {
-		fmt.Fprintln(diag, d.String())
-	}
-	maxTurns := 0
-	if conv.MaxTurns != nil {
-		maxTurns = int(*conv.MaxTurns)
-	}
-	res := l.RunOracle(ctx, conv.Description, conv.InitialUserMessage, maxTurns, 0)
-	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict)
-}
-
-// judge decides a task's verdict from its oracle trial. A golden replay
-// proves the state checks; transcript and judge components are reported
-// but only --strict requires them.
-func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *runnerpb.Grade, strict bool) Verdict {
-	v.Outcome = string(outcome)
-	if (outcome != evalv1.OutcomePassed && outcome != evalv1.OutcomeFailed) || g == nil {
-		v.Why = fmt.Sprintf("the oracle's trial ended %s (%s): %s", outcome, reason, message)
-		return v
-	}
-	v.Score = g.GetScore()
-	if c := g.GetComponents(); c != nil && c.GetStateChecks() >= 0 {
-		s := c.GetStateChecks()
-		v.StateScore = &s
-	}
-	switch {
-	case v.StateScore == nil:
-		v.Why = "the golden path decides nothing: the task has no state checks to replay it against; reasons: " + g.GetReasons()
-	case *v.StateScore != 1:
-		v.Why = "the golden path does not reach the expected state: " + g.GetReasons()
-	case strict && v.Score != 1:
-		v.Why = "--strict: the grade is below 1.0: " + g.GetReasons()
-	default:
-		v.Pass = true
-		v.Why = "golden path verified"
-		if v.Score != 1 {
-			v.Why += "; components a golden replay cannot exercise (transcript, judge) scored below 1: " + notStateReasons(g.GetReasons())
-		}
-	}
-	return v
-}
-
-// notStateReasons keeps the reasons that are not the state checks'.
-func notStateReasons(reasons string) string {
-	var keep []string
-	for _, r := range strings.Split(reasons, " | ") {
-		if !strings.HasPrefix(r, "State:") && !strings.HasPrefix(r, "JSONPath:") {
-			keep = append(keep, r)
-		}
-	}
-	sort.Strings(keep)
-	return strings.Join(keep, " | ")
 }

@@ -1,4 +1,4 @@
-package trialrun
+package local
 
 import (
 	"context"
