@@ -198,7 +198,8 @@ func TestEqualIgnoresInsertionOrder(t *testing.T) {
 	}
 }
 
-// FuzzDump: whatever ParseWith(KeepOrder) accepts dumps to text that parses back to
+// FuzzDump: ParseWith(KeepOrder) accepts and refuses what Parse does, with equal
+// values, and whatever it accepts dumps to text that parses back to
 // the same value and dumps to the same bytes (no literal changes kind or value and no
 // key moves on a round trip through a server's state), and its canonical layout is
 // Marshal.
@@ -215,8 +216,15 @@ func FuzzDump(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := ParseWith(data, ParseOptions{KeepOrder: true})
+		plain, perr := Parse(data)
+		if (err == nil) != (perr == nil) || (err != nil && err.Error() != perr.Error()) {
+			t.Fatalf("KeepOrder changed what is accepted for %q: %v vs %v", data, err, perr)
+		}
 		if err != nil {
 			return
+		}
+		if !Equal(v, plain) || string(Marshal(v)) != string(Marshal(plain)) {
+			t.Fatalf("KeepOrder changed the value of %q: %s vs %s", data, Marshal(v), Marshal(plain))
 		}
 		for _, opts := range []DumpOptions{dumpsLayout, compactLayout, sortedLayout} {
 			out := Dump(v, opts)
