@@ -27,6 +27,10 @@ func (e *SyntaxError) Error() string {
 type ParseOptions struct {
 	// MaxDepth bounds array/object nesting; 0 means DefaultMaxDepth.
 	MaxDepth int
+	// KeepOrder makes every Object remember the order of its keys in the document, as
+	// Python's json.loads does, for Dump without SortKeys. A repeated key keeps its
+	// first position and its last value.
+	KeepOrder bool
 }
 
 // Parse decodes one JSON document (RFC 8259, UTF-8) into a Value, keeping the identity
@@ -36,7 +40,7 @@ func Parse(data []byte) (Value, error) { return ParseWith(data, ParseOptions{}) 
 
 // ParseWith is Parse with options.
 func ParseWith(data []byte, opts ParseOptions) (Value, error) {
-	p := parser{data: data, maxDepth: opts.MaxDepth}
+	p := parser{data: data, maxDepth: opts.MaxDepth, keepOrder: opts.KeepOrder}
 	if p.maxDepth <= 0 {
 		p.maxDepth = DefaultMaxDepth
 	}
@@ -57,6 +61,8 @@ type parser struct {
 	pos      int
 	depth    int
 	maxDepth int
+	// keepOrder builds ordered Objects (ParseOptions.KeepOrder).
+	keepOrder bool
 	// members is a stack shared by nested objects so each object allocates its member
 	// slice once, at its exact size.
 	members []Member
@@ -187,6 +193,9 @@ func (p *parser) object() (Value, error) {
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
 		p.depth--
+		if p.keepOrder {
+			return Object{order: emptyOrder}, nil
+		}
 		return Object{}, nil
 	}
 	for {
@@ -229,6 +238,9 @@ func (p *parser) object() (Value, error) {
 			clear(p.members[base:])
 			p.members = p.members[:base]
 			p.depth--
+			if p.keepOrder {
+				return orderedObject(ms), nil
+			}
 			return Object{members: sortMembers(ms)}, nil
 		default:
 			return nil, p.errAt(p.pos, "unexpected %s, expected ',' or '}' in object", describe(c))

@@ -1,5 +1,7 @@
-// Package canonical is the JSON value model and the canonical encoding shared by the
-// DB service, its client and grading.
+// Package canonical is the project's one Python-compatible JSON value model, decoder
+// and encoder, and the canonical encoding shared by the DB service, its client and
+// grading. The example shop server (examples/shop) uses it too, for its state and its
+// tool outputs.
 //
 // The canonical form is, byte for byte, what Python 3 produces with
 // json.dumps(v, sort_keys=True, separators=(",", ":")) and its other defaults
@@ -16,6 +18,12 @@
 // UTF-16 surrogate is kept, as Python keeps it, encoded as WTF-8 inside the Go string,
 // and is written back as the same \udXXX escape. Duplicate object keys keep the last
 // value, as json.loads does.
+//
+// Dump writes Python's other json.dumps layouts: the default ", " and ": " separators,
+// separators=(",", ":") without sort_keys, and sort_keys with the default separators.
+// Python dicts remember insertion order, so ParseWith with KeepOrder and
+// NewOrderedObject build Objects that remember it too; Dump without SortKeys writes
+// them in that order, while Marshal, Hash, Indent and Equal ignore it.
 //
 // encoding/json is never used to produce canonical bytes: it escapes <, > and &, writes
 // raw UTF-8 and loses the int/float distinction.

@@ -69,6 +69,26 @@ type encoder struct {
 	buf  []byte
 	sink io.Writer // nil: accumulate everything in buf
 	err  error
+	// spaced and inOrder select json.dumps' other layouts (Dump); false and false is
+	// the canonical form.
+	spaced  bool // ", " and ": " instead of "," and ":"
+	inOrder bool // objects in insertion order instead of key order
+}
+
+func (e *encoder) itemSep() {
+	if e.spaced {
+		e.buf = append(e.buf, ',', ' ')
+	} else {
+		e.buf = append(e.buf, ',')
+	}
+}
+
+func (e *encoder) keySep() {
+	if e.spaced {
+		e.buf = append(e.buf, ':', ' ')
+	} else {
+		e.buf = append(e.buf, ':')
+	}
 }
 
 func (e *encoder) flush() {
@@ -98,7 +118,7 @@ func (e *encoder) value(v Value) {
 		e.buf = append(e.buf, '[')
 		for i, el := range x {
 			if i > 0 {
-				e.buf = append(e.buf, ',')
+				e.itemSep()
 			}
 			e.value(el)
 			if len(e.buf) >= flushAt {
@@ -108,12 +128,16 @@ func (e *encoder) value(v Value) {
 		e.buf = append(e.buf, ']')
 	case Object:
 		e.buf = append(e.buf, '{')
-		for i, m := range x.members {
+		for i := range x.members {
+			m := &x.members[i]
+			if e.inOrder {
+				m = x.inOrderAt(i)
+			}
 			if i > 0 {
-				e.buf = append(e.buf, ',')
+				e.itemSep()
 			}
 			e.buf = AppendString(e.buf, m.Key)
-			e.buf = append(e.buf, ':')
+			e.keySep()
 			e.value(m.Value)
 			if len(e.buf) >= flushAt {
 				e.flush()

@@ -67,8 +67,13 @@ type Member struct {
 
 // Object is a JSON object. Its members are kept sorted by key in code-point order
 // (byte order of UTF-8) with unique keys, which is the order the canonical form needs.
+// An Object may also remember the order its keys were inserted in, as a Python dict
+// does (see NewOrderedObject); only Dump without SortKeys looks at that order.
 type Object struct {
 	members []Member
+	// order, when non-nil, holds indexes into members in insertion order. nil means
+	// the object has no insertion order of its own: key order stands in for it.
+	order []int32
 }
 
 func (Null) Kind() Kind   { return KindNull }
@@ -224,6 +229,9 @@ func (o Object) Merge(set Object) Object {
 	if len(set.members) == 0 {
 		return o
 	}
+	if o.order != nil || set.order != nil {
+		return o.mergeOrdered(set)
+	}
 	out := make([]Member, 0, len(o.members)+len(set.members))
 	a, b := o.members, set.members
 	for len(a) > 0 && len(b) > 0 {
@@ -255,6 +263,9 @@ func (o Object) Without(keys ...string) Object {
 	if drop == 0 {
 		return o
 	}
+	if o.order != nil {
+		return o.withoutOrdered(keys)
+	}
 	out := make([]Member, 0, len(o.members)-drop)
 	for _, m := range o.members {
 		if !slices.Contains(keys, m.Key) {
@@ -266,5 +277,8 @@ func (o Object) Without(keys ...string) Object {
 
 // With returns o with key set to v.
 func (o Object) With(key string, v Value) Object {
+	if o.order != nil {
+		return o.withOrdered(key, v)
+	}
 	return o.Merge(Object{members: []Member{{Key: key, Value: v}}})
 }

@@ -6,13 +6,16 @@
 //
 // It replaces a Python server, and the runner hashes the state it returns, so the
 // number model is Python's: ints and floats stay distinct (300.0 is not 300), floats
-// print as Python's repr and round like Python's round(x, 2) (see internal/pyjson).
-// Tool outputs are the text json.dumps(result) would produce.
+// print as Python's repr and round like Python's round(x, 2). Reading and writing JSON
+// is api/canonical's, the project's one Python-compatible encoder: records are ordered
+// canonical Objects (ParseOptions.KeepOrder), tool outputs are canonical.Dump's
+// json.dumps(result) and the state is json.dumps with separators=(",", ":"). The
+// Python arithmetic on those numbers is the shop's own (number.go).
 //
 // Main serves MCP over stdin/stdout (wired as `tolokaforge mcp shop`); NewServer
 // returns the server for in-process use. TaskJSON is the TaskDescription of the
 // task, built from the pack in shop_orders_02/.
 //
 // Imports: the standard library, github.com/modelcontextprotocol/go-sdk and
-// internal/pyjson. Nothing from the runner or the operator.
+// api/canonical. Nothing from the runner or the operator.
 package shop

@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"tolokaforge.io/operator/examples/shop/internal/pyjson"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // Names of Tolokaforge's state-convention tools. The runner hides them from the LLM.
@@ -91,12 +91,8 @@ func (s *server) handler(name string, fn toolFunc) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(err), nil
 		}
-		// Rendered under the lock: out may point into the state.
-		text, err := pyjson.Marshal(out, pyjson.Spaced)
-		if err != nil {
-			return errorResult(fmt.Errorf("encode %s result: %w", name, err)), nil
-		}
-		return textResult(string(text)), nil
+		// json.dumps(result): default separators, the records' own key order.
+		return textResult(string(canonical.Dump(out, canonical.DumpOptions{}))), nil
 	}
 }
 

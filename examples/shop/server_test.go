@@ -301,8 +301,8 @@ func TestParseStateErrors(t *testing.T) {
 		{`{"customers":[{"id":7,"balance":1.0}]}`, `state.customers[0].id: want a string, got number 7`},
 		{`{"orders":[{"id":"O","customer_id":"C","status":null,"total":1.0}]}`, `state.orders[0].status: want a string, got null`},
 		{`{"orders":[1]}`, `state.orders[0]: want a record object, got number 1`},
-		{`{"products":[{"id":"P","price":1e999,"stock":1}]}`, `parse shop state: at offset 36: number 1e999 is not a finite float64`},
-		{`{"products":[]`, `parse shop state: unexpected end of JSON input`},
+		{`{"products":[{"id":"P","price":1e999,"stock":1}]}`, `parse shop state: invalid JSON at offset 31: number 1e999 is outside the float64 range`},
+		{`{"products":[]`, `parse shop state: invalid JSON at offset 14: unexpected end of input, expected ',' or '}' in object`},
 	}
 	for _, c := range cases {
 		_, err := ParseState([]byte(c.in))

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/big"
 	"os"
 	"strconv"
 	"testing"
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"tolokaforge.io/operator/examples/shop/internal/pyjson"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 var update = flag.Bool("update", false, "rewrite task.json from the pack in shop_orders_02/")
@@ -180,12 +181,12 @@ func TestTaskJSONDecodesStrictly(t *testing.T) {
 // TestTaskJSONKeepsFloatLiterals checks the int/float kind survives in the file
 // itself (encoding/json would have written 300 for 300.00).
 func TestTaskJSONKeepsFloatLiterals(t *testing.T) {
-	v, err := pyjson.Decode(TaskJSON())
+	v, err := parseOrdered(TaskJSON())
 	if err != nil {
 		t.Fatal(err)
 	}
 	is := get(t, v, "initial_state", "tables")
-	got, _ := pyjson.Marshal(is, pyjson.Compact)
+	got := canonical.Dump(is, canonical.DumpOptions{Compact: true})
 	want := `{"products":[{"id":"P-001","name":"Wireless Headphones","price":89.99,"stock":42,"category":"audio"},` +
 		`{"id":"P-002","name":"USB-C Hub 7-Port","price":34.5,"stock":15,"category":"accessories"},` +
 		`{"id":"P-003","name":"Ergonomic Laptop Stand","price":27.0,"stock":8,"category":"accessories"},` +
@@ -209,10 +210,10 @@ func compactJSON(t *testing.T, raw []byte) string {
 	return b.String()
 }
 
-func get(t *testing.T, v any, path ...string) any {
+func get(t *testing.T, v canonical.Value, path ...string) canonical.Value {
 	t.Helper()
 	for _, k := range path {
-		o, ok := v.(*pyjson.Object)
+		o, ok := v.(canonical.Object)
 		if !ok {
 			t.Fatalf("%s: not an object", k)
 		}
@@ -234,31 +235,36 @@ func buildTaskJSON(t *testing.T) []byte {
 	}
 	task := yamlValue(t, read("task.yaml"))
 	grading := yamlValue(t, read("grading.yaml"))
-	tools, err := pyjson.Decode(read("fixtures/tools.json"))
+	tools, err := parseOrdered(read("fixtures/tools.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := pyjson.Decode(read("initial_state.json"))
+	tables, err := parseOrdered(read("initial_state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	field := func(v any, path ...string) any { return get(t, v, path...) }
-	obj := func(kv ...any) *pyjson.Object {
-		o := pyjson.NewObject()
+	field := func(v canonical.Value, path ...string) canonical.Value { return get(t, v, path...) }
+	// obj builds a dict in the order given; values are Go strings, nil, []any or Values.
+	obj := func(kv ...any) canonical.Object {
+		var ms []canonical.Member
 		for i := 0; i < len(kv); i += 2 {
-			o.Set(kv[i].(string), kv[i+1])
+			v, err := canonical.FromAny(kv[i+1])
+			if err != nil {
+				t.Fatalf("%s: %v", kv[i], err)
+			}
+			ms = append(ms, canonical.Member{Key: kv[i].(string), Value: v})
 		}
-		return o
+		return canonical.NewOrderedObject(ms...)
 	}
 
-	toolsByName := map[string]*pyjson.Object{}
-	for _, tv := range tools.([]any) {
-		name, _ := tv.(*pyjson.Object).Get("name")
-		toolsByName[name.(string)] = tv.(*pyjson.Object)
+	toolsByName := map[string]canonical.Object{}
+	for _, tv := range tools.(canonical.Array) {
+		name, _ := tv.(canonical.Object).Get("name")
+		toolsByName[string(name.(canonical.String))] = tv.(canonical.Object)
 	}
 	agentTools := []any{}
-	for _, n := range field(task, "tools", "agent", "enabled").([]any) {
-		name := n.(string)
+	for _, n := range field(task, "tools", "agent", "enabled").(canonical.Array) {
+		name := string(n.(canonical.String))
 		spec, ok := toolsByName[name]
 		if !ok {
 			t.Fatalf("task.yaml enables %s, which tools.json lacks", name)
@@ -270,7 +276,7 @@ func buildTaskJSON(t *testing.T) []byte {
 			"description", desc,
 			"parameters", params,
 			"category", toolCategories[name],
-			"timeout_s", pyjson.Float(30),
+			"timeout_s", canonical.Float(30),
 			"source", obj(
 				"toolset", "shop",
 				"module_path", "",
@@ -282,16 +288,16 @@ func buildTaskJSON(t *testing.T) []byte {
 		))
 	}
 	schemas := []any{}
-	for _, m := range tables.(*pyjson.Object).Members() {
-		schemas = append(schemas, obj("table_name", m.Key, "fields", obj(), "primary_key", "id"))
+	for name := range tables.(canonical.Object).InOrder() {
+		schemas = append(schemas, obj("table_name", name, "fields", obj(), "primary_key", "id"))
 	}
 
 	golden := []any{}
-	for _, a := range field(grading, "state_checks", "hash", "golden_actions").([]any) {
+	for _, a := range field(grading, "state_checks", "hash", "golden_actions").(canonical.Array) {
 		golden = append(golden, obj("tool_name", field(a, "name"), "arguments", field(a, "kwargs")))
 	}
 	required := []any{}
-	for _, a := range field(grading, "transcript_rules", "required_actions").([]any) {
+	for _, a := range field(grading, "transcript_rules", "required_actions").(canonical.Array) {
 		required = append(required, obj(
 			"action_id", field(a, "action_id"),
 			"requestor", field(a, "requestor"),
@@ -335,10 +341,7 @@ func buildTaskJSON(t *testing.T) []byte {
 		),
 		"metadata", obj(),
 	)
-	compact, err := pyjson.Marshal(td, pyjson.Compact)
-	if err != nil {
-		t.Fatal(err)
-	}
+	compact := canonical.Dump(td, canonical.DumpOptions{Compact: true})
 	var out bytes.Buffer
 	if err := json.Indent(&out, compact, "", "  "); err != nil {
 		t.Fatal(err)
@@ -347,10 +350,10 @@ func buildTaskJSON(t *testing.T) []byte {
 	return out.Bytes()
 }
 
-// yamlValue converts YAML to the pyjson model through the node tree, so 0.70 stays
+// yamlValue converts YAML to canonical Values through the node tree, so 0.70 stays
 // the float 0.7 and 14 the int 14 (a YAML-to-JSON round trip through interface{}
 // would turn a float like 300.00 into the int 300).
-func yamlValue(t *testing.T, data []byte) any {
+func yamlValue(t *testing.T, data []byte) canonical.Value {
 	t.Helper()
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -363,14 +366,14 @@ func yamlValue(t *testing.T, data []byte) any {
 	return v
 }
 
-func nodeValue(n *yaml.Node) (any, error) {
+func nodeValue(n *yaml.Node) (canonical.Value, error) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		return nodeValue(n.Content[0])
 	case yaml.AliasNode:
 		return nodeValue(n.Alias)
 	case yaml.SequenceNode:
-		arr := []any{}
+		arr := canonical.Array{}
 		for _, c := range n.Content {
 			v, err := nodeValue(c)
 			if err != nil {
@@ -380,30 +383,34 @@ func nodeValue(n *yaml.Node) (any, error) {
 		}
 		return arr, nil
 	case yaml.MappingNode:
-		o := pyjson.NewObject()
+		var ms []canonical.Member
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			v, err := nodeValue(n.Content[i+1])
 			if err != nil {
 				return nil, err
 			}
-			o.Set(n.Content[i].Value, v)
+			ms = append(ms, canonical.Member{Key: n.Content[i].Value, Value: v})
 		}
-		return o, nil
+		return canonical.NewOrderedObject(ms...), nil
 	case yaml.ScalarNode:
 		switch n.ShortTag() {
 		case "!!str":
-			return n.Value, nil
+			return canonical.String(n.Value), nil
 		case "!!int":
-			return pyjson.ParseNumber(n.Value)
+			i, ok := new(big.Int).SetString(n.Value, 10)
+			if !ok {
+				return nil, fmt.Errorf("line %d: integer %q is not decimal", n.Line, n.Value)
+			}
+			return canonical.NewBigInt(i), nil
 		case "!!float":
 			f, err := strconv.ParseFloat(n.Value, 64)
-			return pyjson.Float(f), err
+			return canonical.Float(f), err
 		case "!!bool":
 			var b bool
 			err := n.Decode(&b)
-			return b, err
+			return canonical.Bool(b), err
 		case "!!null":
-			return nil, nil
+			return canonical.Null{}, nil
 		}
 	}
 	return nil, fmt.Errorf("line %d: unsupported YAML node %v %s", n.Line, n.Kind, n.ShortTag())

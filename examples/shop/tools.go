@@ -4,7 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 
-	"tolokaforge.io/operator/examples/shop/internal/pyjson"
+	"tolokaforge.io/operator/api/canonical"
 )
 
 // toolError is a domain failure with the exact message of shop-domain.md; the state
@@ -16,9 +16,9 @@ func (e toolError) Error() string { return string(e) }
 func errorf(format string, args ...any) error { return toolError(fmt.Sprintf(format, args...)) }
 
 // toolFunc runs one tool against the state (the caller holds the lock). It must
-// validate everything before mutating anything, so that an error leaves the state
+// validate everything before changing anything, so that an error leaves the state
 // unchanged. The result is rendered as json.dumps would.
-type toolFunc func(st *State, args *pyjson.Object) (any, error)
+type toolFunc func(st *State, args canonical.Object) (canonical.Value, error)
 
 var toolFuncs = map[string]toolFunc{
 	"list_products":   listProducts,
@@ -27,34 +27,35 @@ var toolFuncs = map[string]toolFunc{
 	"confirm_payment": confirmPayment,
 }
 
-func listProducts(st *State, _ *pyjson.Object) (any, error) {
-	out := []any{}
+func listProducts(st *State, _ canonical.Object) (canonical.Value, error) {
+	out := canonical.Array{}
 	for _, p := range st.rows(tableProducts) {
 		stock, _ := p.Get("stock")
-		if pyjson.Cmp(stock.(pyjson.Number), pyjson.Int(0)) > 0 {
+		if cmpNumbers(stock, canonical.NewInt(0)) > 0 {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
-func getCustomer(st *State, args *pyjson.Object) (any, error) {
+func getCustomer(st *State, args canonical.Object) (canonical.Value, error) {
 	id, err := stringArg("get_customer", args, "customer_id", "customer_id")
 	if err != nil {
 		return nil, err
 	}
-	c := findByID(st.rows(tableCustomers), id)
-	if c == nil {
+	customers := st.rows(tableCustomers)
+	i := findByID(customers, id)
+	if i < 0 {
 		return nil, errorf("Customer '%s' not found", id)
 	}
-	return c, nil
+	return customers[i], nil
 }
 
 // placeOrder follows shop-domain.md: total accumulates round(total + price *
 // quantity, 2) over the stored prices, then the order is appended and stocks are
 // decremented. Stock is checked against what earlier items of the same order have
 // already taken, so repeating a product cannot drive its stock negative.
-func placeOrder(st *State, args *pyjson.Object) (any, error) {
+func placeOrder(st *State, args canonical.Object) (canonical.Value, error) {
 	const tool = "place_order"
 	customerID, err := stringArg(tool, args, "customer_id", "customer_id")
 	if err != nil {
@@ -64,97 +65,100 @@ func placeOrder(st *State, args *pyjson.Object) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if findByID(st.rows(tableCustomers), customerID) == nil {
+	if findByID(st.rows(tableCustomers), customerID) < 0 {
 		return nil, errorf("Customer '%s' not found", customerID)
 	}
 	products := st.rows(tableProducts)
 	type stockChange struct {
-		product *pyjson.Object
-		stock   pyjson.Number
+		row   int // index in products
+		stock canonical.Value
 	}
 	var changes []stockChange // in first-seen order; one entry per product
-	pending := map[*pyjson.Object]int{}
-	total := pyjson.Float(0)
-	items := make([]any, 0, len(lines))
+	pending := map[int]int{}  // product row -> index in changes
+	var total canonical.Value = canonical.Float(0)
+	items := make(canonical.Array, 0, len(lines))
 	for _, l := range lines {
-		p := findByID(products, l.productID)
-		if p == nil {
+		row := findByID(products, l.productID)
+		if row < 0 {
 			return nil, errorf("Product '%s' not found", l.productID)
 		}
-		idx, seen := pending[p]
+		p := products[row]
+		idx, seen := pending[row]
 		if !seen {
 			s, _ := p.Get("stock")
 			idx = len(changes)
-			pending[p] = idx
-			changes = append(changes, stockChange{product: p, stock: s.(pyjson.Number)})
+			pending[row] = idx
+			changes = append(changes, stockChange{row: row, stock: s})
 		}
-		if pyjson.Cmp(changes[idx].stock, l.quantity) < 0 {
+		if cmpNumbers(changes[idx].stock, l.quantity) < 0 {
 			return nil, errorf("Insufficient stock for '%s'", l.productID)
 		}
-		pv, _ := p.Get("price")
-		price := pv.(pyjson.Number)
-		lineTotal, err := pyjson.Mul(price, l.quantity)
+		price, _ := p.Get("price")
+		lineTotal, err := mul(price, l.quantity)
 		if err == nil {
-			total, err = pyjson.Add(total, lineTotal)
+			total, err = add(total, lineTotal)
 		}
 		if err == nil {
-			changes[idx].stock, err = pyjson.Sub(changes[idx].stock, l.quantity)
+			changes[idx].stock, err = sub(changes[idx].stock, l.quantity)
 		}
 		if err != nil {
 			return nil, errorf("Cannot compute the order for '%s': %v", l.productID, err)
 		}
-		total = pyjson.Round2(total)
-		items = append(items, pyjson.NewObject(
-			pyjson.Member{Key: "product_id", Value: l.productID},
-			pyjson.Member{Key: "quantity", Value: l.quantity},
-			pyjson.Member{Key: "unit_price", Value: price},
+		total = round2(total)
+		items = append(items, canonical.NewOrderedObject(
+			canonical.Member{Key: "product_id", Value: canonical.String(l.productID)},
+			canonical.Member{Key: "quantity", Value: l.quantity},
+			canonical.Member{Key: "unit_price", Value: price},
 		))
 	}
-	order := pyjson.NewObject(
-		pyjson.Member{Key: "id", Value: fmt.Sprintf("O-%03d", len(st.rows(tableOrders))+1)},
-		pyjson.Member{Key: "customer_id", Value: customerID},
-		pyjson.Member{Key: "status", Value: "pending"},
-		pyjson.Member{Key: "items", Value: items},
-		pyjson.Member{Key: "total", Value: total},
+	order := canonical.NewOrderedObject(
+		canonical.Member{Key: "id", Value: canonical.String(fmt.Sprintf("O-%03d", len(st.rows(tableOrders))+1))},
+		canonical.Member{Key: "customer_id", Value: canonical.String(customerID)},
+		canonical.Member{Key: "status", Value: canonical.String("pending")},
+		canonical.Member{Key: "items", Value: items},
+		canonical.Member{Key: "total", Value: total},
 	)
 	// Nothing below can fail.
 	st.appendRow(tableOrders, order)
 	for _, c := range changes {
-		c.product.Set("stock", c.stock)
+		products[c.row] = products[c.row].With("stock", c.stock)
 	}
 	return order, nil
 }
 
-func confirmPayment(st *State, args *pyjson.Object) (any, error) {
+func confirmPayment(st *State, args canonical.Object) (canonical.Value, error) {
 	const tool = "confirm_payment"
 	orderID, err := stringArg(tool, args, "order_id", "order_id")
 	if err != nil {
 		return nil, err
 	}
-	order := findByID(st.rows(tableOrders), orderID)
-	if order == nil {
+	orders := st.rows(tableOrders)
+	oi := findByID(orders, orderID)
+	if oi < 0 {
 		return nil, errorf("Order '%s' not found", orderID)
 	}
-	if status, _ := order.Get("status"); status != "pending" {
+	order := orders[oi]
+	if status, _ := order.Get("status"); status != canonical.String("pending") {
 		return nil, errorf("Order '%s' cannot be paid", orderID)
 	}
 	cv, _ := order.Get("customer_id")
-	customerID := cv.(string)
-	customer := findByID(st.rows(tableCustomers), customerID)
-	if customer == nil {
+	customerID := string(cv.(canonical.String))
+	customers := st.rows(tableCustomers)
+	ci := findByID(customers, customerID)
+	if ci < 0 {
 		return nil, errorf("Customer '%s' not found", customerID)
 	}
-	tv, _ := order.Get("total")
-	bv, _ := customer.Get("balance")
-	total, balance := tv.(pyjson.Number), bv.(pyjson.Number)
-	if pyjson.Cmp(balance, total) < 0 {
+	total, _ := order.Get("total")
+	balance, _ := customers[ci].Get("balance")
+	if cmpNumbers(balance, total) < 0 {
 		return nil, errorf("Insufficient balance for customer '%s'", customerID)
 	}
-	newBalance, err := pyjson.Sub(balance, total)
+	newBalance, err := sub(balance, total)
 	if err != nil {
 		return nil, errorf("Cannot compute the balance of customer '%s': %v", customerID, err)
 	}
-	customer.Set("balance", pyjson.Round2(newBalance))
-	order.Set("status", "paid")
+	customers[ci] = customers[ci].With("balance", round2(newBalance))
+	order = order.With("status", canonical.String("paid"))
+	orders[oi] = order
 	return order, nil
 }
