@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"tolokaforge.io/operator/runner/tools/builtin"
+
 	"k8s.io/apimachinery/pkg/util/validation"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host/local"
@@ -109,7 +111,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("pack import: %w", err)
 	}
-	opts := pack.Options{Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
+	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
 	for _, l := range labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
@@ -183,7 +185,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	defer func() { _ = l.Stop() }()
 	failed := 0
 	for _, dir := range dirs {
-		v := local.ValidatePack(ctx, l, dir, pack.Options{MCPCommands: cmds}, local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout}, *strict, stderr)
+		v := local.ValidatePack(ctx, l, dir, pack.Options{Builtins: builtin.Catalog{}, MCPCommands: cmds}, local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout}, *strict, stderr)
 		status := "PASS"
 		if !v.Pass {
 			status = "FAIL"

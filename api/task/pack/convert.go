@@ -14,7 +14,6 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
 // DefaultInlineLimit is the largest initial state (compact JSON) kept inline
@@ -33,6 +32,18 @@ type Options struct {
 	MCPCommands map[string][]string
 	// InlineLimit overrides DefaultInlineLimit (bytes).
 	InlineLimit int
+	// Builtins is the runner's builtin tool catalog, which tools a task may
+	// enable without a schema or a server. Required: conversion stays pure
+	// and the caller (the binary) passes the runner's catalog.
+	Builtins Builtins
+}
+
+// Builtins is the catalog of tools the runner implements itself.
+type Builtins interface {
+	// Lookup returns the schema of the builtin tool name.
+	Lookup(name string) (task.ToolSchema, bool)
+	// Names lists every builtin, sorted.
+	Names() []string
 }
 
 // Converted is one task directory converted.
@@ -66,6 +77,9 @@ func (c *converter) file(name string) string { return filepath.Join(c.name, name
 
 // Convert reads one native task directory.
 func Convert(dir string, opts Options) (*Converted, error) {
+	if opts.Builtins == nil {
+		return nil, fmt.Errorf("pack %s: no builtin tool catalog (Options.Builtins)", dir)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", dir, err)
@@ -481,19 +495,19 @@ func (c *converter) tools(t *mapping) error {
 			case listed && src != nil:
 				s.Source = src.source(name)
 			case listed:
-				if _, ok := builtin.Lookup(name); !ok {
+				if _, ok := c.opts.Builtins.Lookup(name); !ok {
 					return convError(m.file, p, "tool %q has a schema in %s but no implementation: it is no builtin and tools.%s.mcp_server is not set", name, listFile, actor)
 				}
 			default:
-				b, ok := builtin.Lookup(name)
+				b, ok := c.opts.Builtins.Lookup(name)
 				if !ok {
 					where := "no tool list (fixtures/tools.json)"
 					if listFile != "" {
 						where = listFile
 					}
-					return convError(m.file, p, "tool %q is neither in %s nor a builtin (%s)", name, where, strings.Join(builtin.Names(), ", "))
+					return convError(m.file, p, "tool %q is neither in %s nor a builtin (%s)", name, where, strings.Join(c.opts.Builtins.Names(), ", "))
 				}
-				s = task.ToolSchema{Name: name, Description: b.Description, Category: b.Category}
+				s = b
 			}
 			if s.TimeoutS == 0 {
 				s.TimeoutS = task.DefaultToolTimeoutS

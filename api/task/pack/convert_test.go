@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"tolokaforge.io/operator/runner/tools/builtin"
+
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/examples/shop"
 )
@@ -36,7 +38,7 @@ func compact(t *testing.T, raw []byte) string {
 }
 
 func TestConvertShopOrders02(t *testing.T) {
-	c, err := Convert(fixture("shop_orders_02"), Options{})
+	c, err := Convert(fixture("shop_orders_02"), Options{Builtins: builtin.Catalog{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func semantic(t *testing.T, v any) any {
 }
 
 func TestConvertCalcBasic(t *testing.T) {
-	c, err := Convert(fixture("calc_basic"), Options{})
+	c, err := Convert(fixture("calc_basic"), Options{Builtins: builtin.Catalog{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +238,7 @@ llm_judge: {model_ref: judge, rubric: "Be right.", agentic: true}
 custom_checks: {enabled: true, file: checks.py}
 `,
 	})
-	c, err := Convert(dir, Options{})
+	c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func TestConvertErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writePack(t, "bad", tc.files)
-			_, err := Convert(dir, Options{})
+			_, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
@@ -385,7 +387,7 @@ func TestUnknownScriptIsShipped(t *testing.T) {
 		"fixtures/tools.json": `[{"name": "refund", "description": "r", "parameters": {"type": "object"}, "category": "write", "timeout_s": 5}]`,
 		"srv.py":              "print('hi')\n",
 	})
-	c, err := Convert(dir, Options{})
+	c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 // Package pack converts Tolokaforge native task directories (task.yaml,
 // grading.yaml, initial_state.json, system_prompt.md, fixtures/tools.json)
-// into Task manifests, and validates packs by running each task's golden
-// path with the oracle agent on a local runner.
+// into Task manifests.
 //
 // Conversion is explicit about loss: every key of task.yaml or grading.yaml
 // that has no place in the TaskDescription is reported with its path (a
@@ -10,14 +9,11 @@
 // literals keep their int/float identity (300.00 stays a float) on their way
 // to the canonical hash.
 //
-// Main serves `tolokaforge pack import DIR...` (a YAML stream of Tasks and
-// ConfigMaps on stdout, for `kubectl apply -f -`; diagnostics on stderr) and
-// `tolokaforge pack validate DIR...`.
+// Conversion is pure: it reads the pack directory and writes manifests. The
+// CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;
+// running a pack's golden path locally lives in controllers/host/local.
 //
-// Imports: api/task, api/v1alpha1, go.yaml.in/yaml/v3, apimachinery's
-// validation, runner/tools/builtin (the builtin tool catalog); for validate,
-// the host (controllers/host, controllers/host/agents), the runner
-// (runner, runner/client, runner/grading) and the DB service, which run
-// in-process on loopback. Nothing imports this package but the binary's
-// main (and tests).
+// Imports: api/task, api/v1alpha1, go.yaml.in/yaml/v3 and apimachinery's
+// validation; the runner's builtin tool catalog comes in through
+// Options.Builtins, so nothing outside api/ is linked.
 package pack

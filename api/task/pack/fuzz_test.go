@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"tolokaforge.io/operator/runner/tools/builtin"
+
 	"tolokaforge.io/operator/api/task"
 )
 
@@ -62,14 +64,14 @@ func FuzzConvertTaskYAML(f *testing.F) {
 		if err := os.WriteFile(filepath.Join(dir, "task.yaml"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Convert(dir, Options{})
+		c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
 		if err != nil {
 			return
 		}
 		if _, err := task.DecodeTaskDescription(c.Wire); err != nil {
 			t.Fatalf("converted output does not decode: %v", err)
 		}
-		if _, err := Build(c, Options{}); err != nil {
+		if _, err := Build(c, Options{Builtins: builtin.Catalog{}}); err != nil {
 			t.Fatalf("converted output does not render: %v", err)
 		}
 	})

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"tolokaforge.io/operator/runner/tools/builtin"
+
 	corev1 "k8s.io/api/core/v1"
 	sigyaml "sigs.k8s.io/yaml"
 
@@ -109,7 +111,7 @@ func TestManifestsRoundTripThroughKubectlYAML(t *testing.T) {
 		{fixture("calc_basic"), nil},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			opts := Options{Namespace: "evals", Labels: map[string]string{"suite": "s1"}}
+			opts := Options{Builtins: builtin.Catalog{}, Namespace: "evals", Labels: map[string]string{"suite": "s1"}}
 			c, err := Convert(tc.dir, opts)
 			if err != nil {
 				t.Fatal(err)
@@ -161,7 +163,7 @@ func TestLargeStateGoesToGzipConfigMap(t *testing.T) {
 		"p.md":      "p",
 		"db.json":   `{"rows": [` + strings.Join(rows, ",") + `]}`,
 	})
-	opts := Options{InlineLimit: 1024}
+	opts := Options{Builtins: builtin.Catalog{}, InlineLimit: 1024}
 	c, err := Convert(dir, opts)
 	if err != nil {
 		t.Fatal(err)

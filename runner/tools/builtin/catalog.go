@@ -59,6 +59,22 @@ func Lookup(name string) (Builtin, bool) {
 	return b, ok
 }
 
+// Catalog is the builtin catalog as task-pack conversion reads it
+// (pack.Builtins): which tools a pack may enable without a server.
+type Catalog struct{}
+
+// Lookup returns the advertised schema of the builtin name.
+func (Catalog) Lookup(name string) (task.ToolSchema, bool) {
+	b, ok := catalog[name]
+	if !ok {
+		return task.ToolSchema{}, false
+	}
+	return task.ToolSchema{Name: name, Description: b.Description, Category: b.Category}, true
+}
+
+// Names lists every builtin tool, sorted.
+func (Catalog) Names() []string { return Names() }
+
 // Names lists every builtin tool, sorted.
 func Names() []string {
 	names := make([]string, 0, len(catalog))
