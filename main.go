@@ -14,12 +14,8 @@ import (
 	"strings"
 	"syscall"
 
-	"tolokaforge.io/operator/controllers/campaign/report"
-	"tolokaforge.io/operator/controllers/manager"
 	"tolokaforge.io/operator/dbservice"
-	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/runner"
-	"tolokaforge.io/operator/test/devcluster"
 )
 
 type command struct {
@@ -29,14 +25,14 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"manager":   {"run the operator (Trial/Campaign controllers and the host)", manager.Main},
+		"manager":   {"run the operator (Trial/Campaign controllers and the host)", managerMain},
 		"runner":    {"serve the RunnerService (tools, grading) over gRPC", runRunner},
 		"dbservice": {"serve a trial database over HTTP", dbservice.Main},
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
 		"trial":     {"run one trial locally: trial run --task PATH", trialMain},
 		"pack":      {"convert and validate task packs: pack import|validate", packMain},
-		"dev":       {"start a local control plane with the manager and the pod simulator", devcluster.Main},
-		"report":    {"campaign results as a table, HTML page and aggregate.json", report.Main},
+		"dev":       {"start a local control plane with the manager and the pod simulator", devMain},
+		"report":    {"campaign results as a table, HTML page and aggregate.json", reportMain},
 		"version":   {"print the version and the engine protocol version", runVersion},
 	}
 }
@@ -95,20 +91,6 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprint(w, b.String())
-}
-
-// runMCP serves the example MCP servers shipped in the binary, so a runner pod
-// built from the same image can spawn them as `tolokaforge mcp <name>`.
-func runMCP(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: tolokaforge mcp shop [--state FILE]")
-	}
-	switch args[0] {
-	case "shop":
-		return shop.Main(ctx, args[1:])
-	default:
-		return fmt.Errorf("unknown MCP server %q (available: shop)", args[0])
-	}
 }
 
 func runRunner(ctx context.Context, args []string) error {

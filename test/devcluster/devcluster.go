@@ -10,7 +10,6 @@ package devcluster
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,9 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"tolokaforge.io/operator/config"
 	"tolokaforge.io/operator/controllers/manager"
@@ -47,30 +44,6 @@ type Options struct {
 	FakeLLMScript string
 	Log           logr.Logger
 	Stdout        io.Writer
-}
-
-// Main runs `tolokaforge dev` until ctx ends.
-func Main(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	opts := Options{Stdout: os.Stdout}
-	fs.StringVar(&opts.Dir, "dir", ".dev", "directory for the kubeconfig, CRDs and artifacts")
-	fs.StringVar(&opts.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS; `make envtest` builds them)")
-	fs.IntVar(&opts.MaxConcurrentTrials, "max-concurrent-trials", 10, "attempts driven at once")
-	fs.StringVar(&opts.FakeLLMScript, "fake-llm-script", "", "start the fake OpenAI-compatible LLM with this script")
-	zopts := zap.Options{}
-	zopts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("dev flags: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("dev flags: unexpected arguments %q", fs.Args())
-	}
-	opts.Log = zap.New(zap.UseFlagOptions(&zopts))
-	ctrl.SetLogger(opts.Log)
-	return Run(ctx, opts)
 }
 
 // Run starts the dev cluster and blocks until ctx ends, then tears it down.

@@ -7,9 +7,14 @@ import (
 	"sort"
 	"strings"
 
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -147,4 +152,49 @@ func firstFailing(reasons string) string {
 		return parts[0]
 	}
 	return "below the pass threshold"
+}
+
+// FromKubeconfig is FromCampaign for a command line: c and namespace
+// default to the kubeconfig's (the file given, else the default loading
+// rules: $KUBECONFIG, ~/.kube/config, in-cluster).
+func FromKubeconfig(ctx context.Context, c client.Reader, kubeconfig, namespace, name string) (*Report, error) {
+	if c == nil || namespace == "" {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if kubeconfig != "" {
+			rules.ExplicitPath = kubeconfig
+		}
+		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+		if namespace == "" {
+			ns, _, err := cc.Namespace()
+			if err != nil {
+				return nil, fmt.Errorf("kubeconfig namespace: %w", err)
+			}
+			namespace = ns
+		}
+		if c == nil {
+			cfg, err := cc.ClientConfig()
+			if err != nil {
+				return nil, fmt.Errorf("kubeconfig: %w", err)
+			}
+			if c, err = newClient(cfg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return FromCampaign(ctx, c, namespace, name)
+}
+
+func newClient(cfg *rest.Config) (client.Client, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := evalv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return c, nil
 }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -196,39 +195,6 @@ func TestFromArtifactsErrors(t *testing.T) {
 	for dir, want := range cases {
 		if _, err := FromArtifacts(dir); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("FromArtifacts(%s) = %v, want %q", dir, err, want)
-		}
-	}
-}
-
-func TestMainArtifacts(t *testing.T) {
-	dir := sample(t)
-	out := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	htmlPath := filepath.Join(out, "report.html")
-	if err := run(context.Background(), []string{"--artifacts", dir, "--html", htmlPath, "--k", "1"}, &stdout, &stderr, nil); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(stdout.String(), "PASS^1") {
-		t.Fatalf("--k not applied:\n%s", stdout.String())
-	}
-	for _, f := range []string{htmlPath, filepath.Join(out, "aggregate.json")} {
-		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
-			t.Fatalf("%s: %v", f, err)
-		}
-	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{nil, "report: name a campaign or pass --artifacts DIR"},
-		{[]string{"a", "b"}, `report: one campaign at a time, got ["a" "b"]`},
-		{[]string{"camp", "--artifacts", dir}, "give a campaign name or --artifacts, not both"},
-		{[]string{"--artifacts", dir, "--k", "-1"}, "--k must be >= 1"},
-		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
-	} {
-		err := run(context.Background(), tc.args, &stdout, &stderr, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }

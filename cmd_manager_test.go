@@ -1,29 +1,31 @@
-package manager
+package main
 
 import (
 	"context"
 	"io"
 	"strings"
 	"testing"
+
+	"tolokaforge.io/operator/controllers/manager"
 )
 
-func TestParseFlagsDefaults(t *testing.T) {
+func TestManagerFlagsDefaults(t *testing.T) {
 	t.Setenv("TOLOKAFORGE_IMAGE", "")
-	f, err := ParseFlags([]string{"--image=reg/tolokaforge:v1"}, io.Discard)
+	f, err := parseManagerFlags([]string{"--image=reg/tolokaforge:v1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := f.Options
-	if o.Image != "reg/tolokaforge:v1" || o.MaxConcurrentTrials != DefaultMaxConcurrentTrials ||
+	if o.Image != "reg/tolokaforge:v1" || o.MaxConcurrentTrials != manager.DefaultMaxConcurrentTrials ||
 		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElection ||
-		o.LeaderElectionID != DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
+		o.LeaderElectionID != manager.DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
 		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" {
 		t.Errorf("defaults = %+v kubeconfig %q", o, f.Kubeconfig)
 	}
 }
 
-func TestParseFlagsAll(t *testing.T) {
-	f, err := ParseFlags([]string{
+func TestManagerFlagsAll(t *testing.T) {
+	f, err := parseManagerFlags([]string{
 		"--image=img", "--leader-elect", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
 		"--max-concurrent-trials=50", "--artifacts-dir=/art", "--namespace=evals", "--kubeconfig=/k",
 		"--manager-namespace=ops", "--max-concurrent-reconciles=4", "--zap-log-level=debug",
@@ -37,20 +39,17 @@ func TestParseFlagsAll(t *testing.T) {
 		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 {
 		t.Errorf("options = %+v", o)
 	}
-	if wd, err := o.withDefaults(); err != nil || wd.HealthProbeBindAddress != "" {
-		t.Errorf("probe address \"0\" should disable: %q %v", wd.HealthProbeBindAddress, err)
-	}
 }
 
-func TestParseFlagsImageFromEnv(t *testing.T) {
+func TestManagerFlagsImageFromEnv(t *testing.T) {
 	t.Setenv("TOLOKAFORGE_IMAGE", "from-env:1")
-	f, err := ParseFlags(nil, io.Discard)
+	f, err := parseManagerFlags(nil, io.Discard)
 	if err != nil || f.Image != "from-env:1" {
 		t.Fatalf("image %q, %v", f.Image, err)
 	}
 }
 
-func TestParseFlagsRefusesBadInput(t *testing.T) {
+func TestManagerFlagsRefusesBadInput(t *testing.T) {
 	t.Setenv("TOLOKAFORGE_IMAGE", "")
 	for _, tc := range []struct {
 		args []string
@@ -64,43 +63,15 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		{[]string{"--image=i", "--max-concurrent-trials=many"}, `manager flags: invalid value "many" for flag -max-concurrent-trials`},
 		{[]string{"--no-such-flag"}, "manager flags: flag provided but not defined: -no-such-flag"},
 	} {
-		_, err := ParseFlags(tc.args, io.Discard)
+		_, err := parseManagerFlags(tc.args, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("ParseFlags(%q) = %v, want %q", tc.args, err, tc.want)
+			t.Errorf("parseManagerFlags(%q) = %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }
 
-func TestOptionsDefaults(t *testing.T) {
-	if _, err := (Options{}).withDefaults(); err == nil || err.Error() != "manager: an image for the runner and dbservice pods is required (--image)" {
-		t.Errorf("no image: %v", err)
-	}
-	if _, err := (Options{Image: "i", MaxConcurrentTrials: -1}).withDefaults(); err == nil {
-		t.Error("negative pool accepted")
-	}
-	t.Setenv("POD_NAMESPACE", "ops")
-	o, err := (Options{Image: "i"}).withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.ManagerNamespace != "ops" || o.MaxConcurrentTrials != DefaultMaxConcurrentTrials || o.MetricsBindAddress != "0" ||
-		o.Actors == nil || o.Dial == nil {
-		t.Errorf("defaults = %+v", o)
-	}
-	t.Setenv("POD_NAMESPACE", "")
-	if o, _ := (Options{Image: "i"}).withDefaults(); o.ManagerNamespace != DefaultManagerNamespace {
-		t.Errorf("manager namespace = %q", o.ManagerNamespace)
-	}
-}
-
-func TestRunRefusesNilConfig(t *testing.T) {
-	if err := Run(context.Background(), nil, Options{Image: "i"}); err == nil || err.Error() != "manager: rest config is nil" {
-		t.Errorf("err = %v", err)
-	}
-}
-
-func TestMainHelpIsNotAnError(t *testing.T) {
-	if err := Main(context.Background(), []string{"-h"}); err != nil {
+func TestManagerHelpIsNotAnError(t *testing.T) {
+	if err := managerMain(context.Background(), []string{"-h"}); err != nil {
 		t.Errorf("Main -h = %v", err)
 	}
 }

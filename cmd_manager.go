@@ -1,4 +1,4 @@
-package manager
+package main
 
 import (
 	"context"
@@ -13,32 +13,33 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"tolokaforge.io/operator/controllers/manager"
 )
 
-// Flags is what the command line of `tolokaforge manager` sets.
-type Flags struct {
-	Options
+// managerFlags is what the command line of `tolokaforge manager` sets.
+type managerFlags struct {
+	manager.Options
 	Kubeconfig string
 	zap        zap.Options
 }
 
-// ParseFlags parses the subcommand's flags. Output (usage, errors) goes to out.
-func ParseFlags(args []string, out io.Writer) (*Flags, error) {
+// parseManagerFlags parses the subcommand's flags. Output (usage, errors) goes to out.
+func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	fs.SetOutput(out)
-	f := &Flags{}
+	f := &managerFlags{}
 	fs.BoolVar(&f.LeaderElection, "leader-elect", false, "elect a leader among manager replicas; only the leader reconciles and drives trials")
-	fs.StringVar(&f.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID, "name of the leader election lease")
+	fs.StringVar(&f.LeaderElectionID, "leader-election-id", manager.DefaultLeaderElectionID, "name of the leader election lease")
 	fs.StringVar(&f.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the lease (default: the manager's in-cluster namespace)")
-	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", DefaultMetricsAddr, `address to serve Prometheus metrics on ("0" disables)`)
-	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", DefaultProbeAddr, `address to serve /healthz and /readyz on ("0" disables)`)
-	fs.IntVar(&f.MaxConcurrentTrials, "max-concurrent-trials", DefaultMaxConcurrentTrials, "attempts driven at once; ready attempts beyond it wait for a free driver")
+	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", manager.DefaultMetricsAddr, `address to serve Prometheus metrics on ("0" disables)`)
+	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", manager.DefaultProbeAddr, `address to serve /healthz and /readyz on ("0" disables)`)
+	fs.IntVar(&f.MaxConcurrentTrials, "max-concurrent-trials", manager.DefaultMaxConcurrentTrials, "attempts driven at once; ready attempts beyond it wait for a free driver")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "Trial reconciles run at once (default 8)")
 	fs.StringVar(&f.ArtifactsDir, "artifacts-dir", "", "directory for each attempt's trajectory.yaml, grade.yaml and metrics.yaml (empty: none)")
 	fs.StringVar(&f.Image, "image", os.Getenv("TOLOKAFORGE_IMAGE"), "image of the runner and dbservice pods, normally the manager's own (default $TOLOKAFORGE_IMAGE)")
 	fs.StringVar(&f.Entrypoint, "entrypoint", "tolokaforge", "path of the tolokaforge binary in --image")
 	fs.StringVar(&f.Namespace, "namespace", "", "watch only this namespace (default: all)")
-	fs.StringVar(&f.ManagerNamespace, "manager-namespace", "", "namespace of the manager's pods, allowed to reach runners (default $POD_NAMESPACE, else "+DefaultManagerNamespace+")")
+	fs.StringVar(&f.ManagerNamespace, "manager-namespace", "", "namespace of the manager's pods, allowed to reach runners (default $POD_NAMESPACE, else "+manager.DefaultManagerNamespace+")")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	f.zap.Development = false
 	f.zap.BindFlags(fs)
@@ -61,7 +62,7 @@ func ParseFlags(args []string, out io.Writer) (*Flags, error) {
 }
 
 // RestConfig loads the cluster connection the flags name.
-func (f *Flags) RestConfig() (*rest.Config, error) {
+func (f *managerFlags) RestConfig() (*rest.Config, error) {
 	if f.Kubeconfig != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", f.Kubeconfig)
 		if err != nil {
@@ -76,9 +77,9 @@ func (f *Flags) RestConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Main runs `tolokaforge manager` until ctx ends.
-func Main(ctx context.Context, args []string) error {
-	f, err := ParseFlags(args, os.Stderr)
+// managerMain runs `tolokaforge manager` until ctx ends.
+func managerMain(ctx context.Context, args []string) error {
+	f, err := parseManagerFlags(args, os.Stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -95,5 +96,5 @@ func Main(ctx context.Context, args []string) error {
 	opts.Logger = log
 	log.Info("starting manager", "image", opts.Image, "maxConcurrentTrials", opts.MaxConcurrentTrials,
 		"namespace", opts.Namespace, "leaderElection", opts.LeaderElection)
-	return Run(ctx, cfg, opts)
+	return manager.Run(ctx, cfg, opts)
 }
