@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

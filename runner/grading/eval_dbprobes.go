@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 // dbProbesEvaluator scores state_checks.db_probes: named read-only JSONPath queries the

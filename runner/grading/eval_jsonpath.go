@@ -9,8 +9,8 @@ import (
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 // jsonPathEvaluator scores state_checks.jsonpaths: RFC 9535 queries over {db: <stable

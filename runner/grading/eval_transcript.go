@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 // transcriptEvaluator scores transcript_rules over the timeline. Each rule instance

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"sort"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 // gradeCtx is one Grade call's working set, shared by the evaluators.

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice"
-	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

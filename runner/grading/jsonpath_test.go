@@ -10,8 +10,8 @@ import (
 
 	"github.com/theory/jsonpath"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 const jsonPathDoc = `{"db": {

@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 // path_glob checks: file assertions under the trial's file-tool directory, the remedy

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/tools"
 )
 

@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strconv"
 
-	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
 	"tolokaforge.io/operator/runner/tools"
 )
