@@ -18,16 +18,22 @@ GO_TEST_FLAGS ?= -race -count=1
 # Suites that start a control plane (they skip, saying why, without KUBEBUILDER_ASSETS).
 ENVTEST_PKGS = ./api/v1alpha1/... ./controllers/... ./test/podsim/...
 
-.PHONY: all build tools protoc generate manifests verify-generated verify-proto vet lint \
-        test test-unit test-envtest envtest bench fuzz demo clean
+.PHONY: all help build tools protoc generate manifests verify-generated verify-proto verify-imports \
+        vet lint test test-unit test-envtest envtest bench fuzz demo clean
 
 all: build
 
+help: ## Show the targets, by section.
+	@awk 'BEGIN {FS = ":.*## "} \
+	  /^## ---- / {s = $$0; sub(/^## ---- /, "", s); sub(/ -+$$/, "", s); printf "\n%s\n", s} \
+	  /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+## ---- main ------------------------------------------------------------------
 build: ## Build the tolokaforge binary into bin/.
 	go build -o $(BIN)/tolokaforge .
 
 ## ---- tools ----------------------------------------------------------------
-tools: protoc $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck
+tools: protoc $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck ## Install protoc (Debian) and the pinned Go tools.
 
 protoc:
 	@command -v protoc >/dev/null || { echo "installing protobuf-compiler (Debian)"; \
@@ -61,14 +67,18 @@ verify-generated: verify-proto tools ## Fail when generated code or manifests ar
 	hack/verify-generated.sh
 
 ## ---- checks -----------------------------------------------------------------
-vet:
+verify-imports: ## Fail when an import breaks the layout rules (api/ a leaf, ...).
+	hack/verify-imports.sh
+
+vet: ## go vet every package.
 	go vet ./...
 
-lint: $(BIN)/staticcheck
+lint: $(BIN)/staticcheck ## gofmt check and staticcheck.
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$unformatted" ]]; then \
 	  echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	staticcheck ./...
 
+## ---- tests -----------------------------------------------------------------
 envtest: ## Build kube-apiserver and etcd from source; prints KUBEBUILDER_ASSETS.
 	@hack/build-envtest.sh
 
@@ -78,9 +88,10 @@ test-unit: ## Unit tests only (envtest suites skip).
 test-envtest: ## The suites that run against kube-apiserver and etcd.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) -timeout 30m $(ENVTEST_PKGS)
 
-test: tools verify-generated vet lint ## Everything CI runs.
+test: tools verify-generated verify-imports vet lint ## Everything CI runs.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test $(GO_TEST_FLAGS) -timeout 40m ./...
 
+## ---- measure and run ---------------------------------------------------------
 bench: build ## Benchmarks; figures are printed as ratios against in-run baselines.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -run '^$$' -bench . -benchmem -benchtime=$${BENCHTIME:-1x} -timeout 60m ./... | tee bin/bench.txt
 
@@ -93,5 +104,5 @@ fuzz: ## Run every fuzz target briefly (seeds also run as regression cases in `m
 demo: build ## Start a local control plane and run the sample trials.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" hack/demo.sh
 
-clean:
+clean: ## Remove the binary and benchmark output.
 	rm -rf bin/tolokaforge bin/bench.txt cover.out

@@ -12,7 +12,7 @@ import (
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
 	"tolokaforge.io/operator/controllers/host/artifacts"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -32,7 +32,7 @@ func readYAML(t *testing.T, path string) doc {
 }
 
 func TestArtifactsOfAttempts(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	out := t.TempDir()
 	tk := shopTask(t)
 	var script []fakellm.Reply

@@ -16,7 +16,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -37,7 +37,7 @@ const benchTurns = 10
 //	host-allocs/turn, raw-allocs/turn  process-wide allocations (servers
 //	              included, the same on both sides), so the difference is the host's
 func BenchmarkHostOverheadPerTurn(b *testing.B) {
-	s := startStack(b, trialrun.StackConfig{})
+	s := startStack(b, local.StackConfig{})
 	f, err := fakellm.New(fakellm.Config{Responder: func(r fakellm.Request) fakellm.Reply {
 		// Distinct arguments per turn, or the stuck detector would end it.
 		return fakellm.Reply{

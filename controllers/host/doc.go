@@ -14,10 +14,10 @@
 // (infrastructure: the attempt is retried by the caller's policy).
 //
 // Subpackages: agents (oracle, OpenAI-compatible agent and user simulator),
-// artifacts (trajectory.yaml, grade.yaml, metrics.yaml), trialrun (`tolokaforge
+// artifacts (trajectory.yaml, grade.yaml, metrics.yaml), local (the in-process stack of `tolokaforge
 // trial run`).
 //
 // It may import api/..., runner/client, dbservice/client and its own
-// subpackage artifacts; never controllers (agents and trialrun import host,
+// subpackage artifacts; never controllers (agents and local import host,
 // not the other way round).
 package host

@@ -13,13 +13,13 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
 func TestUserToolCallGoesToTheUserRegistry(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{
 		"user":  {calcCall("u1", "89.99+2*34.5"), text("My total is 158.99, right?"), text("###STOP###")},
 		"agent": {text("Yes, 158.99.")},
@@ -70,7 +70,7 @@ func TestUserToolCallGoesToTheUserRegistry(t *testing.T) {
 }
 
 func TestToolNotFoundEndsTheTrialAsError(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	cases := []struct {
 		name, model string
 		scripts     map[string][]fakellm.Reply
@@ -107,7 +107,7 @@ func TestToolNotFoundEndsTheTrialAsError(t *testing.T) {
 
 func TestRegistrationRefusals(t *testing.T) {
 	t.Run("protocol skew", func(t *testing.T) {
-		s := startStack(t, trialrun.StackConfig{MinEngineProtocol: task.EngineProtocolVersion + 1})
+		s := startStack(t, local.StackConfig{MinEngineProtocol: task.EngineProtocolVersion + 1})
 		calls := 0
 		agent := funcActor(func(context.Context, []task.Message, []*runnerpb.ToolSchema) (host.Turn, error) {
 			calls++
@@ -120,7 +120,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		}
 	})
 	t.Run("invalid task", func(t *testing.T) {
-		s := startStack(t, trialrun.StackConfig{})
+		s := startStack(t, local.StackConfig{})
 		td := calcTask(t)
 		td.AgentTools = append(td.AgentTools, task.ToolSchema{Name: "book", Description: "b",
 			Source: &task.ToolSource{Toolset: "air", ModulePath: "tau_tools.book", ClassName: "Book", InvocationStyle: task.InvocationTauSync}})
@@ -153,7 +153,7 @@ func TestRegistrationRefusals(t *testing.T) {
 }
 
 func TestPersistent500ThenTheNextAttemptPasses(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	fail := make([]fakellm.Reply, agents.DefaultRetryPolicy.MaxRetries+1)
 	for i := range fail {
 		fail[i] = fakellm.Reply{Status: 500, ErrorMessage: "overloaded"}
@@ -178,7 +178,7 @@ func TestPersistent500ThenTheNextAttemptPasses(t *testing.T) {
 }
 
 func TestRateLimitedTwiceIsRetriedAndBilledOnce(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {
 		{Status: 429, RetryAfter: "0"}, {Status: 429, RetryAfter: "0"},
 		{Content: "###STOP###", Usage: fakellm.Usage{PromptTokens: 50, CompletionTokens: 5}},
@@ -197,7 +197,7 @@ func TestRateLimitedTwiceIsRetriedAndBilledOnce(t *testing.T) {
 }
 
 func TestRequestFaultEndsTheTrialWithTheProviderMessage(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {{Status: 400, ErrorMessage: "context_length_exceeded: 200000 tokens"}}})
 	agent, cfg := llmActor(t, f, "agent", nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, specFor(s, calcTask(t), cfg), agent, nil))
@@ -210,20 +210,20 @@ func TestRequestFaultEndsTheTrialWithTheProviderMessage(t *testing.T) {
 func TestInfrastructureFaultsMidTrial(t *testing.T) {
 	cases := []struct {
 		name   string
-		inject func(s *trialrun.Stack, trialID string) error
+		inject func(s *local.Stack, trialID string) error
 		reason string
 		prefix string
 	}{
-		{"trial lost", func(s *trialrun.Stack, id string) error {
+		{"trial lost", func(s *local.Stack, id string) error {
 			_, err := s.Runner.CleanupTrial(context.Background(), &runnerpb.CleanupTrialRequest{TrialId: id})
 			return err
 		}, evalv1.ReasonTrialLost, `execute tool "calculator" (call k): the runner holds no trial "calc:`},
-		{"runner gone", func(s *trialrun.Stack, _ string) error { return s.Stop() }, evalv1.ReasonRunnerUnavailable,
+		{"runner gone", func(s *local.Stack, _ string) error { return s.Stop() }, evalv1.ReasonRunnerUnavailable,
 			`execute tool "calculator" (call k) of trial "calc:`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := startStack(t, trialrun.StackConfig{})
+			s := startStack(t, local.StackConfig{})
 			td := calcTask(t)
 			spec := specFor(s, td, nil)
 			agent := funcActor(func(context.Context, []task.Message, []*runnerpb.ToolSchema) (host.Turn, error) {
@@ -244,7 +244,7 @@ func TestInfrastructureFaultsMidTrial(t *testing.T) {
 }
 
 func TestTrialTimeoutIsSelfGraded(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {{Content: "slow", Delay: time.Minute}}})
 	agent, cfg := llmActor(t, f, "agent", nil)
 	ac := attempt(s, specFor(s, calcTask(t), cfg), agent, nil)
@@ -257,7 +257,7 @@ func TestTrialTimeoutIsSelfGraded(t *testing.T) {
 }
 
 func TestCanceledAttemptStillCleansUp(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	td := calcTask(t)
 	spec := specFor(s, td, nil)
 	ctx, cancel := context.WithCancel(ctxT(t))
@@ -303,7 +303,7 @@ func TestInvalidConfigSendsNothing(t *testing.T) {
 }
 
 func TestPanickingActorEndsTheTrialAsError(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	agent := funcActor(func(context.Context, []task.Message, []*runnerpb.ToolSchema) (host.Turn, error) {
 		panic("boom: the actor hit a bug")
 	})
@@ -315,7 +315,7 @@ func TestPanickingActorEndsTheTrialAsError(t *testing.T) {
 }
 
 func TestInvalidArgumentsGoBackToTheModel(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {
 		{ToolCalls: []fakellm.ToolCall{call("bad", "calculator", `{"expr":"1+1"}`)}},
 		calcCall("good", "1+1"),

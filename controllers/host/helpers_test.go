@@ -13,18 +13,18 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
-func startStack(tb testing.TB, cfg trialrun.StackConfig) *trialrun.Stack {
+func startStack(tb testing.TB, cfg local.StackConfig) *local.Stack {
 	tb.Helper()
 	return startStackIn(tb, cfg, tb.TempDir())
 }
 
 // startStackIn serves the stack with the runner's work dir at work.
-func startStackIn(tb testing.TB, cfg trialrun.StackConfig, work string) *trialrun.Stack {
+func startStackIn(tb testing.TB, cfg local.StackConfig, work string) *local.Stack {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -34,7 +34,7 @@ func startStackIn(tb testing.TB, cfg trialrun.StackConfig, work string) *trialru
 	cfg.WorkDir = work
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := trialrun.StartStack(ctx, cfg)
+	s, err := local.StartStack(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func shopTask(tb testing.TB) *task.TaskDescription {
 var trialSeq int
 
 // specFor builds a TrialSpec of t against the stack, with a fresh trial id.
-func specFor(s *trialrun.Stack, t *task.TaskDescription, agent *task.ModelConfig) *task.TrialSpec {
+func specFor(s *local.Stack, t *task.TaskDescription, agent *task.ModelConfig) *task.TrialSpec {
 	trialSeq++
 	if agent == nil {
 		agent = &task.ModelConfig{Provider: task.ProviderOracle}
@@ -81,7 +81,7 @@ func ctxT(tb testing.TB) context.Context {
 	return ctx
 }
 
-func attempt(s *trialrun.Stack, spec *task.TrialSpec, agent, user host.Actor) host.AttemptConfig {
+func attempt(s *local.Stack, spec *task.TrialSpec, agent, user host.Actor) host.AttemptConfig {
 	return host.AttemptConfig{
 		Runner:             s.Runner,
 		Spec:               spec,

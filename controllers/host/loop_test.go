@@ -8,12 +8,12 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
 func TestStopMarkers(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	cases := []struct {
 		name   string
 		agent  []fakellm.Reply
@@ -64,7 +64,7 @@ func TestStopMarkers(t *testing.T) {
 }
 
 func TestMaxTurns(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {calcCall("a", "1"), calcCall("b", "2"), calcCall("c", "3"), calcCall("d", "4")}})
 	agent, cfg := llmActor(t, f, "agent", nil)
 	ac := attempt(s, specFor(s, calcTask(t), cfg), agent, nil)
@@ -79,7 +79,7 @@ func TestMaxTurns(t *testing.T) {
 }
 
 func TestStuckDetection(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	same := func(args string) fakellm.Reply {
 		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{call("", "calculator", args)}}
 	}
@@ -134,7 +134,7 @@ func TestStuckDetection(t *testing.T) {
 }
 
 func TestDuplicateProviderToolCallIDs(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {
 		{ToolCalls: []fakellm.ToolCall{call("call_0", "calculator", `{"expression":"1+1"}`), call("call_0", "calculator", `{"expression":"1+1"}`)}},
 		{ToolCalls: []fakellm.ToolCall{call("call_0", "calculator", `{"expression":"2+2"}`), call("call_0#1", "think", `{"thought":"a"}`)}},

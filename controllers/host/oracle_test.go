@@ -5,11 +5,11 @@ import (
 
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 )
 
 func TestOracleOnShopPasses(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	tk := shopTask(t)
 	spec := specFor(s, tk, nil)
 	res := host.RunAttempt(ctxT(t), attempt(s, spec, agents.NewOracle(tk), nil))

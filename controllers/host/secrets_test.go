@@ -16,7 +16,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -46,7 +46,7 @@ func TestSentinelKeyAppearsNowhere(t *testing.T) {
 	logs := &logBuffer{}
 	log := logs.logger()
 	work := t.TempDir()
-	s := startStackIn(t, trialrun.StackConfig{Log: log}, work)
+	s := startStackIn(t, local.StackConfig{Log: log}, work)
 	f, err := fakellm.New(fakellm.Config{APIKey: sentinel, Scripts: map[string][]fakellm.Reply{
 		"ok": {
 			{Status: 429, RetryAfter: "0", ErrorMessage: "slow down, " + sentinel},

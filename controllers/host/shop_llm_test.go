@@ -9,14 +9,14 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
-	"tolokaforge.io/operator/controllers/host/trialrun"
+	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
 const placeArgs = `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`
 
 func TestScriptedAgentCompletesShop(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {
 		{ToolCalls: []fakellm.ToolCall{call("c1", "list_products", `{}`)}, Usage: fakellm.Usage{PromptTokens: 100, CompletionTokens: 10}},
 		{ToolCalls: []fakellm.ToolCall{call("c2", "get_customer", `{"customer_id":"C-101"}`)}, Usage: fakellm.Usage{PromptTokens: 200, CompletionTokens: 10}},
@@ -94,7 +94,7 @@ func TestScriptedAgentCompletesShop(t *testing.T) {
 }
 
 func TestPayBeforePlacingFailsWithDiff(t *testing.T) {
-	s := startStack(t, trialrun.StackConfig{})
+	s := startStack(t, local.StackConfig{})
 	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {
 		{ToolCalls: []fakellm.ToolCall{call("c1", "confirm_payment", `{"order_id":"O-001"}`)}},
 		{ToolCalls: []fakellm.ToolCall{call("c2", "place_order", placeArgs)}},

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Enforces the dependency rules of the layout (README "Map", each doc.go):
+#   api/...          a leaf: imports only api/... and libraries
+#   dbservice/...    api/... and dbservice/...
+#   runner/...       api/..., dbservice/client and runner/...
+#   examples/...     api/... and examples/...
+#   controllers/...  api/..., runner/client, dbservice/client and controllers/...
+#                    (controllers/host/local embeds the runner and the DB
+#                    service: the in-process stack of `trial run`)
+#   test/...         anything but the root package
+#   production code  never imports test/... (one exception until `dev` moves
+#                    to its own binary: the root package -> test/devcluster)
+# Only non-test imports count: tests may reach across to exercise the real
+# parts. Input: `go list` of the module, or the file named by $IMPORTS_FILE
+# (lines "PKG IMPORT IMPORT ..."), which is how its own test plants a bad edge.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mod="$(go list -m)"
+if [[ -n "${IMPORTS_FILE:-}" ]]; then
+  edges="$(cat "$IMPORTS_FILE")"
+else
+  edges="$(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)"
+fi
+awk -v mod="$mod" '
+function rel(p) { return p == mod ? "." : substr(p, length(mod) + 2) }
+function under(p, dir) { return p == dir || index(p, dir "/") == 1 }
+function allowed(from, to) {
+  if (under(from, "api"))         return under(to, "api")
+  if (under(from, "dbservice"))   return under(to, "api") || under(to, "dbservice")
+  if (under(from, "runner"))      return under(to, "api") || under(to, "runner") || to == "dbservice/client"
+  if (under(from, "examples"))    return under(to, "api") || under(to, "examples")
+  if (from == "controllers/host/local" && (under(to, "runner") || under(to, "dbservice"))) return 1
+  if (under(from, "controllers")) return under(to, "api") || under(to, "controllers") || to == "runner/client" || to == "dbservice/client"
+  if (under(from, "test"))        return to != "."
+  if (from == ".")                return !under(to, "test") || to == "test/devcluster"
+  return 0
+}
+{
+  from = rel($1)
+  for (i = 2; i <= NF; i++) {
+    if (index($i, mod) != 1 || ($i != mod && substr($i, length(mod) + 1, 1) != "/")) continue
+    to = rel($i)
+    if (!allowed(from, to)) { printf "import rule broken: %s imports %s\n", from, to; bad++ }
+  }
+}
+END { if (bad) { printf "%d import(s) break the layout rules (hack/verify-imports.sh)\n", bad; exit 1 } }
+' <<<"$edges"
+echo "imports follow the layout rules"

@@ -1,0 +1,65 @@
+package hack
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// verifyImports runs hack/verify-imports.sh, on the module or on planted
+// edges when edges is not empty.
+func verifyImports(t *testing.T, edges string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", "verify-imports.sh")
+	cmd.Env = os.Environ()
+	if edges != "" {
+		f := filepath.Join(t.TempDir(), "imports")
+		if err := os.WriteFile(f, []byte(edges), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, "IMPORTS_FILE="+f)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestTreeFollowsImportRules(t *testing.T) {
+	if out, err := verifyImports(t, ""); err != nil {
+		t.Fatalf("verify-imports on the tree: %v\n%s", err, out)
+	}
+}
+
+func TestPlantedBadImportsFail(t *testing.T) {
+	const m = "tolokaforge.io/operator"
+	cases := []struct {
+		name, edge, want string
+	}{
+		{"api reaches the host", m + "/api/task/pack " + m + "/api/task " + m + "/controllers/host",
+			"import rule broken: api/task/pack imports controllers/host"},
+		{"runner reaches the DB server", m + "/runner " + m + "/dbservice",
+			"import rule broken: runner imports dbservice"},
+		{"controllers embed the runner", m + "/controllers " + m + "/runner/grading",
+			"import rule broken: controllers imports runner/grading"},
+		{"production code links a test stand-in", m + "/controllers/manager " + m + "/test/podsim",
+			"import rule broken: controllers/manager imports test/podsim"},
+		{"the root links the fake LLM", m + " " + m + "/test/fakellm",
+			"import rule broken: . imports test/fakellm"},
+		{"dbservice reaches controllers", m + "/dbservice " + m + "/controllers",
+			"import rule broken: dbservice imports controllers"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := verifyImports(t, tc.edge+"\n")
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Fatalf("err %v, output:\n%s\nwant %q", err, out, tc.want)
+			}
+		})
+	}
+	// The stated exceptions pass.
+	ok := m + " " + m + "/test/devcluster fmt\n" + m + "/controllers/host/local " + m + "/runner " + m + "/dbservice\n"
+	if out, err := verifyImports(t, ok); err != nil {
+		t.Fatalf("exceptions refused: %v\n%s", err, out)
+	}
+}
