@@ -44,7 +44,7 @@ func TestRunOracleOnShopPasses(t *testing.T) {
 		`turn 0 user  "Use store tools to browse the product catalog, place a customer order, and confirm payment.`,
 		"turn 1 agent -> place_order [success] -> confirm_payment [success]\n",
 		`turn 2 agent "###STOP###"` + "\n",
-		"ended: agent_done after 2 turns (outcome Graded, reason Passed)\n",
+		"ended: agent_done after 2 turns (outcome Passed, reason Passed)\n",
 		"grade: score 1, pass true\n",
 		"reasons: State: hash match | JSONPath: all 7 checks passed\n",
 		"artifacts: " + filepath.Join(dir, "trials", "shop_orders_02", "0") + "\n",

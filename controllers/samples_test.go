@@ -105,3 +105,14 @@ func TestSamplesMatchTheShopPack(t *testing.T) {
 		}
 	}
 }
+
+func TestCampaignSampleNamesTheSampleTask(t *testing.T) {
+	var c evalv1.Campaign
+	readSample(t, "eval_v1alpha1_campaign_shop.yaml", &c)
+	_, task := sampleTask(t, "eval_v1alpha1_task_shop.yaml")
+	if len(c.Spec.Tasks.Names) != 1 || c.Spec.Tasks.Names[0] != "shop-orders-02" || task.TaskID == "" ||
+		c.Spec.TrialsPerTask != 3 || len(c.Spec.Agents) != 1 || c.Spec.Agents[0].Model.Provider != evalv1.ProviderOracle ||
+		c.Spec.MaxParallel != 3 {
+		t.Errorf("campaign sample spec = %+v", c.Spec)
+	}
+}

@@ -41,8 +41,11 @@ export KUBECONFIG="$dir/kubeconfig"
 
 echo "== kubectl apply -f config/samples/"
 "$kubectl" apply -f config/samples/
-echo "== waiting for every Trial to complete"
+echo "== waiting for the Campaign and every Trial to complete"
+"$kubectl" wait --for=condition=Completed campaigns --all --timeout=300s >/dev/null
 "$kubectl" wait --for=condition=Completed trials --all --timeout=300s >/dev/null
+echo "== kubectl get campaigns"
+"$kubectl" get campaigns
 echo "== kubectl get tasks"
 "$kubectl" get tasks
 echo "== kubectl get trials"

@@ -110,7 +110,7 @@ func TestArtifactsOfAttempts(t *testing.T) {
 	}
 
 	m := readYAML(t, filepath.Join(top, artifacts.MetricsFile))
-	if m["turns"] != 3.0 || m["tool_calls"] != 3.0 || m["outcome"] != "Graded" {
+	if m["turns"] != 3.0 || m["tool_calls"] != 3.0 || m["outcome"] != "Failed" {
 		t.Fatalf("metrics = %v", m)
 	}
 	usage := m["tool_usage"].([]any)

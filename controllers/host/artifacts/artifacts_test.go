@@ -54,7 +54,7 @@ func sample() *Attempt {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return &Attempt{
 		TrialID: "t:0", TaskID: "t", TrialIndex: 0, AttemptNumber: 1,
-		Outcome: "Graded", TerminationReason: "agent_done", Turns: 1, StartTime: at, EndTime: at.Add(2 * time.Second),
+		Outcome: "Passed", TerminationReason: "agent_done", Turns: 1, StartTime: at, EndTime: at.Add(2 * time.Second),
 		Messages: []Message{{Message: task.Message{Role: "system", Content: "p"}, Timestamp: at}},
 		ToolCalls: []task.RecordedToolCall{
 			{CallID: "a", ToolName: "x", Status: task.ToolCallSuccess, LatencySeconds: 0.5, Arguments: json.RawMessage(`{"k":1}`)},
