@@ -47,10 +47,13 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 		return e
 	}
 	full, stable, _ := t.current.hashes(t.stableIsFull(t.current))
+	// Once published, t belongs to its lock: a DELETE may clear it at once, so the
+	// response is built from values read before add.
+	names, nSchemas, nUnstable := t.current.names, len(t.schemas), len(t.unstable)
 	if e := s.store.add(t); e != nil {
 		return e
 	}
-	s.log.Info("trial initialized", "trial", id, "tables", len(t.current.names))
+	s.log.Info("trial initialized", "trial", id, "tables", len(names))
 	writeJSON(w, http.StatusCreated, newJSONObject().
 		str("status", "ok").
 		str("trial_id", id).
@@ -58,9 +61,9 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 		str("stable_hash", stable).
 		str("full_hash", full).
 		str("initial_hash", stable).
-		strs("tables_initialized", t.current.names).
-		int("schemas_registered", int64(len(t.schemas))).
-		int("unstable_fields_registered", int64(len(t.unstable))).
+		strs("tables_initialized", names).
+		int("schemas_registered", int64(nSchemas)).
+		int("unstable_fields_registered", int64(nUnstable)).
 		bytes())
 	return nil
 }
