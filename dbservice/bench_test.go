@@ -154,10 +154,11 @@ func BenchmarkStableHashAfterPatch(b *testing.B) {
 func benchHashAfterPatch(b *testing.B, at string) {
 	const n = 100_000
 	tr := benchTrial(b, n)
+	st := newStore(&testLimits)
 	stableVal := tr.current.value(true, tr.unstableFor)
 	// Build the key-field indexes and the first checkpoints, as a trial's first PATCH
 	// and hash do.
-	if _, e := tr.patch("records", []operation{{op: "delete", filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(-1)})}}); e != nil {
+	if _, e := tr.patch("records", []operation{{op: "delete", filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(-1)})}}, &testLimits, st); e != nil {
 		b.Fatal(e)
 	}
 	tr.current.stable(false)
@@ -179,7 +180,7 @@ func benchHashAfterPatch(b *testing.B, at string) {
 			filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(int64(id))}),
 			set:    canonical.NewObject(canonical.Member{Key: "qty", Value: canonical.NewInt(int64(i))})}}
 		c0 := threadCPU()
-		if _, e := tr.patch("records", ops); e != nil {
+		if _, e := tr.patch("records", ops, &testLimits, st); e != nil {
 			b.Fatal(e)
 		}
 		c1 := threadCPU()

@@ -18,6 +18,12 @@ const (
 	ErrTypeInvalidTrialID     = "InvalidTrialID"
 	ErrTypeValidation         = "ValidationError"
 	ErrTypePayloadTooLarge    = "PayloadTooLarge"
+	// ErrTypeLimitExceeded is a configured limit other than the body size: 422 when the
+	// request would take its trial over a per-trial limit or asks for too large a
+	// result, 507 when the process is full. details.limit names the limit.
+	ErrTypeLimitExceeded = "LimitExceeded"
+	// ErrTypeRequestTimeout is a body that did not arrive within the read timeout (408).
+	ErrTypeRequestTimeout = "RequestTimeout"
 	ErrTypeNotFound           = "NotFound"
 	ErrTypeInternal           = "InternalError"
 )

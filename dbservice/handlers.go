@@ -38,12 +38,15 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 	if e != nil {
 		return e
 	}
-	req, e := decodeInit(body)
+	req, e := decodeInit(body, &s.limits)
 	if e != nil {
 		return e
 	}
 	t, e := newTrial(id, req)
 	if e != nil {
+		return e
+	}
+	if e := checkTrialLimits(t.current, &s.limits); e != nil {
 		return e
 	}
 	full, stable, _ := t.current.hashes(t.stableIsFull(t.current))
@@ -180,7 +183,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) *Error {
 	if e != nil {
 		return e
 	}
-	req, e := decodePatch(body)
+	req, e := decodePatch(body, &s.limits)
 	if e != nil {
 		return e
 	}
@@ -199,7 +202,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) *Error {
 					"etag %q does not match the current full hash %q", req.etag, full)
 			}
 		}
-		n, e := t.patch(tableName, req.ops)
+		n, e := t.patch(tableName, req.ops, &s.limits, s.store)
 		if e != nil {
 			return e
 		}
@@ -229,7 +232,13 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) *Error {
 	var body []byte
 	replaced := false
 	e = s.store.with(id, func(t *trial) *Error {
+		if _, exists := t.snapshots[name]; !exists && len(t.snapshots) >= s.limits.MaxSnapshotsPerTrial {
+			return errLimit(http.StatusUnprocessableEntity, ErrTypeLimitExceeded, "max_snapshots_per_trial",
+				int64(s.limits.MaxSnapshotsPerTrial), int64(len(t.snapshots)+1),
+				"trial %q already holds %d snapshots; delete one or reuse its name", id, len(t.snapshots))
+		}
 		replaced = t.takeSnapshot(name)
+		t.settle(s.store)
 		h := s.stableHash(t, t.current)
 		body = newJSONObject().str("status", "ok").str("snapshot_name", name).int("version", t.version).
 			str("stable_hash", h).str("hash", h).bool("replaced", replaced).bytes()
@@ -261,6 +270,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) *Error {
 		if e != nil {
 			return e
 		}
+		t.settle(s.store)
 		h := s.stableHash(t, t.current)
 		body = newJSONObject().str("status", "ok").str("restored_from", name).int("version", t.version).
 			int("snapshot_version", snap.version).str("stable_hash", h).str("hash", h).bytes()
@@ -283,10 +293,10 @@ func (s *Server) handleDeleteSnapshot(w http.ResponseWriter, r *http.Request) *E
 		return e
 	}
 	e = s.store.with(id, func(t *trial) *Error {
-		if _, ok := t.snapshots[name]; !ok {
+		if !t.deleteSnapshot(name) {
 			return errSnapshotNotFound(id, name)
 		}
-		delete(t.snapshots, name)
+		t.settle(s.store)
 		return nil
 	})
 	if e != nil {
@@ -304,6 +314,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) *Error {
 	var body []byte
 	e = s.store.with(id, func(t *trial) *Error {
 		t.reset()
+		t.settle(s.store)
 		h := s.stableHash(t, t.current)
 		body = newJSONObject().str("status", "ok").int("version", t.version).str("stable_hash", h).str("hash", h).bytes()
 		return nil

@@ -43,7 +43,7 @@ func newClient(t testing.TB, opts Options) *client.Client {
 
 func shopState(t testing.TB) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("canonical", "testdata", "shop_orders_02_initial_state.json"))
+	data, err := os.ReadFile(filepath.Join("..", "api", "canonical", "testdata", "shop_orders_02_initial_state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,3 +105,6 @@ func dataCanon(t testing.TB, data map[string]json.RawMessage) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// testLimits are the defaults, for tests that call the decoders and trials directly.
+var testLimits = DefaultLimits

@@ -97,6 +97,7 @@ func (c *chunk) indexFor(field string) *chunkIndex {
 type table struct {
 	chunks []*chunk
 	n      int
+	bytes  int64 // canonical bytes of the records, for the trial's limits
 }
 
 var emptyTable = &table{}
@@ -109,6 +110,9 @@ func newChunk(recs []*record, owner uint64) *chunk {
 
 func newTable(recs []*record) *table {
 	t := &table{n: len(recs)}
+	for _, r := range recs {
+		t.bytes += int64(len(r.full))
+	}
 	for start := 0; start < len(recs); start += chunkSize {
 		end := min(start+chunkSize, len(recs))
 		t.chunks = append(t.chunks, newChunk(recs[start:end:end], 0))
@@ -136,11 +140,12 @@ type tableTxn struct {
 	chunks []*chunk
 	copied bool
 	n      int
+	bytes  int64
 	dirty  bool
 }
 
 func beginTable(t *table) *tableTxn {
-	return &tableTxn{id: txnSeq.Add(1), chunks: t.chunks, n: t.n}
+	return &tableTxn{id: txnSeq.Add(1), chunks: t.chunks, n: t.n, bytes: t.bytes}
 }
 
 func (tx *tableTxn) ownList() {
@@ -203,7 +208,9 @@ func (tx *tableTxn) find(filter canonical.Object, keyField string, limit int) []
 func (tx *tableTxn) get(l loc) *record { return tx.chunks[l.ci].recs[l.ri] }
 
 func (tx *tableTxn) replace(l loc, r *record) {
-	tx.own(l.ci).recs[l.ri] = r
+	c := tx.own(l.ci)
+	tx.bytes += int64(len(r.full)) - int64(len(c.recs[l.ri].full))
+	c.recs[l.ri] = r
 	tx.dirty = true
 }
 
@@ -218,6 +225,7 @@ func (tx *tableTxn) appendRecord(r *record) {
 		tx.chunks = append(tx.chunks, newChunk(recs, tx.id))
 	}
 	tx.n++
+	tx.bytes += int64(len(r.full))
 	tx.dirty = true
 }
 
@@ -233,6 +241,7 @@ func (tx *tableTxn) remove(locs []loc) {
 		j := i
 		for ; j >= 0 && locs[j].ci == ci; j-- {
 			ri := locs[j].ri
+			tx.bytes -= int64(len(c.recs[ri].full))
 			c.recs = append(c.recs[:ri], c.recs[ri+1:]...)
 		}
 		tx.n -= i - j
@@ -265,5 +274,5 @@ func (tx *tableTxn) commit() *table {
 	if !tx.dirty {
 		return nil
 	}
-	return &table{chunks: tx.chunks, n: tx.n}
+	return &table{chunks: tx.chunks, n: tx.n, bytes: tx.bytes}
 }

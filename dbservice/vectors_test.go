@@ -10,10 +10,10 @@ import (
 )
 
 // The shared vectors are read with canonical.Parse: encoding/json would replace lone
-// surrogates. The copy in canonical/testdata keeps the tests self-contained.
+// surrogates. The copy in api/canonical/testdata keeps the tests self-contained.
 func loadVectors(t testing.TB) canonical.Object {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("canonical", "testdata", "stable_hash.json"))
+	data, err := os.ReadFile(filepath.Join("..", "api", "canonical", "testdata", "stable_hash.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
