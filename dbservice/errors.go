@@ -24,8 +24,8 @@ const (
 	ErrTypeLimitExceeded = "LimitExceeded"
 	// ErrTypeRequestTimeout is a body that did not arrive within the read timeout (408).
 	ErrTypeRequestTimeout = "RequestTimeout"
-	ErrTypeNotFound           = "NotFound"
-	ErrTypeInternal           = "InternalError"
+	ErrTypeNotFound       = "NotFound"
+	ErrTypeInternal       = "InternalError"
 )
 
 // Error is a request failure with its HTTP status and wire type.

@@ -89,8 +89,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// A backstop for handlers that never read their body; readBody sets its own
 		// deadline of BodyReadTimeout from when it starts reading.
 		ReadTimeout: s.limits.ReadHeaderTimeout + s.limits.BodyReadTimeout,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -61,8 +61,8 @@ func ParseWith(data []byte, opts ParseOptions) (Value, error) {
 }
 
 type parser struct {
-	data     []byte
-	pos      int
+	data      []byte
+	pos       int
 	depth     int
 	maxDepth  int
 	maxDigits int // 0: unbounded
