@@ -303,7 +303,11 @@ func (t *trial) patch(table string, ops []operation, l *Limits, st *store) (int,
 		if e := checkTrialLimits(next, l); e != nil {
 			return 0, e
 		}
-		if e := t.recharge(st, t.footprint(next)); e != nil {
+		// The footprint over-counts records shared with pinned states, so a change that
+		// does not grow the current state is never refused for the process total.
+		if next.bytes <= t.current.bytes {
+			t.forceCharge(st, t.footprint(next))
+		} else if e := t.recharge(st, t.footprint(next)); e != nil {
 			return 0, e
 		}
 	}
@@ -321,7 +325,10 @@ func (t *trial) recharge(st *store, foot int64) *Error {
 	return nil
 }
 
-// settle lowers the trial's charge after a change that can only shrink its footprint.
-func (t *trial) settle(st *store) {
-	_ = t.recharge(st, t.footprint(t.current))
+// settle updates the trial's charge after a change that cannot grow its footprint.
+func (t *trial) settle(st *store) { t.forceCharge(st, t.footprint(t.current)) }
+
+func (t *trial) forceCharge(st *store, foot int64) {
+	st.bytes.Add(foot - t.accounted)
+	t.accounted = foot
 }

@@ -16,6 +16,12 @@ var (
 	// ErrInvalidRequest matches every 4xx the caller caused by what it sent: InvalidJSON,
 	// InvalidOperation, InvalidTrialID, ValidationError and PayloadTooLarge.
 	ErrInvalidRequest = errors.New("dbservice: invalid request")
+	// ErrLimitExceeded matches every refusal for crossing one of the service's
+	// configured limits (details.limit names it): PayloadTooLarge, LimitExceeded,
+	// RequestTimeout, and InvalidJSON for a number with too many digits. A 507
+	// LimitExceeded means the service is full, not that the request was wrong, so it
+	// does not match ErrInvalidRequest.
+	ErrLimitExceeded = errors.New("dbservice: limit exceeded")
 )
 
 // APIError is an error response of the DB service.
@@ -32,6 +38,10 @@ func (e *APIError) Error() string {
 
 // Is maps the wire type to the sentinels.
 func (e *APIError) Is(target error) bool {
+	if target == ErrLimitExceeded {
+		_, named := e.Details["limit"].(string)
+		return e.Type == "PayloadTooLarge" || e.Type == "LimitExceeded" || e.Type == "RequestTimeout" || named
+	}
 	switch e.Type {
 	case "TrialNotFound":
 		return target == ErrTrialNotFound
@@ -46,8 +56,10 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrVersionMismatch
 	case "DuplicateKey":
 		return target == ErrDuplicateKey
-	case "InvalidJSON", "InvalidOperation", "InvalidTrialID", "ValidationError", "PayloadTooLarge":
+	case "InvalidJSON", "InvalidOperation", "InvalidTrialID", "ValidationError", "PayloadTooLarge", "RequestTimeout":
 		return target == ErrInvalidRequest
+	case "LimitExceeded":
+		return target == ErrInvalidRequest && e.StatusCode < 500
 	}
 	return false
 }
