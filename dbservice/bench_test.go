@@ -293,3 +293,52 @@ func BenchmarkPatchHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPatchCostPerOp applies one PATCH of N updates, each to a different row of an
+// N-row table found by its id, at N = 10, 100 and 1000, and reports the CPU cost per
+// operation of the work done under the trial's lock (trial.patch). A linear PATCH costs
+// the same per operation at every N: ratio_1000_vs_10 = per-op cost at 1000 / at 10,
+// target <= 1.5 (a PATCH that rescans the rows per operation grows with N).
+func BenchmarkPatchCostPerOp(b *testing.B) {
+	sizes := []int{10, 100, 1000}
+	type setup struct {
+		tr  *trial
+		ops []operation
+	}
+	st := newStore(&testLimits)
+	setups := make([]setup, len(sizes))
+	for k, n := range sizes {
+		tr := benchTrial(b, n)
+		ops := make([]operation, n)
+		for i := range n {
+			// Rows in a scattered order, so consecutive operations hit different chunks.
+			id := i * 7919 % n
+			if n%7919 == 0 {
+				id = i
+			}
+			ops[i] = operation{op: "update",
+				filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(int64(id))}),
+				set:    canonical.NewObject(canonical.Member{Key: "qty", Value: canonical.NewInt(int64(i))})}
+		}
+		setups[k] = setup{tr, ops}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	spent := make([]time.Duration, len(sizes))
+	for b.Loop() {
+		for k, s := range setups {
+			c0 := threadCPU()
+			n, e := s.tr.patch("records", s.ops, &testLimits, st)
+			spent[k] += threadCPU() - c0
+			if e != nil || n != sizes[k] {
+				b.Fatalf("N=%d: affected %d, %v", sizes[k], n, e)
+			}
+		}
+	}
+	perOp := make([]float64, len(sizes))
+	for k, n := range sizes {
+		perOp[k] = float64(spent[k].Nanoseconds()) / float64(b.N) / float64(n)
+		b.ReportMetric(perOp[k], fmt.Sprintf("ns/op_N%d", n))
+	}
+	b.ReportMetric(perOp[2]/perOp[0], "ratio_1000_vs_10")
+}
