@@ -313,9 +313,6 @@ func BenchmarkPatchCostPerOp(b *testing.B) {
 		for i := range n {
 			// Rows in a scattered order, so consecutive operations hit different chunks.
 			id := i * 7919 % n
-			if n%7919 == 0 {
-				id = i
-			}
 			ops[i] = operation{op: "update",
 				filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(int64(id))}),
 				set:    canonical.NewObject(canonical.Member{Key: "qty", Value: canonical.NewInt(int64(i))})}

@@ -149,6 +149,22 @@ func TestLimitsRefuseAndChangeNothing(t *testing.T) {
 	}
 }
 
+// The 4-million-digit literal that used to cost 34 s of CPU is refused by the default
+// limit as it is scanned, before any conversion.
+func TestHugeNumberRefusedByDefault(t *testing.T) {
+	_, base := startServer(t, Options{})
+	body := `{"tables":{"t":[{"n":` + strings.Repeat("9", 4_000_000) + `}]}}`
+	code, resp := rawDo(t, "POST", base+"/trials/h/init", body)
+	e := decodeWireError(t, resp)
+	if code != 400 || e.Error != "InvalidJSON" || e.Details["limit"] != "max_number_digits" || e.Details["limit_value"] != float64(4300) ||
+		e.Message != "invalid JSON at offset 21: number literal has 4000000 digits, more than the limit of 4300 (max_number_digits)" {
+		t.Fatalf("4M digits: %d %s", code, resp)
+	}
+	if code, _ := rawDo(t, "GET", base+"/trials/h/state/hash", ""); code != 404 {
+		t.Fatalf("refused init created the trial: %d", code)
+	}
+}
+
 // The process-wide limits: trials per process and bytes accounted to all trials. A
 // refused init or PATCH changes nothing; deleting a trial frees its share.
 func TestProcessLimits(t *testing.T) {
