@@ -22,7 +22,19 @@ var (
 	// LimitExceeded means the service is full, not that the request was wrong, so it
 	// does not match ErrInvalidRequest.
 	ErrLimitExceeded = errors.New("dbservice: limit exceeded")
+	// ErrUnavailable matches a call that failed at transport level while the caller's
+	// context was still live: connection refused or reset, the HTTP client's timeout,
+	// a response cut off. The service's answer is unknown, so a write may or may not
+	// have landed.
+	ErrUnavailable = errors.New("dbservice: unavailable")
 )
+
+// unavailableError keeps the transport error's text and matches ErrUnavailable.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string        { return e.err.Error() }
+func (e *unavailableError) Unwrap() error        { return e.err }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // APIError is an error response of the DB service.
 type APIError struct {
