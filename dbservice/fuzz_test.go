@@ -156,3 +156,33 @@ func FuzzApplyOperations(f *testing.F) {
 		}
 	})
 }
+
+// The query encoder writes exactly canonical.Marshal's bytes for any value, and
+// refuses (errCapReached) exactly when those bytes are longer than its cap.
+func FuzzCappedEncoder(f *testing.F) {
+	for _, s := range []string{
+		`{"b":[1,2.5,-0.0,1e16,"\u00e9\ud83d\ude00",null,true,false],"a":{"":{}}}`,
+		`"\ud800"`, `[{"z":1,"é":2,"e":3,"😀":4,"\uffff":5}]`, `123456789012345678901234567890`, `0.1`, `[]`,
+	} {
+		f.Add([]byte(s), int64(16))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, max int64) {
+		v, err := canonical.Parse(data)
+		if err != nil || max < 0 {
+			return
+		}
+		want := canonical.Marshal(v)
+		enc := cappedEncoder{max: max}
+		err = enc.value(canonical.ToAny(v))
+		switch {
+		case int64(len(want)) > max:
+			if err != errCapReached {
+				t.Fatalf("%d bytes under cap %d: %v", len(want), max, err)
+			}
+		case err != nil:
+			t.Fatalf("%d bytes within cap %d refused: %v", len(want), max, err)
+		case string(enc.buf) != string(want):
+			t.Fatalf("encoded %s, canonical %s", enc.buf, want)
+		}
+	})
+}
