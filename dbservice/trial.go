@@ -57,7 +57,7 @@ func (t *trial) footprint(cur *dbState) int64 {
 	return t.pinnedBytes + cur.bytes
 }
 
-// checkLimits refuses a current state over the per-trial limits.
+// checkTrialLimits refuses a current state over the per-trial limits.
 func checkTrialLimits(s *dbState, l *Limits) *Error {
 	switch {
 	case len(s.tables) > l.MaxTablesPerTrial:
