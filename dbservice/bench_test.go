@@ -154,10 +154,11 @@ func BenchmarkStableHashAfterPatch(b *testing.B) {
 func benchHashAfterPatch(b *testing.B, at string) {
 	const n = 100_000
 	tr := benchTrial(b, n)
+	st := newStore(&testLimits)
 	stableVal := tr.current.value(true, tr.unstableFor)
 	// Build the key-field indexes and the first checkpoints, as a trial's first PATCH
 	// and hash do.
-	if _, e := tr.patch("records", []operation{{op: "delete", filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(-1)})}}); e != nil {
+	if _, e := tr.patch("records", []operation{{op: "delete", filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(-1)})}}, &testLimits, st); e != nil {
 		b.Fatal(e)
 	}
 	tr.current.stable(false)
@@ -179,7 +180,7 @@ func benchHashAfterPatch(b *testing.B, at string) {
 			filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(int64(id))}),
 			set:    canonical.NewObject(canonical.Member{Key: "qty", Value: canonical.NewInt(int64(i))})}}
 		c0 := threadCPU()
-		if _, e := tr.patch("records", ops); e != nil {
+		if _, e := tr.patch("records", ops, &testLimits, st); e != nil {
 			b.Fatal(e)
 		}
 		c1 := threadCPU()
@@ -291,4 +292,50 @@ func BenchmarkPatchHTTP(b *testing.B) {
 			b.ReportMetric(p50/hp50, "p50_vs_health_x")
 		})
 	}
+}
+
+// BenchmarkPatchCostPerOp applies one PATCH of N updates, each to a different row of an
+// N-row table found by its id, at N = 10, 100 and 1000, and reports the CPU cost per
+// operation of the work done under the trial's lock (trial.patch). A linear PATCH costs
+// the same per operation at every N: ratio_1000_vs_10 = per-op cost at 1000 / at 10,
+// target <= 1.5 (a PATCH that rescans the rows per operation grows with N).
+func BenchmarkPatchCostPerOp(b *testing.B) {
+	sizes := []int{10, 100, 1000}
+	type setup struct {
+		tr  *trial
+		ops []operation
+	}
+	st := newStore(&testLimits)
+	setups := make([]setup, len(sizes))
+	for k, n := range sizes {
+		tr := benchTrial(b, n)
+		ops := make([]operation, n)
+		for i := range n {
+			// Rows in a scattered order, so consecutive operations hit different chunks.
+			id := i * 7919 % n
+			ops[i] = operation{op: "update",
+				filter: canonical.NewObject(canonical.Member{Key: "id", Value: canonical.NewInt(int64(id))}),
+				set:    canonical.NewObject(canonical.Member{Key: "qty", Value: canonical.NewInt(int64(i))})}
+		}
+		setups[k] = setup{tr, ops}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	spent := make([]time.Duration, len(sizes))
+	for b.Loop() {
+		for k, s := range setups {
+			c0 := threadCPU()
+			n, e := s.tr.patch("records", s.ops, &testLimits, st)
+			spent[k] += threadCPU() - c0
+			if e != nil || n != sizes[k] {
+				b.Fatalf("N=%d: affected %d, %v", sizes[k], n, e)
+			}
+		}
+	}
+	perOp := make([]float64, len(sizes))
+	for k, n := range sizes {
+		perOp[k] = float64(spent[k].Nanoseconds()) / float64(b.N) / float64(n)
+		b.ReportMetric(perOp[k], fmt.Sprintf("ns/op_N%d", n))
+	}
+	b.ReportMetric(perOp[2]/perOp[0], "ratio_1000_vs_10")
 }

@@ -14,7 +14,15 @@
 // count. A hash never re-serializes: it feeds each chunk's cached, comma-joined bytes to
 // sha256, and resumes from the sha256 state saved before the first chunk that differs
 // from an earlier version, so it costs at most one pass (digest.go). Equality filters
-// on the table's key field (its primary key, else "id") use per-chunk hash indexes.
+// on the table's key field (its primary key, else "id") use per-chunk hash indexes; a
+// PATCH whose lookups have cost as much as the table's size indexes the whole table
+// once, so N operations cost O(rows + N), never O(rows * N).
+//
+// Every cost is bounded by Limits (limits.go; one dbservice flag each): body bytes,
+// body read time, digits of a number literal, operations per PATCH, query response
+// bytes, tables, records, bytes and snapshots per trial, trials per process and the
+// bytes charged to all trials. A refusal names the limit and its value in the message
+// and in details.limit / details.limit_value, and changes nothing.
 //
 // Stable filtering removes each declared unstable field from the top level of every
 // record of the table whose name equals the declared table name exactly. Unlike the

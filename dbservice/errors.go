@@ -18,8 +18,14 @@ const (
 	ErrTypeInvalidTrialID     = "InvalidTrialID"
 	ErrTypeValidation         = "ValidationError"
 	ErrTypePayloadTooLarge    = "PayloadTooLarge"
-	ErrTypeNotFound           = "NotFound"
-	ErrTypeInternal           = "InternalError"
+	// ErrTypeLimitExceeded is a configured limit other than the body size: 422 when the
+	// request would take its trial over a per-trial limit or asks for too large a
+	// result, 507 when the process is full. details.limit names the limit.
+	ErrTypeLimitExceeded = "LimitExceeded"
+	// ErrTypeRequestTimeout is a body that did not arrive within the read timeout (408).
+	ErrTypeRequestTimeout = "RequestTimeout"
+	ErrTypeNotFound       = "NotFound"
+	ErrTypeInternal       = "InternalError"
 )
 
 // Error is a request failure with its HTTP status and wire type.

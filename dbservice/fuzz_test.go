@@ -1,6 +1,7 @@
 package dbservice
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,7 +9,18 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 )
 
+// fuzzLimits are small enough for the fuzzer to cross.
+var fuzzLimits = func() Limits {
+	l := DefaultLimits
+	l.MaxNumberDigits, l.MaxOpsPerPatch = 12, 4
+	return l
+}()
+
 var fuzzSeeds = []string{
+	`{"operations":[{"op":"insert","record":{"id":1234567890123}}]}`,
+	`{"operations":[{"op":"insert","record":{"id":1.5e-123456789012}}]}`,
+	`{"operations":[{"op":"delete","filter":{}},{"op":"delete","filter":{}},{"op":"delete","filter":{}},{"op":"delete","filter":{}},{"op":"delete","filter":{}}]}`,
+	`{"tables":{"t":[{"n":-99999999999999999999}]}}`,
 	`{"operations":[{"op":"insert","record":{"id":1,"x":300.00}}]}`,
 	`{"operations":[{"op":"update","filter":{"id":1.0},"set":{"v":true}},{"op":"delete","filter":{}}],"if_version":1}`,
 	`{"operations":[{"op":"upsert","record":{"id":"3","n":null},"key":"id"},{"op":"upsert","record":{"n":2}}]}`,
@@ -31,8 +43,21 @@ func FuzzDecodeRequests(f *testing.F) {
 			if e == nil {
 				return
 			}
-			if e.Status != http.StatusBadRequest || e.Message == "" || e.Details == nil {
-				t.Fatalf("%s: rejection %+v is not a described 400", kind, e)
+			if e.Message == "" || e.Details == nil {
+				t.Fatalf("%s: rejection %+v is not described", kind, e)
+			}
+			if e.Status == http.StatusRequestEntityTooLarge {
+				if e.Type != ErrTypePayloadTooLarge || e.Details["limit"] != "max_operations_per_patch" ||
+					!strings.Contains(e.Message, "(limit max_operations_per_patch=4)") {
+					t.Fatalf("%s: 413 %+v does not name its limit", kind, e)
+				}
+				return
+			}
+			if e.Status != http.StatusBadRequest {
+				t.Fatalf("%s: rejection %+v is not a 400", kind, e)
+			}
+			if l, ok := e.Details["limit"]; ok && !strings.Contains(e.Message, fmt.Sprintf("(%v)", l)) {
+				t.Fatalf("%s: limit refusal %q does not name %v", kind, e.Message, l)
 			}
 			switch e.Type {
 			case ErrTypeInvalidJSON, ErrTypeValidation, ErrTypeInvalidOperation:
@@ -40,7 +65,7 @@ func FuzzDecodeRequests(f *testing.F) {
 				t.Fatalf("%s: unexpected error type %q", kind, e.Type)
 			}
 		}
-		if req, e := decodePatch(body); e == nil {
+		if req, e := decodePatch(body, &fuzzLimits); e == nil {
 			if len(req.ops) == 0 {
 				t.Fatal("accepted a PATCH without operations")
 			}
@@ -55,7 +80,7 @@ func FuzzDecodeRequests(f *testing.F) {
 				t.Fatalf("InvalidOperation without an index: %q", e.Message)
 			}
 		}
-		if req, e := decodeInit(body); e == nil {
+		if req, e := decodeInit(body, &fuzzLimits); e == nil {
 			for name, v := range req.tables.All() {
 				for _, r := range v.(canonical.Array) {
 					if r.Kind() != canonical.KindObject {
@@ -66,7 +91,7 @@ func FuzzDecodeRequests(f *testing.F) {
 		} else {
 			checkErr("init", e)
 		}
-		if _, e := decodeQuery(body); e != nil {
+		if _, e := decodeQuery(body, &fuzzLimits); e != nil {
 			checkErr("query", e)
 		}
 	})
@@ -85,7 +110,7 @@ func FuzzApplyOperations(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte, withPK bool) {
-		req, e := decodePatch(body)
+		req, e := decodePatch(body, &fuzzLimits)
 		if e != nil {
 			return
 		}
@@ -128,6 +153,36 @@ func FuzzApplyOperations(f *testing.F) {
 			for _, r := range baseVal.(canonical.Array) {
 				model.tables["t"] = append(model.tables["t"], r.(canonical.Object))
 			}
+		}
+	})
+}
+
+// The query encoder writes exactly canonical.Marshal's bytes for any value, and
+// refuses (errCapReached) exactly when those bytes are longer than its cap.
+func FuzzCappedEncoder(f *testing.F) {
+	for _, s := range []string{
+		`{"b":[1,2.5,-0.0,1e16,"\u00e9\ud83d\ude00",null,true,false],"a":{"":{}}}`,
+		`"\ud800"`, `[{"z":1,"é":2,"e":3,"😀":4,"\uffff":5}]`, `123456789012345678901234567890`, `0.1`, `[]`,
+	} {
+		f.Add([]byte(s), int64(16))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, max int64) {
+		v, err := canonical.Parse(data)
+		if err != nil || max < 0 {
+			return
+		}
+		want := canonical.Marshal(v)
+		enc := cappedEncoder{max: max}
+		err = enc.value(canonical.ToAny(v))
+		switch {
+		case int64(len(want)) > max:
+			if err != errCapReached {
+				t.Fatalf("%d bytes under cap %d: %v", len(want), max, err)
+			}
+		case err != nil:
+			t.Fatalf("%d bytes within cap %d refused: %v", len(want), max, err)
+		case string(enc.buf) != string(want):
+			t.Fatalf("encoded %s, canonical %s", enc.buf, want)
 		}
 	})
 }

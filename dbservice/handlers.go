@@ -38,7 +38,7 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 	if e != nil {
 		return e
 	}
-	req, e := decodeInit(body)
+	req, e := decodeInit(body, &s.limits)
 	if e != nil {
 		return e
 	}
@@ -46,11 +46,17 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 	if e != nil {
 		return e
 	}
+	if e := checkTrialLimits(t.current, &s.limits); e != nil {
+		return e
+	}
 	full, stable, _ := t.current.hashes(t.stableIsFull(t.current))
+	// Once published, t belongs to its lock: a DELETE may clear it at once, so the
+	// response is built from values read before add.
+	names, nSchemas, nUnstable := t.current.names, len(t.schemas), len(t.unstable)
 	if e := s.store.add(t); e != nil {
 		return e
 	}
-	s.log.Info("trial initialized", "trial", id, "tables", len(t.current.names))
+	s.log.Info("trial initialized", "trial", id, "tables", len(names))
 	writeJSON(w, http.StatusCreated, newJSONObject().
 		str("status", "ok").
 		str("trial_id", id).
@@ -58,9 +64,9 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 		str("stable_hash", stable).
 		str("full_hash", full).
 		str("initial_hash", stable).
-		strs("tables_initialized", t.current.names).
-		int("schemas_registered", int64(len(t.schemas))).
-		int("unstable_fields_registered", int64(len(t.unstable))).
+		strs("tables_initialized", names).
+		int("schemas_registered", int64(nSchemas)).
+		int("unstable_fields_registered", int64(nUnstable)).
 		bytes())
 	return nil
 }
@@ -177,7 +183,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) *Error {
 	if e != nil {
 		return e
 	}
-	req, e := decodePatch(body)
+	req, e := decodePatch(body, &s.limits)
 	if e != nil {
 		return e
 	}
@@ -196,7 +202,7 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) *Error {
 					"etag %q does not match the current full hash %q", req.etag, full)
 			}
 		}
-		n, e := t.patch(tableName, req.ops)
+		n, e := t.patch(tableName, req.ops, &s.limits, s.store)
 		if e != nil {
 			return e
 		}
@@ -226,7 +232,13 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) *Error {
 	var body []byte
 	replaced := false
 	e = s.store.with(id, func(t *trial) *Error {
+		if _, exists := t.snapshots[name]; !exists && len(t.snapshots) >= s.limits.MaxSnapshotsPerTrial {
+			return errLimit(http.StatusUnprocessableEntity, ErrTypeLimitExceeded, "max_snapshots_per_trial",
+				int64(s.limits.MaxSnapshotsPerTrial), int64(len(t.snapshots)+1),
+				"trial %q already holds %d snapshots; delete one or reuse its name", id, len(t.snapshots))
+		}
 		replaced = t.takeSnapshot(name)
+		t.settle(s.store)
 		h := s.stableHash(t, t.current)
 		body = newJSONObject().str("status", "ok").str("snapshot_name", name).int("version", t.version).
 			str("stable_hash", h).str("hash", h).bool("replaced", replaced).bytes()
@@ -258,6 +270,7 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) *Error {
 		if e != nil {
 			return e
 		}
+		t.settle(s.store)
 		h := s.stableHash(t, t.current)
 		body = newJSONObject().str("status", "ok").str("restored_from", name).int("version", t.version).
 			int("snapshot_version", snap.version).str("stable_hash", h).str("hash", h).bytes()
@@ -280,10 +293,10 @@ func (s *Server) handleDeleteSnapshot(w http.ResponseWriter, r *http.Request) *E
 		return e
 	}
 	e = s.store.with(id, func(t *trial) *Error {
-		if _, ok := t.snapshots[name]; !ok {
+		if !t.deleteSnapshot(name) {
 			return errSnapshotNotFound(id, name)
 		}
-		delete(t.snapshots, name)
+		t.settle(s.store)
 		return nil
 	})
 	if e != nil {
@@ -301,6 +314,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) *Error {
 	var body []byte
 	e = s.store.with(id, func(t *trial) *Error {
 		t.reset()
+		t.settle(s.store)
 		h := s.stableHash(t, t.current)
 		body = newJSONObject().str("status", "ok").int("version", t.version).str("stable_hash", h).str("hash", h).bytes()
 		return nil

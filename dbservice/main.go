@@ -13,15 +13,16 @@ import (
 )
 
 // Main runs `tolokaforge dbservice`: it serves on --listen until ctx ends.
-// Flags: --listen (default 127.0.0.1:8000), --max-body-bytes (default 64 MiB),
-// --log-level (error, info, debug, or a logr verbosity number; default info).
+// Flags: --listen (default 127.0.0.1:8000), --log-level (error, info, debug, or a logr
+// verbosity number; default info), and one flag per field of Limits (--max-body-bytes,
+// --max-number-digits, ...; defaults in DefaultLimits).
 func Main(ctx context.Context, args []string) error {
 	return run(ctx, args, os.Stderr)
 }
 
 type config struct {
 	listen   string
-	maxBody  int64
+	limits   Limits
 	logLevel int
 }
 
@@ -30,7 +31,19 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.SetOutput(out)
 	cfg := &config{}
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8000", "address to serve HTTP on (host:port; port 0 picks a free one)")
-	fs.Int64Var(&cfg.maxBody, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body in bytes; larger bodies get 413")
+	d, l := DefaultLimits, &cfg.limits
+	fs.Int64Var(&l.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "largest accepted request body in bytes; larger bodies get 413")
+	fs.IntVar(&l.MaxNumberDigits, "max-number-digits", d.MaxNumberDigits, "most digits in one number literal of a request body")
+	fs.IntVar(&l.MaxOpsPerPatch, "max-operations-per-patch", d.MaxOpsPerPatch, "most operations in one PATCH")
+	fs.Int64Var(&l.MaxQueryResponseBytes, "max-query-response-bytes", d.MaxQueryResponseBytes, "largest query response in bytes")
+	fs.IntVar(&l.MaxTablesPerTrial, "max-tables-per-trial", d.MaxTablesPerTrial, "most tables in one trial")
+	fs.IntVar(&l.MaxRecordsPerTrial, "max-records-per-trial", d.MaxRecordsPerTrial, "most records in one trial's current state")
+	fs.Int64Var(&l.MaxTrialBytes, "max-trial-bytes", d.MaxTrialBytes, "most canonical record bytes in one trial's current state")
+	fs.IntVar(&l.MaxSnapshotsPerTrial, "max-snapshots-per-trial", d.MaxSnapshotsPerTrial, "most named snapshots in one trial")
+	fs.IntVar(&l.MaxTrials, "max-trials", d.MaxTrials, "most trials held by the process")
+	fs.Int64Var(&l.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "most canonical record bytes held by all trials together (current, initial and snapshot states)")
+	fs.DurationVar(&l.ReadHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout, "time allowed to read a request's headers")
+	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", d.BodyReadTimeout, "time allowed to read a request's body; slower bodies get 408")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("dbservice flags: %w", err)
@@ -38,8 +51,20 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("dbservice flags: unexpected arguments %q", fs.Args())
 	}
-	if cfg.maxBody <= 0 {
-		return nil, fmt.Errorf("dbservice flags: --max-body-bytes must be positive, got %d", cfg.maxBody)
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"max-body-bytes", l.MaxBodyBytes}, {"max-number-digits", int64(l.MaxNumberDigits)},
+		{"max-operations-per-patch", int64(l.MaxOpsPerPatch)}, {"max-query-response-bytes", l.MaxQueryResponseBytes},
+		{"max-tables-per-trial", int64(l.MaxTablesPerTrial)}, {"max-records-per-trial", int64(l.MaxRecordsPerTrial)},
+		{"max-trial-bytes", l.MaxTrialBytes}, {"max-snapshots-per-trial", int64(l.MaxSnapshotsPerTrial)},
+		{"max-trials", int64(l.MaxTrials)}, {"max-total-bytes", l.MaxTotalBytes},
+		{"read-header-timeout", int64(l.ReadHeaderTimeout)}, {"body-read-timeout", int64(l.BodyReadTimeout)},
+	} {
+		if f.v <= 0 {
+			return nil, fmt.Errorf("dbservice flags: --%s must be positive, got %d", f.name, f.v)
+		}
 	}
 	v, err := logging.ParseLevel(*level)
 	if err != nil {
@@ -62,8 +87,15 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("dbservice: listen on %s: %w", cfg.listen, err)
 	}
-	srv := New(Options{MaxBodyBytes: cfg.maxBody, Logger: log})
-	log.Info("serving", "address", ln.Addr().String(), "max_body_bytes", cfg.maxBody)
+	srv := New(Options{Limits: cfg.limits, Logger: log})
+	l := cfg.limits
+	log.Info("serving", "address", ln.Addr().String(), "max_body_bytes", l.MaxBodyBytes,
+		"max_number_digits", l.MaxNumberDigits, "max_operations_per_patch", l.MaxOpsPerPatch,
+		"max_query_response_bytes", l.MaxQueryResponseBytes, "max_tables_per_trial", l.MaxTablesPerTrial,
+		"max_records_per_trial", l.MaxRecordsPerTrial, "max_trial_bytes", l.MaxTrialBytes,
+		"max_snapshots_per_trial", l.MaxSnapshotsPerTrial, "max_trials", l.MaxTrials,
+		"max_total_bytes", l.MaxTotalBytes, "read_header_timeout", l.ReadHeaderTimeout.String(),
+		"body_read_timeout", l.BodyReadTimeout.String())
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("dbservice: %w", err)
 	}

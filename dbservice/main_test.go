@@ -8,22 +8,36 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"tolokaforge.io/operator/dbservice/client"
 )
 
 func TestParseFlags(t *testing.T) {
+	withBody := func(n int64) Limits { l := DefaultLimits; l.MaxBodyBytes = n; return l }
+	custom := DefaultLimits
+	custom.MaxNumberDigits, custom.MaxOpsPerPatch, custom.MaxQueryResponseBytes = 10, 20, 30
+	custom.MaxTablesPerTrial, custom.MaxRecordsPerTrial, custom.MaxTrialBytes = 40, 50, 60
+	custom.MaxSnapshotsPerTrial, custom.MaxTrials, custom.MaxTotalBytes = 70, 80, 90
+	custom.ReadHeaderTimeout, custom.BodyReadTimeout = time.Second, 2*time.Second
 	tests := []struct {
 		args    []string
 		want    config
 		wantErr string
 	}{
-		{nil, config{listen: "127.0.0.1:8000", maxBody: 64 << 20, logLevel: 0}, ""},
-		{[]string{"--listen", "0.0.0.0:9", "--max-body-bytes", "1024", "--log-level", "debug"}, config{listen: "0.0.0.0:9", maxBody: 1024, logLevel: 1}, ""},
-		{[]string{"--log-level=error"}, config{listen: "127.0.0.1:8000", maxBody: 64 << 20, logLevel: -1}, ""},
-		{[]string{"--log-level=3"}, config{listen: "127.0.0.1:8000", maxBody: 64 << 20, logLevel: 3}, ""},
+		{nil, config{listen: "127.0.0.1:8000", limits: DefaultLimits, logLevel: 0}, ""},
+		{[]string{"--listen", "0.0.0.0:9", "--max-body-bytes", "1024", "--log-level", "debug"}, config{listen: "0.0.0.0:9", limits: withBody(1024), logLevel: 1}, ""},
+		{[]string{"--log-level=error"}, config{listen: "127.0.0.1:8000", limits: DefaultLimits, logLevel: -1}, ""},
+		{[]string{"--log-level=3"}, config{listen: "127.0.0.1:8000", limits: DefaultLimits, logLevel: 3}, ""},
+		{[]string{"--max-number-digits=10", "--max-operations-per-patch=20", "--max-query-response-bytes=30",
+			"--max-tables-per-trial=40", "--max-records-per-trial=50", "--max-trial-bytes=60",
+			"--max-snapshots-per-trial=70", "--max-trials=80", "--max-total-bytes=90",
+			"--read-header-timeout=1s", "--body-read-timeout=2s"}, config{listen: "127.0.0.1:8000", limits: custom}, ""},
 		{[]string{"--log-level=loud"}, config{}, `dbservice flags: --log-level "loud": want error, info, debug or a verbosity >= 0`},
 		{[]string{"--max-body-bytes=0"}, config{}, "dbservice flags: --max-body-bytes must be positive, got 0"},
+		{[]string{"--max-trials=-1"}, config{}, "dbservice flags: --max-trials must be positive, got -1"},
+		{[]string{"--body-read-timeout=0s"}, config{}, "dbservice flags: --body-read-timeout must be positive, got 0"},
+		{[]string{"--max-number-digits=x"}, config{}, `dbservice flags: invalid value "x" for flag -max-number-digits: parse error`},
 		{[]string{"extra"}, config{}, `dbservice flags: unexpected arguments ["extra"]`},
 		{[]string{"--nope"}, config{}, "dbservice flags: flag provided but not defined: -nope"},
 	}

@@ -188,9 +188,16 @@ func randomOps(r *rand.Rand, n int) []operation {
 }
 
 // The chunked, copy-on-write tables agree with the slice model over random operation
-// sequences, and no older state (snapshot) ever changes afterwards.
+// sequences, and no older state (snapshot) ever changes afterwards. Seeds 5 to 8 send
+// PATCHes of hundreds of operations, which switch to the transaction-wide index.
 func TestTablesMatchReferenceModel(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
+	builds := ixBuilds.Load()
+	defer func() {
+		if ixBuilds.Load() == builds {
+			t.Error("no PATCH used the transaction-wide index")
+		}
+	}()
+	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, seed*7))
 			pk := map[string]string{}
@@ -225,7 +232,11 @@ func TestTablesMatchReferenceModel(t *testing.T) {
 				full, stable string
 			}
 			var history []saved
-			for step := range 250 {
+			steps, big := 250, seed > 4
+			if big {
+				steps = 40
+			}
+			for step := range steps {
 				table := "t"
 				switch r.IntN(8) {
 				case 0:
@@ -234,7 +245,11 @@ func TestTablesMatchReferenceModel(t *testing.T) {
 					// Sorts first, so its creation shifts every later byte of the state.
 					table = "a"
 				}
-				ops := randomOps(r, 1+r.IntN(4))
+				nOps := 1 + r.IntN(4)
+				if big {
+					nOps = 100 + r.IntN(900)
+				}
+				ops := randomOps(r, nOps)
 				wantN, wantErr := model.apply(table, ops)
 				next, gotN, e := tr.applyPatch(table, ops)
 				gotErr := ""
@@ -259,7 +274,7 @@ func TestTablesMatchReferenceModel(t *testing.T) {
 				if full != shaHex(tr.current.canonicalBytes(false)) || stable != shaHex(tr.current.canonicalBytes(true)) {
 					t.Fatalf("step %d: checkpointed hashes disagree with the canonical bytes", step)
 				}
-				if step%37 == 0 && len(history) > 0 {
+				if step%37 == 0 && len(history) > 0 && !big {
 					// Jump back to an older state, as restore does, and continue from it.
 					h := history[r.IntN(len(history))]
 					tr.current = h.st

@@ -48,12 +48,18 @@ type queryRequest struct {
 	stable   bool
 }
 
-func parseBody(body []byte) (canonical.Value, *Error) {
-	v, err := canonical.Parse(body)
+func parseBody(body []byte, l *Limits) (canonical.Value, *Error) {
+	v, err := canonical.ParseWith(body, canonical.ParseOptions{MaxNumberDigits: l.MaxNumberDigits})
 	if err != nil {
 		details := map[string]any{}
 		if se, ok := err.(*canonical.SyntaxError); ok {
 			details["offset"] = se.Offset
+			switch se.Limit {
+			case "max_number_digits":
+				details["limit"], details["limit_value"] = se.Limit, l.MaxNumberDigits
+			case "max_depth":
+				details["limit"], details["limit_value"] = se.Limit, canonical.DefaultMaxDepth
+			}
 		}
 		return nil, newError(http.StatusBadRequest, ErrTypeInvalidJSON, details, "%s", err.Error())
 	}
@@ -103,8 +109,8 @@ func optString(o canonical.Object, key, path string) (string, bool, *Error) {
 
 func quote(s string) string { return strconv.Quote(s) }
 
-func decodeInit(body []byte) (*initRequest, *Error) {
-	v, e := parseBody(body)
+func decodeInit(body []byte, l *Limits) (*initRequest, *Error) {
+	v, e := parseBody(body, l)
 	if e != nil {
 		return nil, e
 	}
@@ -237,8 +243,8 @@ var opKeys = map[string][]string{
 	"upsert": {"op", "record", "key"},
 }
 
-func decodePatch(body []byte) (*patchRequest, *Error) {
-	v, e := parseBody(body)
+func decodePatch(body []byte, l *Limits) (*patchRequest, *Error) {
+	v, e := parseBody(body, l)
 	if e != nil {
 		return nil, e
 	}
@@ -275,6 +281,11 @@ func decodePatch(body []byte) (*patchRequest, *Error) {
 	if len(arr) == 0 {
 		return nil, errValidation("$.operations", "must hold at least one operation")
 	}
+	if len(arr) > l.MaxOpsPerPatch {
+		return nil, errLimit(http.StatusRequestEntityTooLarge, ErrTypePayloadTooLarge, "max_operations_per_patch",
+			int64(l.MaxOpsPerPatch), int64(len(arr)), "$.operations holds %d operations, more than allowed; split the PATCH", len(arr))
+	}
+	req.ops = make([]operation, 0, len(arr))
 	for i, item := range arr {
 		op, e := decodeOp(i, item)
 		if e != nil {
@@ -343,8 +354,8 @@ func decodeOp(i int, v canonical.Value) (operation, *Error) {
 	return op, e
 }
 
-func decodeQuery(body []byte) (*queryRequest, *Error) {
-	v, e := parseBody(body)
+func decodeQuery(body []byte, l *Limits) (*queryRequest, *Error) {
+	v, e := parseBody(body, l)
 	if e != nil {
 		return nil, e
 	}

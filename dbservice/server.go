@@ -22,8 +22,11 @@ const DefaultMaxBodyBytes int64 = 64 << 20
 
 // Options configures a Server.
 type Options struct {
-	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means the default.
+	// MaxBodyBytes bounds request bodies; larger ones get 413. 0 means
+	// Limits.MaxBodyBytes.
 	MaxBodyBytes int64
+	// Limits bound requests, trials and the process; zero fields take DefaultLimits.
+	Limits Limits
 	// Logger receives request logs (V(1)) and failures; the default discards.
 	Logger logr.Logger
 }
@@ -31,6 +34,7 @@ type Options struct {
 // Server is the DB service: an http.Handler over an in-memory store of trials.
 type Server struct {
 	maxBody int64
+	limits  Limits
 	log     logr.Logger
 	store   *store
 	metrics *metrics
@@ -40,14 +44,17 @@ type Server struct {
 
 // New returns a Server with no trials.
 func New(opts Options) *Server {
-	s := &Server{
-		maxBody: opts.MaxBodyBytes,
-		log:     opts.Logger,
-		store:   newStore(),
-		mux:     http.NewServeMux(),
+	limits := opts.Limits
+	if opts.MaxBodyBytes > 0 {
+		limits.MaxBodyBytes = opts.MaxBodyBytes
 	}
-	if s.maxBody <= 0 {
-		s.maxBody = DefaultMaxBodyBytes
+	limits = limits.withDefaults()
+	s := &Server{
+		maxBody: limits.MaxBodyBytes,
+		limits:  limits,
+		log:     opts.Logger,
+		store:   newStore(&limits),
+		mux:     http.NewServeMux(),
 	}
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
@@ -78,9 +85,12 @@ func (s *Server) Handler() http.Handler { return s.root }
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.root,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
+		// A backstop for handlers that never read their body; readBody sets its own
+		// deadline of BodyReadTimeout from when it starts reading.
+		ReadTimeout: s.limits.ReadHeaderTimeout + s.limits.BodyReadTimeout,
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -227,11 +237,20 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Erro
 	if r.ContentLength > s.maxBody {
 		return nil, tooLarge()
 	}
+	// Without a deadline a client that stops sending holds this handler, its
+	// goroutine and its buffer forever. Not every ResponseWriter supports deadlines
+	// (httptest's recorder does not); those requests keep the server's ReadTimeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.limits.BodyReadTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, tooLarge()
+		}
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			return nil, errLimit(http.StatusRequestTimeout, ErrTypeRequestTimeout, "body_read_timeout_ms",
+				s.limits.BodyReadTimeout.Milliseconds(), -1,
+				"the request body did not arrive within %s (%d of %d bytes read)", s.limits.BodyReadTimeout, len(body), r.ContentLength)
 		}
 		return nil, newError(http.StatusBadRequest, ErrTypeInvalidJSON, nil, "reading request body: %v", err)
 	}

@@ -13,6 +13,9 @@ import (
 type dbState struct {
 	tables map[string]*table
 	names  []string // sorted, the canonical key order
+	// records and bytes total the tables' records and canonical record bytes.
+	records int
+	bytes   int64
 
 	// Memoized hashes, guarded by the owning trial's mutex.
 	fullHash, stableHash string
@@ -23,7 +26,12 @@ type dbState struct {
 }
 
 func newState(tables map[string]*table) *dbState {
-	return &dbState{tables: tables, names: slices.Sorted(maps.Keys(tables))}
+	s := &dbState{tables: tables, names: slices.Sorted(maps.Keys(tables))}
+	for _, t := range tables {
+		s.records += t.n
+		s.bytes += t.bytes
+	}
+	return s
 }
 
 // with returns a new state where name maps to t.
@@ -33,7 +41,12 @@ func (s *dbState) with(name string, t *table) *dbState {
 		tables = make(map[string]*table, 1)
 	}
 	tables[name] = t
-	ns := &dbState{tables: tables, names: s.names, fullBase: s.fullCP, stableBase: s.stableCP}
+	ns := &dbState{tables: tables, names: s.names, fullBase: s.fullCP, stableBase: s.stableCP,
+		records: s.records + t.n, bytes: s.bytes + t.bytes}
+	if old, ok := s.tables[name]; ok {
+		ns.records -= old.n
+		ns.bytes -= old.bytes
+	}
 	if ns.fullBase == nil {
 		ns.fullBase = s.fullBase
 	}

@@ -3,15 +3,40 @@ package dbservice
 import (
 	"net/http"
 	"sync"
+	"sync/atomic"
 )
 
 // store maps trial ids to trials. Its lock guards only the map; each trial has its own.
+// It enforces the process-wide limits: the number of trials and the bytes charged to
+// them together.
 type store struct {
 	mu     sync.RWMutex
 	trials map[string]*trial
+
+	maxTrials int
+	maxBytes  int64
+	bytes     atomic.Int64
 }
 
-func newStore() *store { return &store{trials: map[string]*trial{}} }
+func newStore(l *Limits) *store {
+	return &store{trials: map[string]*trial{}, maxTrials: l.MaxTrials, maxBytes: l.MaxTotalBytes}
+}
+
+// charge adds delta bytes to the process total unless that would cross maxBytes; a
+// negative delta always succeeds.
+func (s *store) charge(delta int64) *Error {
+	for {
+		cur := s.bytes.Load()
+		next := cur + delta
+		if delta > 0 && next > s.maxBytes {
+			return errLimit(http.StatusInsufficientStorage, ErrTypeLimitExceeded, "max_total_bytes", s.maxBytes, next,
+				"the trials of this service would hold %d bytes together, more than allowed", next)
+		}
+		if s.bytes.CompareAndSwap(cur, next) {
+			return nil
+		}
+	}
+}
 
 func (s *store) count() int {
 	s.mu.RLock()
@@ -26,6 +51,13 @@ func (s *store) add(t *trial) *Error {
 	if _, ok := s.trials[t.id]; ok {
 		return newError(http.StatusConflict, ErrTypeTrialAlreadyExists, map[string]any{"trial_id": t.id},
 			"trial %q already exists; delete it before initializing it again", t.id)
+	}
+	if len(s.trials) >= s.maxTrials {
+		return errLimit(http.StatusInsufficientStorage, ErrTypeLimitExceeded, "max_trials", int64(s.maxTrials), int64(len(s.trials)+1),
+			"the service already holds %d trials; delete finished trials first", len(s.trials))
+	}
+	if e := s.charge(t.accounted); e != nil {
+		return e
 	}
 	s.trials[t.id] = t
 	return nil
@@ -59,8 +91,10 @@ func (s *store) remove(id string) (snapshots int, e *Error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gone = true
+	_ = s.charge(-t.accounted)
+	t.accounted = 0
 	n := len(t.snapshots)
 	// Drop references so a request still holding t cannot keep the data alive.
-	t.snapshots, t.current, t.initial = nil, nil, nil
+	t.snapshots, t.current, t.initial, t.pins = nil, nil, nil, nil
 	return n, nil
 }

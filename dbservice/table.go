@@ -97,6 +97,7 @@ func (c *chunk) indexFor(field string) *chunkIndex {
 type table struct {
 	chunks []*chunk
 	n      int
+	bytes  int64 // canonical bytes of the records, for the trial's limits
 }
 
 var emptyTable = &table{}
@@ -109,6 +110,9 @@ func newChunk(recs []*record, owner uint64) *chunk {
 
 func newTable(recs []*record) *table {
 	t := &table{n: len(recs)}
+	for _, r := range recs {
+		t.bytes += int64(len(r.full))
+	}
 	for start := 0; start < len(recs); start += chunkSize {
 		end := min(start+chunkSize, len(recs))
 		t.chunks = append(t.chunks, newChunk(recs[start:end:end], 0))
@@ -124,23 +128,43 @@ func (t *table) each(fn func(*record)) {
 	}
 }
 
-// loc addresses a record inside a transaction's chunk list.
+// loc addresses a record inside a transaction's chunk list. Locations stay valid for the
+// whole transaction: removal leaves a tombstone and chunks are compacted at commit.
 type loc struct{ ci, ri int }
+
+func (a loc) less(b loc) bool { return a.ci < b.ci || a.ci == b.ci && a.ri < b.ri }
 
 var txnSeq atomic.Uint64
 
 // tableTxn is a private, copy-on-write working copy of a table. Nothing it does is
 // visible until commit returns the new table; dropping it aborts.
+//
+// Finding a record by its key field first uses the frozen chunks' indexes, one map
+// lookup per chunk, and scans the chunks this transaction owns. That is cheap for a
+// PATCH of a few operations, but N operations over N rows would cost N*N/chunkSize, and
+// more as the operations make chunks owned. So once the finds have cost as much as the
+// table's size, the transaction builds one index over the whole table and keeps it up to
+// date: a PATCH costs O(rows + operations) at worst.
 type tableTxn struct {
 	id     uint64
 	chunks []*chunk
 	copied bool
 	n      int
+	bytes  int64
 	dirty  bool
+	// holes lists the chunks that hold tombstones (nil records), compacted at commit.
+	holes map[int]bool
+
+	// work counts chunk lookups and records scanned by finds before ix exists.
+	work int
+	// ix maps canonical.EqualityKey of ixField to the records holding it, in table
+	// order; nil until built.
+	ix      map[string][]loc
+	ixField string
 }
 
 func beginTable(t *table) *tableTxn {
-	return &tableTxn{id: txnSeq.Add(1), chunks: t.chunks, n: t.n}
+	return &tableTxn{id: txnSeq.Add(1), chunks: t.chunks, n: t.n, bytes: t.bytes}
 }
 
 func (tx *tableTxn) ownList() {
@@ -164,6 +188,59 @@ func (tx *tableTxn) own(ci int) *chunk {
 	return nc
 }
 
+// ixBuilds counts buildIndex calls, so tests can see the index path was taken.
+var ixBuilds atomic.Int64
+
+// buildIndex indexes every live record by field.
+func (tx *tableTxn) buildIndex(field string) {
+	ixBuilds.Add(1)
+	tx.ix, tx.ixField = make(map[string][]loc, tx.n), field
+	for ci, c := range tx.chunks {
+		for ri, r := range c.recs {
+			if r == nil {
+				continue
+			}
+			if key, ok := r.equalityKey(field); ok {
+				tx.ix[key] = append(tx.ix[key], loc{ci, ri})
+			}
+		}
+	}
+}
+
+func (tx *tableTxn) ixAdd(r *record, l loc) {
+	key, ok := r.equalityKey(tx.ixField)
+	if !ok {
+		return
+	}
+	ls := tx.ix[key]
+	i, _ := slices.BinarySearchFunc(ls, l, func(a, b loc) int {
+		switch {
+		case a.less(b):
+			return -1
+		case b.less(a):
+			return 1
+		}
+		return 0
+	})
+	tx.ix[key] = slices.Insert(ls, i, l)
+}
+
+func (tx *tableTxn) ixDel(r *record, l loc) {
+	key, ok := r.equalityKey(tx.ixField)
+	if !ok {
+		return
+	}
+	ls := tx.ix[key]
+	if i := slices.Index(ls, l); i >= 0 {
+		ls = slices.Delete(ls, i, i+1)
+	}
+	if len(ls) == 0 {
+		delete(tx.ix, key)
+	} else {
+		tx.ix[key] = ls
+	}
+}
+
 // find returns the records matching filter, in table order, stopping after limit
 // matches when limit > 0. keyField names the field the chunk indexes cover.
 func (tx *tableTxn) find(filter canonical.Object, keyField string, limit int) []loc {
@@ -172,8 +249,23 @@ func (tx *tableTxn) find(filter canonical.Object, keyField string, limit int) []
 	if v, ok := filter.Get(keyField); ok && canonical.KindOf(v) != canonical.KindNull {
 		lookupKey, useIndex = canonical.EqualityKey(v)
 	}
+	if useIndex && tx.ix == nil && tx.work >= tx.n+chunkSize {
+		tx.buildIndex(keyField)
+	}
+	if useIndex && tx.ix != nil && tx.ixField == keyField {
+		for _, l := range tx.ix[lookupKey] {
+			if tx.get(l).matches(filter) {
+				out = append(out, l)
+				if limit > 0 && len(out) == limit {
+					break
+				}
+			}
+		}
+		return out
+	}
 	for ci, c := range tx.chunks {
 		if useIndex && c.owner != tx.id {
+			tx.work++
 			p, ok := c.indexFor(keyField).pos[lookupKey]
 			if !ok {
 				continue
@@ -188,8 +280,9 @@ func (tx *tableTxn) find(filter canonical.Object, keyField string, limit int) []
 				continue
 			}
 		}
+		tx.work += len(c.recs)
 		for ri, r := range c.recs {
-			if r.matches(filter) {
+			if r != nil && r.matches(filter) {
 				out = append(out, loc{ci, ri})
 				if limit > 0 && len(out) == limit {
 					return out
@@ -203,49 +296,63 @@ func (tx *tableTxn) find(filter canonical.Object, keyField string, limit int) []
 func (tx *tableTxn) get(l loc) *record { return tx.chunks[l.ci].recs[l.ri] }
 
 func (tx *tableTxn) replace(l loc, r *record) {
-	tx.own(l.ci).recs[l.ri] = r
+	c := tx.own(l.ci)
+	old := c.recs[l.ri]
+	tx.bytes += int64(len(r.full)) - int64(len(old.full))
+	c.recs[l.ri] = r
 	tx.dirty = true
+	if tx.ix != nil {
+		ok, oldOK := old.equalityKey(tx.ixField)
+		nk, newOK := r.equalityKey(tx.ixField)
+		if ok != nk || oldOK != newOK {
+			tx.ixDel(old, l)
+			tx.ixAdd(r, l)
+		}
+	}
 }
 
 func (tx *tableTxn) appendRecord(r *record) {
+	var l loc
 	if last := len(tx.chunks) - 1; last >= 0 && len(tx.chunks[last].recs) < chunkSize {
 		c := tx.own(last)
 		c.recs = append(c.recs, r)
+		l = loc{last, len(c.recs) - 1}
 	} else {
 		tx.ownList()
 		recs := make([]*record, 1, chunkSize)
 		recs[0] = r
 		tx.chunks = append(tx.chunks, newChunk(recs, tx.id))
+		l = loc{len(tx.chunks) - 1, 0}
 	}
 	tx.n++
+	tx.bytes += int64(len(r.full))
 	tx.dirty = true
+	if tx.ix != nil {
+		tx.ixAdd(r, l)
+	}
 }
 
-// remove deletes the records at locs, which must be in table order.
+// remove deletes the records at locs, leaving tombstones so that every other location
+// stays valid until commit.
 func (tx *tableTxn) remove(locs []loc) {
 	if len(locs) == 0 {
 		return
 	}
-	// Walk backwards so earlier locations stay valid while chunks shrink or vanish.
-	for i := len(locs) - 1; i >= 0; {
-		ci := locs[i].ci
-		c := tx.own(ci)
-		j := i
-		for ; j >= 0 && locs[j].ci == ci; j-- {
-			ri := locs[j].ri
-			c.recs = append(c.recs[:ri], c.recs[ri+1:]...)
+	if tx.holes == nil {
+		tx.holes = map[int]bool{}
+	}
+	for _, l := range locs {
+		c := tx.own(l.ci)
+		r := c.recs[l.ri]
+		if tx.ix != nil {
+			tx.ixDel(r, l)
 		}
-		tx.n -= i - j
-		if len(c.recs) == 0 {
-			tx.chunks = append(tx.chunks[:ci], tx.chunks[ci+1:]...)
-		}
-		i = j
+		c.recs[l.ri] = nil
+		tx.holes[l.ci] = true
+		tx.n--
+		tx.bytes -= int64(len(r.full))
 	}
 	tx.dirty = true
-	// Deletes leave partly filled chunks; repack when they would slow scans noticeably.
-	if full := (tx.n + chunkSize - 1) / chunkSize; len(tx.chunks) > 2*full+2 {
-		tx.repack()
-	}
 }
 
 func (tx *tableTxn) repack() {
@@ -260,10 +367,30 @@ func (tx *tableTxn) repack() {
 	tx.chunks, tx.copied = t.chunks, true
 }
 
-// commit returns the resulting table, or nil when nothing changed.
+// commit returns the resulting table, or nil when nothing changed. It closes the
+// tombstones' gaps, drops emptied chunks, and repacks when deletes left the chunks
+// so sparse that they would slow scans noticeably.
 func (tx *tableTxn) commit() *table {
 	if !tx.dirty {
 		return nil
 	}
-	return &table{chunks: tx.chunks, n: tx.n}
+	if len(tx.holes) > 0 {
+		kept := tx.chunks[:0]
+		for ci, c := range tx.chunks {
+			if tx.holes[ci] {
+				// Owned: remove made it so.
+				c.recs = slices.DeleteFunc(c.recs, func(r *record) bool { return r == nil })
+			}
+			if len(c.recs) > 0 {
+				kept = append(kept, c)
+			}
+		}
+		clear(tx.chunks[len(kept):])
+		tx.chunks = kept
+		if full := (tx.n + chunkSize - 1) / chunkSize; len(tx.chunks) > 2*full+2 {
+			tx.repack()
+		}
+	}
+	tx.ix = nil
+	return &table{chunks: tx.chunks, n: tx.n, bytes: tx.bytes}
 }

@@ -23,6 +23,51 @@ type trial struct {
 	current   *dbState
 	version   int64
 	snapshots map[string]*snapshot
+
+	// pins counts the references to each state held by initial and the snapshots, and
+	// pinnedBytes totals the bytes of the distinct pinned states, so the trial's memory
+	// footprint is known in O(1) after any change.
+	pins        map[*dbState]int
+	pinnedBytes int64
+	// accounted is the footprint charged to the store.
+	accounted int64
+}
+
+func (t *trial) pin(s *dbState) {
+	if t.pins[s] == 0 {
+		t.pinnedBytes += s.bytes
+	}
+	t.pins[s]++
+}
+
+func (t *trial) unpin(s *dbState) {
+	if t.pins[s]--; t.pins[s] <= 0 {
+		delete(t.pins, s)
+		t.pinnedBytes -= s.bytes
+	}
+}
+
+// footprint is the canonical bytes the trial would hold with cur as its current state:
+// states are immutable and share records, so this over-counts shared records and never
+// under-counts.
+func (t *trial) footprint(cur *dbState) int64 {
+	if t.pins[cur] > 0 {
+		return t.pinnedBytes
+	}
+	return t.pinnedBytes + cur.bytes
+}
+
+// checkTrialLimits refuses a current state over the per-trial limits.
+func checkTrialLimits(s *dbState, l *Limits) *Error {
+	switch {
+	case len(s.tables) > l.MaxTablesPerTrial:
+		return errTrialLimit("max_tables_per_trial", int64(l.MaxTablesPerTrial), int64(len(s.tables)), "tables")
+	case s.records > l.MaxRecordsPerTrial:
+		return errTrialLimit("max_records_per_trial", int64(l.MaxRecordsPerTrial), int64(s.records), "records")
+	case s.bytes > l.MaxTrialBytes:
+		return errTrialLimit("max_trial_bytes", l.MaxTrialBytes, s.bytes, "bytes of records")
+	}
+	return nil
 }
 
 type snapshot struct {
@@ -41,6 +86,7 @@ func newTrial(id string, req *initRequest) (*trial, *Error) {
 		pkBy:       map[string]string{},
 		version:    1,
 		snapshots:  map[string]*snapshot{},
+		pins:       map[*dbState]int{},
 	}
 	for _, uf := range req.unstable {
 		t.unstableBy[uf.Table] = append(t.unstableBy[uf.Table], uf.Field)
@@ -79,6 +125,8 @@ func newTrial(id string, req *initRequest) (*trial, *Error) {
 	}
 	t.initial = newState(tables)
 	t.current = t.initial
+	t.pin(t.initial)
+	t.accounted = t.footprint(t.current)
 	return t, nil
 }
 
@@ -209,9 +257,22 @@ func (t *trial) stableIsFull(s *dbState) bool {
 // takeSnapshot saves the current state under name and reports whether it replaced one.
 // It copies nothing: states are immutable.
 func (t *trial) takeSnapshot(name string) (replaced bool) {
-	_, replaced = t.snapshots[name]
+	old, replaced := t.snapshots[name]
+	t.pin(t.current)
+	if replaced {
+		t.unpin(old.state)
+	}
 	t.snapshots[name] = &snapshot{state: t.current, version: t.version}
 	return replaced
+}
+
+func (t *trial) deleteSnapshot(name string) bool {
+	old, ok := t.snapshots[name]
+	if ok {
+		delete(t.snapshots, name)
+		t.unpin(old.state)
+	}
+	return ok
 }
 
 // restore makes snapshot name current (version +1).
@@ -231,13 +292,43 @@ func (t *trial) reset() {
 	t.version++
 }
 
-// patch applies ops to table atomically and bumps the version on success.
-func (t *trial) patch(table string, ops []operation) (int, *Error) {
+// patch applies ops to table atomically and bumps the version on success. A result over
+// the trial's limits, or one the store has no room for, is refused with nothing changed.
+func (t *trial) patch(table string, ops []operation, l *Limits, st *store) (int, *Error) {
 	next, n, e := t.applyPatch(table, ops)
 	if e != nil {
 		return 0, e
 	}
+	if next != t.current {
+		if e := checkTrialLimits(next, l); e != nil {
+			return 0, e
+		}
+		// The footprint over-counts records shared with pinned states, so a change that
+		// does not grow the current state is never refused for the process total.
+		if next.bytes <= t.current.bytes {
+			t.forceCharge(st, t.footprint(next))
+		} else if e := t.recharge(st, t.footprint(next)); e != nil {
+			return 0, e
+		}
+	}
 	t.current = next
 	t.version++
 	return n, nil
+}
+
+// recharge moves the trial's charge in st to foot, failing when st has no room.
+func (t *trial) recharge(st *store, foot int64) *Error {
+	if e := st.charge(foot - t.accounted); e != nil {
+		return e
+	}
+	t.accounted = foot
+	return nil
+}
+
+// settle updates the trial's charge after a change that cannot grow its footprint.
+func (t *trial) settle(st *store) { t.forceCharge(st, t.footprint(t.current)) }
+
+func (t *trial) forceCharge(st *store, foot int64) {
+	st.bytes.Add(foot - t.accounted)
+	t.accounted = foot
 }

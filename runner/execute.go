@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,7 +58,13 @@ func (s *Server) ExecuteTool(ctx context.Context, req *runnerpb.ExecuteToolReque
 	}
 
 	start := time.Now()
-	rec, resp := s.execute(ctx, t, req)
+	rec, resp, infra := s.execute(ctx, t, req)
+	if infra != "" {
+		// Not the tool's result: the call is not recorded, so the host's retry under
+		// the same call_id runs it again, and the agent never reads a transport error.
+		t.log.Error(errors.New(infra), "DB service unavailable during a tool call", "tool", req.GetToolName(), "call_id", callID)
+		return nil, status.Errorf(codes.Unavailable, "DB service unavailable during tool '%s': %s", req.GetToolName(), infra)
+	}
 	rec.CallID = callID
 	rec.Sequence = len(t.records)
 	rec.Timestamp = start.UTC()
@@ -75,11 +82,12 @@ func trialLost(id string) *runnerpb.ExecuteToolResponse {
 }
 
 // execute routes, validates and runs one call, returning its record (without
-// the call id, sequence and timestamp) and the response.
-func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToolRequest) (task.RecordedToolCall, *runnerpb.ExecuteToolResponse) {
+// the call id, sequence and timestamp) and the response, or, when the DB service
+// could not be reached, only infra describing the fault.
+func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToolRequest) (task.RecordedToolCall, *runnerpb.ExecuteToolResponse, string) {
 	start := time.Now()
 	rec := task.RecordedToolCall{ToolName: req.GetToolName(), Executor: req.GetExecutor(), Arguments: json.RawMessage("{}")}
-	finish := func(out tools.Outcome, mutations int64) (task.RecordedToolCall, *runnerpb.ExecuteToolResponse) {
+	finish := func(out tools.Outcome, mutations int64) (task.RecordedToolCall, *runnerpb.ExecuteToolResponse, string) {
 		latency := time.Since(start).Seconds()
 		rec.Status = out.Status
 		rec.LatencySeconds = latency
@@ -95,7 +103,7 @@ func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToo
 			resp.ErrorMessage = out.Message
 			resp.Metrics.ExitCode = 1
 		}
-		return rec, resp
+		return rec, resp, ""
 	}
 
 	executor := req.GetExecutor()
@@ -136,10 +144,19 @@ func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToo
 	fctx, fcancel := context.WithTimeout(tctx, budget)
 	t.flushPending(fctx, e.Tool)
 	fcancel()
-	v0 := t.db.Version()
+	v0, cut0 := t.db.Version(), t.db.Cut()
 	out := tools.Invoke(deferReadSync(tctx), e, args, budget)
 	if out.Panic != "" {
 		t.log.Error(fmt.Errorf("tool panic"), "tool panicked", "tool", e.Name, "panic", out.Panic)
+	}
+	if out.Status == task.ToolCallTimeout && (t.db.InFlight() > 0 || t.db.Cut() != cut0) {
+		// The budget ran out while the DB service had not answered: a hung
+		// service, not a slow tool. A write may still land unseen.
+		t.db.invalidate()
+		return rec, nil, fmt.Sprintf("no answer within %ss", tools.FormatSeconds(budget))
+	}
+	if out.Infra {
+		return rec, nil, out.Message
 	}
 	if out.Status == task.ToolCallInvalidArguments {
 		rec.Arguments = json.RawMessage("{}")

@@ -50,6 +50,14 @@ type mcpSession struct {
 	stateful bool
 	synced   map[string]string
 	inSyncAt int64 // -1: unknown
+	// syncEpoch is the DB's Epoch when the server was last loaded; a write of unknown
+	// outcome since then makes the server's copy stale even at the same version.
+	syncEpoch int64
+}
+
+// stale reports whether the DB may hold something the server does not.
+func (s *mcpSession) staleLocked() bool {
+	return s.inSyncAt != s.db.Version() || s.syncEpoch != s.db.Epoch()
 }
 
 func startSession(ctx context.Context, key string, cfg mcpclient.Config, db *trialDB, log logr.Logger) (*mcpSession, error) {
@@ -78,7 +86,7 @@ func (s *mcpSession) prepare(ctx context.Context) (*mcpclient.Server, error) {
 		}
 		return s.srv, nil
 	}
-	if s.stateful && s.inSyncAt != s.db.Version() {
+	if s.stateful && s.staleLocked() {
 		if err := s.pushLocked(ctx); err != nil {
 			return nil, err
 		}
@@ -119,11 +127,16 @@ func (s *mcpSession) rebuildLocked(ctx context.Context) error {
 }
 
 func (s *mcpSession) pushLocked(ctx context.Context) error {
+	epoch := s.db.Epoch()
 	tables, err := s.db.Tables(ctx)
 	if err != nil {
 		return fmt.Errorf("read the DB tables to push into the MCP server: %w", err)
 	}
-	return s.setTablesLocked(ctx, tables, s.db.Version())
+	if err := s.setTablesLocked(ctx, tables, s.db.Version()); err != nil {
+		return err
+	}
+	s.syncEpoch = epoch
+	return nil
 }
 
 // setTables pushes the tables the DB holds at version (registration: the
@@ -131,7 +144,12 @@ func (s *mcpSession) pushLocked(ctx context.Context) error {
 func (s *mcpSession) setTables(ctx context.Context, tables map[string]json.RawMessage, version int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.setTablesLocked(ctx, tables, version)
+	epoch := s.db.Epoch()
+	if err := s.setTablesLocked(ctx, tables, version); err != nil {
+		return err
+	}
+	s.syncEpoch = epoch
+	return nil
 }
 
 func (s *mcpSession) setTablesLocked(ctx context.Context, tables map[string]json.RawMessage, version int64) error {
@@ -161,7 +179,7 @@ func (s *mcpSession) setTablesLocked(ctx context.Context, tables map[string]json
 func (s *mcpSession) syncToDB(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.srv == nil || !s.stateful || s.broken.Load() || s.inSyncAt != s.db.Version() {
+	if s.srv == nil || !s.stateful || s.broken.Load() || s.staleLocked() {
 		return nil
 	}
 	tables, err := s.srv.GetState(ctx)

@@ -17,6 +17,9 @@ const DefaultMaxDepth = 1000
 type SyntaxError struct {
 	Offset int64
 	Msg    string
+	// Limit names the ParseOptions limit the document exceeded ("max_depth",
+	// "max_number_digits"); empty for malformed JSON.
+	Limit string
 }
 
 func (e *SyntaxError) Error() string {
@@ -31,6 +34,11 @@ type ParseOptions struct {
 	// Python's json.loads does, for Dump without SortKeys. A repeated key keeps its
 	// first position and its last value.
 	KeepOrder bool
+	// MaxNumberDigits bounds the digits of one number literal (integer, fraction and
+	// exponent digits together); 0 means no bound. Converting a decimal literal of n
+	// digits to a big.Int and back costs far more than linear time, so a service parsing
+	// untrusted bodies sets it; CPython refuses int literals over 4300 digits by default.
+	MaxNumberDigits int
 }
 
 // Parse decodes one JSON document (RFC 8259, UTF-8) into a Value, keeping the identity
@@ -40,7 +48,7 @@ func Parse(data []byte) (Value, error) { return ParseWith(data, ParseOptions{}) 
 
 // ParseWith is Parse with options.
 func ParseWith(data []byte, opts ParseOptions) (Value, error) {
-	p := parser{data: data, maxDepth: opts.MaxDepth, keepOrder: opts.KeepOrder}
+	p := parser{data: data, maxDepth: opts.MaxDepth, keepOrder: opts.KeepOrder, maxDigits: opts.MaxNumberDigits}
 	if p.maxDepth <= 0 {
 		p.maxDepth = DefaultMaxDepth
 	}
@@ -57,10 +65,11 @@ func ParseWith(data []byte, opts ParseOptions) (Value, error) {
 }
 
 type parser struct {
-	data     []byte
-	pos      int
-	depth    int
-	maxDepth int
+	data      []byte
+	pos       int
+	depth     int
+	maxDepth  int
+	maxDigits int // 0: unbounded
 	// keepOrder builds ordered Objects (ParseOptions.KeepOrder).
 	keepOrder bool
 	// members is a stack shared by nested objects so each object allocates its member
@@ -138,7 +147,9 @@ func (p *parser) literal(word string, v Value) (Value, error) {
 func (p *parser) enter() error {
 	p.depth++
 	if p.depth > p.maxDepth {
-		return p.errAt(p.pos, "nesting deeper than %d levels", p.maxDepth)
+		err := p.errAt(p.pos, "nesting deeper than %d levels", p.maxDepth).(*SyntaxError)
+		err.Limit = "max_depth"
+		return err
 	}
 	return nil
 }
@@ -292,6 +303,19 @@ func (p *parser) number() (Value, error) {
 		}
 		if err := p.digits("a digit in the exponent"); err != nil {
 			return nil, err
+		}
+	}
+	if p.maxDigits > 0 {
+		// Counted before any conversion, so an oversized literal costs one scan.
+		digits := 0
+		for _, c := range p.data[start:p.pos] {
+			if isDigit(c) {
+				digits++
+			}
+		}
+		if digits > p.maxDigits {
+			return nil, &SyntaxError{Offset: int64(start), Limit: "max_number_digits",
+				Msg: fmt.Sprintf("number literal has %d digits, more than the limit of %d (max_number_digits)", digits, p.maxDigits)}
 		}
 	}
 	lit := string(p.data[start:p.pos])

@@ -113,6 +113,38 @@ func TestParseMaxDepthOption(t *testing.T) {
 	}
 }
 
+func TestParseMaxNumberDigitsOption(t *testing.T) {
+	tests := []struct {
+		in      string
+		limit   int
+		wantErr string
+	}{
+		{`[12345]`, 5, ""},
+		{`[-1.2e3]`, 3, ""},
+		{`[123456]`, 5, "invalid JSON at offset 1: number literal has 6 digits, more than the limit of 5 (max_number_digits)"},
+		{`{"a":-1.25e100}`, 5, "invalid JSON at offset 5: number literal has 6 digits, more than the limit of 5 (max_number_digits)"},
+		{`[0.000001]`, 5, "invalid JSON at offset 1: number literal has 7 digits, more than the limit of 5 (max_number_digits)"},
+		{`[1234567890123]`, 0, ""},
+	}
+	for _, tt := range tests {
+		v, err := ParseWith([]byte(tt.in), ParseOptions{MaxNumberDigits: tt.limit})
+		if tt.wantErr == "" {
+			if err != nil || v == nil {
+				t.Errorf("ParseWith(%s, %d): %v", tt.in, tt.limit, err)
+			}
+			continue
+		}
+		var se *SyntaxError
+		if !errors.As(err, &se) || err.Error() != tt.wantErr || se.Limit != "max_number_digits" {
+			t.Errorf("ParseWith(%s, %d) = %v, want %q", tt.in, tt.limit, err, tt.wantErr)
+		}
+	}
+	_, err := ParseWith([]byte("[[[[]]]]"), ParseOptions{MaxDepth: 3})
+	if se, ok := err.(*SyntaxError); !ok || se.Limit != "max_depth" {
+		t.Fatalf("depth error does not name its limit: %#v", err)
+	}
+}
+
 func TestLoneSurrogatesRoundTrip(t *testing.T) {
 	v, err := Parse([]byte(`{"\udc00":"a\ud800b","\ud800":1}`))
 	if err != nil {
@@ -129,11 +161,20 @@ func FuzzParse(f *testing.F) {
 		`{"a":[1,2.5,-0.0,1e16,"\u00e9\ud83d\ude00",null,true,false]}`,
 		`"\ud800"`, `[1,]`, `1e400`, `NaN`, `{"a":1,"a":2}`, "\"\x7f\"", `0.1`, `-`,
 		`123456789012345678901234567890`, `{"":{"":[]}}`, "\"\xff\"",
+		`[123456789,1.23456789,1e123456789]`, `-0.00000000`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Parse(data)
+		// A digit bound only ever turns an acceptance into a named refusal.
+		lv, lerr := ParseWith(data, ParseOptions{MaxNumberDigits: 8})
+		if lerr == nil && (err != nil || !Equal(v, lv)) {
+			t.Fatalf("digit limit accepted %q differently: %v", data, err)
+		}
+		if se, ok := lerr.(*SyntaxError); ok && se.Limit == "max_number_digits" && !hasDigitRun(data, 9) && !hasNumberOver(data, 8) {
+			t.Fatalf("digit limit refused %q without a long number: %v", data, lerr)
+		}
 		if err != nil {
 			var se *SyntaxError
 			if !errors.As(err, &se) || se.Offset < 0 || se.Offset > int64(len(data)) {
@@ -161,4 +202,37 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func hasDigitRun(data []byte, n int) bool {
+	run := 0
+	for _, c := range data {
+		if c >= '0' && c <= '9' {
+			run++
+			if run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// hasNumberOver reports whether some run of number characters holds more than n digits.
+func hasNumberOver(data []byte, n int) bool {
+	digits := 0
+	for _, c := range data {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+			if digits > n {
+				return true
+			}
+		case c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-':
+		default:
+			digits = 0
+		}
+	}
+	return false
 }

@@ -320,7 +320,10 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return ctx.Err() == nil, err
+		if ctx.Err() != nil {
+			return false, err
+		}
+		return true, &unavailableError{err}
 	}
 	defer func() {
 		// Drain so the connection can be reused.
@@ -334,7 +337,14 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 		return false, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return false, fmt.Errorf("decode %d response: %w", resp.StatusCode, err)
+		err = fmt.Errorf("decode %d response: %w", resp.StatusCode, err)
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		if ctx.Err() == nil && !errors.As(err, &se) && !errors.As(err, &te) {
+			// Not a malformed body but one cut short: the connection broke mid-response.
+			return false, &unavailableError{err}
+		}
+		return false, err
 	}
 	return false, nil
 }

@@ -245,3 +245,66 @@ func TestUpstreamErrorShape(t *testing.T) {
 		t.Fatalf("error %q after %d calls", err, calls.Load())
 	}
 }
+
+// Transport failures match ErrUnavailable, answers from the service and the caller's
+// own cancellation do not.
+func TestUnavailableClassification(t *testing.T) {
+	ctx := context.Background()
+	// A port nobody listens on: connection refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c := client.New("http://"+addr, client.WithRetries(0))
+	_, err = c.Patch(ctx, "x", "t", client.PatchRequest{Operations: []client.Operation{client.Delete(json.RawMessage(`{}`))}})
+	if !errors.Is(err, client.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("refused connection: %v", err)
+	}
+	// A server that accepts and closes mid-request: reset / EOF.
+	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 1024)
+			_, _ = conn.Read(buf)
+			_, _ = conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"status\":\"ok\",\"ver"))
+			conn.Close()
+		}
+	}()
+	c = client.New("http://"+ln.Addr().String(), client.WithRetries(0))
+	_, err = c.Patch(ctx, "x", "t", client.PatchRequest{Operations: []client.Operation{client.Delete(json.RawMessage(`{}`))}})
+	if !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("response cut short: %v", err)
+	}
+	// The caller's deadline is the caller's, not the service's fault.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err = c.Hash(cctx, "x"); err == nil || errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	// An answer is never unavailable.
+	_, base := func() (*dbservice.Server, string) {
+		srv := dbservice.New(dbservice.Options{})
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, scancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(sctx, l) }()
+		t.Cleanup(func() { scancel(); <-done })
+		return srv, "http://" + l.Addr().String()
+	}()
+	if _, err := client.New(base).Hash(ctx, "nope"); !errors.Is(err, client.ErrTrialNotFound) || errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("404: %v", err)
+	}
+}

@@ -16,7 +16,25 @@ var (
 	// ErrInvalidRequest matches every 4xx the caller caused by what it sent: InvalidJSON,
 	// InvalidOperation, InvalidTrialID, ValidationError and PayloadTooLarge.
 	ErrInvalidRequest = errors.New("dbservice: invalid request")
+	// ErrLimitExceeded matches every refusal for crossing one of the service's
+	// configured limits (details.limit names it): PayloadTooLarge, LimitExceeded,
+	// RequestTimeout, and InvalidJSON for a number with too many digits. A 507
+	// LimitExceeded means the service is full, not that the request was wrong, so it
+	// does not match ErrInvalidRequest.
+	ErrLimitExceeded = errors.New("dbservice: limit exceeded")
+	// ErrUnavailable matches a call that failed at transport level while the caller's
+	// context was still live: connection refused or reset, the HTTP client's timeout,
+	// a response cut off. The service's answer is unknown, so a write may or may not
+	// have landed.
+	ErrUnavailable = errors.New("dbservice: unavailable")
 )
+
+// unavailableError keeps the transport error's text and matches ErrUnavailable.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string        { return e.err.Error() }
+func (e *unavailableError) Unwrap() error        { return e.err }
+func (e *unavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // APIError is an error response of the DB service.
 type APIError struct {
@@ -32,6 +50,10 @@ func (e *APIError) Error() string {
 
 // Is maps the wire type to the sentinels.
 func (e *APIError) Is(target error) bool {
+	if target == ErrLimitExceeded {
+		_, named := e.Details["limit"].(string)
+		return e.Type == "PayloadTooLarge" || e.Type == "LimitExceeded" || e.Type == "RequestTimeout" || named
+	}
 	switch e.Type {
 	case "TrialNotFound":
 		return target == ErrTrialNotFound
@@ -46,8 +68,10 @@ func (e *APIError) Is(target error) bool {
 		return target == ErrVersionMismatch
 	case "DuplicateKey":
 		return target == ErrDuplicateKey
-	case "InvalidJSON", "InvalidOperation", "InvalidTrialID", "ValidationError", "PayloadTooLarge":
+	case "InvalidJSON", "InvalidOperation", "InvalidTrialID", "ValidationError", "PayloadTooLarge", "RequestTimeout":
 		return target == ErrInvalidRequest
+	case "LimitExceeded":
+		return target == ErrInvalidRequest && e.StatusCode < 500
 	}
 	return false
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/dbservice/client"
 )
 
 // Outcome is what one bounded tool call produced.
@@ -22,6 +23,10 @@ type Outcome struct {
 	// Panic carries the recovered value and stack when the tool panicked, for
 	// the runner's log (never shown to the LLM).
 	Panic string
+	// Infra is set when the call failed because the DB service could not be
+	// reached (client.ErrUnavailable): an infrastructure fault, not the tool's
+	// result, so the runner must not hand Message to the agent.
+	Infra bool
 }
 
 type callResult struct {
@@ -64,7 +69,7 @@ func Invoke(ctx context.Context, e *Entry, args json.RawMessage, budget time.Dur
 	if errors.As(r.err, &ae) {
 		return Outcome{Status: task.ToolCallInvalidArguments, Message: fmt.Sprintf("Invalid arguments for tool '%s': %s", e.Name, ae.Error())}
 	}
-	return Outcome{Status: task.ToolCallError, Message: r.err.Error(), Panic: r.panic}
+	return Outcome{Status: task.ToolCallError, Message: r.err.Error(), Panic: r.panic, Infra: errors.Is(r.err, client.ErrUnavailable)}
 }
 
 // callSafely runs the tool, turning a panic into an error.
