@@ -168,22 +168,12 @@ func MergeInitialState(description, tables []byte) ([]byte, error) {
 		}
 	}
 	state["tables"] = json.RawMessage(trimmed)
-	enc, err := encodeNoEscape(state)
+	enc, err := task.Encode(state)
 	if err != nil {
 		return nil, fmt.Errorf("encode initial_state: %w", err)
 	}
 	top["initial_state"] = enc
-	return encodeNoEscape(top)
-}
-
-func encodeNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return task.Encode(top)
 }
 
 func isJSONNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }

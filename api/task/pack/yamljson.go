@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+	"tolokaforge.io/operator/api/task"
 )
 
 // parseYAML reads one YAML document into its node tree (nil for an empty
@@ -180,10 +181,8 @@ func floatLiteral(v string) (string, error) {
 }
 
 func writeString(b *bytes.Buffer, s string) {
-	enc := json.NewEncoder(b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	b.Truncate(b.Len() - 1)
+	out, _ := task.Encode(s) // a string always encodes
+	b.Write(out)
 }
 
 func joinPath(path, key string) string {
