@@ -20,30 +20,32 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"tolokaforge.io/operator/examples/shop"
 )
 
 // Serve serves the MCP server args name on stdio until stdin closes:
-// [mcp] shop [shop flags] or [mcp] testkit. No arguments serve the shop.
+// [mcp] shop [shop flags] or [mcp] testkit. No name (no arguments, or
+// flags only) serves the shop.
 func Serve(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "mcp" {
 		args = args[1:]
 	}
-	if len(args) == 0 {
-		return shop.Main(ctx, nil)
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return shop.Main(ctx, args)
 	}
 	switch args[0] {
 	case "shop":
 		return shop.Main(ctx, args[1:])
 	case "testkit":
 		if len(args) > 1 {
-			return fmt.Errorf("mcp testkit takes no arguments, got %q", args[1:])
+			return fmt.Errorf("mcpstandin: mcp testkit takes no arguments, got %q", args[1:])
 		}
 		return testkit(ctx)
 	}
-	return fmt.Errorf("unknown MCP server %q: want shop or testkit", args[0])
+	return fmt.Errorf("mcpstandin: unknown MCP server %q: want shop or testkit", args[0])
 }
 
 // asked reports whether the process was started as `BINARY mcp shop|testkit`.
@@ -58,7 +60,7 @@ func ServeIfAsked() {
 		return
 	}
 	if err := Serve(context.Background(), os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "mcpstandin:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
