@@ -248,7 +248,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := PlanCampaign(w)
+	p := w.Plan()
 
 	if p.RerunStarted {
 		// Recorded before anything is deleted, under the campaign's
@@ -280,7 +280,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// sent are in flight now.
 	w.Campaign = &c
 	w.InFlight = r.expect.pending(c.UID, func(string) bool { return false })
-	final := PlanCampaign(w).Status
+	final := w.Plan().Status
 	if len(p.Creates) > 0 || len(p.Deletes) > 0 {
 		log.V(1).Info("acted", "created", len(p.Creates), "deleted", len(p.Deletes), "progress", final.Progress)
 	}
