@@ -90,9 +90,6 @@ func WithStatusInterval(d time.Duration) Option {
 // WithExpectationTTL bounds how long an unseen creation counts as running.
 func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
 
-// WithClock sets the clock (tests).
-func WithClock(now func() time.Time) Option { return func(r *Reconciler) { r.now = now } }
-
 // WithRecorder sets the event recorder (default: the manager's).
 func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
 
