@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +19,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/test/envtest"
+	"tolokaforge.io/operator/test/mcpstandin"
 )
 
 // BenchmarkOracleTrials runs 200 oracle trials of the shop task through
@@ -37,7 +37,7 @@ import (
 // server, etcd, simulated pods and manager share them), which is why the
 // speedup stays near 1 while the pool keeps 50 trials in flight.
 func BenchmarkOracleTrials(b *testing.B) {
-	if why := assetsMissing(); why != "" {
+	if why := envtest.AssetsMissing(); why != "" {
 		b.Skip(why)
 	}
 	logf.SetLogger(logr.Discard())
@@ -47,29 +47,29 @@ func BenchmarkOracleTrials(b *testing.B) {
 	)
 	// Probes after readiness every second (readiness itself is found within
 	// milliseconds by the simulator's fast first probes).
-	hb, err := startHarness(16, time.Second)
+	hb, err := envtest.Start(envtest.Options{SimWorkers: 16, ProbeInterval: time.Second, KillGrace: 2 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Each trial's shop tool server is a small binary, as in production,
-	// rather than a re-executed 100 MB test binary.
-	hb.self = filepath.Join(hb.work, "shopmcp")
-	if out, err := exec.Command("go", "build", "-o", hb.self, "tolokaforge.io/operator/controllers/internal/shopmcp").CombinedOutput(); err != nil {
-		b.Fatalf("build the shop MCP server: %v\n%s", err, out)
-	}
 	defer func() {
-		if err := hb.stop(); err != nil {
+		if err := hb.Stop(); err != nil {
 			b.Error(err)
 		}
 	}()
+	// Each trial's shop tool server is a small binary, as in production,
+	// rather than a re-executed 100 MB test binary.
+	if hb.Self, err = mcpstandin.Build(hb.Work); err != nil {
+		b.Fatal(err)
+	}
 	rssBase := procStatusMiB(b, "VmRSS")
 
-	var api apiCounter
-	opts := hb.managerOptions(maxConcurrent)
-	opts.Actors, opts.WrapRunner = nil, nil
-	m := hb.startManager(counted(hb.cfg, &api), opts)
+	var api envtest.APICounter
+	m, err := hb.StartManager(envtest.Counted(hb.Config, &api), hb.ManagerOptions(maxConcurrent))
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer func() {
-		if err := m.stop(); err != nil {
+		if err := m.Stop(); err != nil {
 			b.Error(err)
 		}
 	}()
@@ -86,11 +86,11 @@ func BenchmarkOracleTrials(b *testing.B) {
 	var writes int64
 	for range b.N {
 		ns := benchNamespace(b, hb, ctx)
-		w0 := api.writes.Load()
+		w0 := api.Writes.Load()
 		start := time.Now()
 		runBatch(b, hb, ctx, ns, trials)
 		wall += time.Since(start)
-		writes += api.writes.Load() - w0
+		writes += api.Writes.Load() - w0
 	}
 	b.StopTimer()
 
@@ -104,16 +104,12 @@ func BenchmarkOracleTrials(b *testing.B) {
 	b.ReportMetric(trials*singleLatency.Seconds()/per, "speedup_vs_serial")
 }
 
-func benchNamespace(b *testing.B, hb *harness, ctx context.Context) string {
+func benchNamespace(b *testing.B, hb *envtest.Env, ctx context.Context) string {
 	ns := "bench-" + rand.String(6)
-	if err := hb.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := hb.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	t, err := buildShopTask(ns, "shop", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := hb.client.Create(ctx, t); err != nil {
+	if err := hb.Client.Create(ctx, envtest.ShopTask("shop", ns).Obj()); err != nil {
 		b.Fatal(err)
 	}
 	return ns
@@ -121,7 +117,7 @@ func benchNamespace(b *testing.B, hb *harness, ctx context.Context) string {
 
 // runBatch creates n oracle trials and waits until all completed; every one
 // must pass.
-func runBatch(b *testing.B, hb *harness, ctx context.Context, ns string, n int) {
+func runBatch(b *testing.B, hb *envtest.Env, ctx context.Context, ns string, n int) {
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 16)
@@ -130,7 +126,7 @@ func runBatch(b *testing.B, hb *harness, ctx context.Context, ns string, n int) 
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			tr := benchTrial(ns, fmt.Sprintf("t%03d", i))
-			if err := hb.client.Create(ctx, tr); err != nil {
+			if err := hb.Client.Create(ctx, tr); err != nil {
 				errs <- err
 			}
 		})
@@ -142,7 +138,7 @@ func runBatch(b *testing.B, hb *harness, ctx context.Context, ns string, n int) 
 	}
 	// A watch, not polling: listing 200 trials every few milliseconds would
 	// load the API server more than the manager does.
-	w, err := hb.watcher.Watch(ctx, &evalv1.TrialList{}, client.InNamespace(ns))
+	w, err := hb.Client.Watch(ctx, &evalv1.TrialList{}, client.InNamespace(ns))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -380,8 +380,8 @@ func (p *Pool) Forget(key types.NamespacedName) {
 	}
 }
 
-// Len is the number of trials the pool tracks (for tests and metrics).
-func (p *Pool) Len() int {
+// tracked is the number of trials the pool tracks.
+func (p *Pool) tracked() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.entries)

@@ -173,7 +173,7 @@ func TestPoolCancelCarriesTheCause(t *testing.T) {
 		t.Error("still active after the driver returned")
 	}
 	p.Forget(keyA)
-	if _, ok := p.View(keyA); ok || p.Len() != 0 {
+	if _, ok := p.View(keyA); ok || p.tracked() != 0 {
 		t.Error("forget kept the entry")
 	}
 }

@@ -25,7 +25,7 @@ var _ = Describe("config/samples", func() {
 			u := &unstructured.Unstructured{}
 			Expect(yaml.Unmarshal(b, &u.Object)).To(Succeed(), f)
 			u.SetNamespace(ns)
-			Expect(h.client.Create(ctx, u)).To(Succeed(), f)
+			Expect(h.Client.Create(ctx, u)).To(Succeed(), f)
 		}
 		ok := completed(types.NamespacedName{Namespace: ns, Name: "shop-oracle"})
 		Expect(ok.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(ok))

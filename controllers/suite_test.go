@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -19,14 +18,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/test/envtest"
+	"tolokaforge.io/operator/test/mcpstandin"
 )
+
+// TestMain lets the test binary serve the shop task's tools: the in-process
+// runners resolve "tolokaforge mcp shop" to it.
+func TestMain(m *testing.M) { mcpstandin.Main(m) }
 
 // The envtest suite: a real kube-apiserver and etcd, the manager in process,
 // and the pod simulator running runner.Main and dbservice.Main in process
-// for every pod the manager creates.
+// for every pod the manager creates (test/envtest).
 func TestControllers(t *testing.T) {
-	if why := assetsMissing(); why != "" {
+	if why := envtest.AssetsMissing(); why != "" {
 		t.Skip(why)
 	}
 	RegisterFailHandler(Fail)
@@ -34,8 +38,11 @@ func TestControllers(t *testing.T) {
 }
 
 var (
-	h   *harness
-	mgr *runningManager
+	h *envtest.Env
+	// gates hold chosen attempts' agents; rpcs logs every runner RPC.
+	gates = envtest.NewGates(nil)
+	rpcs  = &envtest.RPCLog{}
+	mgr   *envtest.Manager
 	// ctx is the suite's context for API calls.
 	ctx = context.Background()
 )
@@ -48,74 +55,51 @@ const (
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
-	h, err = startHarness(8, 500*time.Millisecond)
+	h, err = envtest.Start(envtest.Options{SimWorkers: 8, ProbeInterval: 500 * time.Millisecond, KillGrace: 2 * time.Second})
 	Expect(err).NotTo(HaveOccurred())
-	mgr = h.startManager(nil, h.managerOptions(10))
+	mgr = startManager(10)
 })
 
 var _ = AfterSuite(func() {
 	if mgr != nil {
-		Expect(mgr.stop()).To(Succeed())
+		Expect(mgr.Stop()).To(Succeed())
 	}
 	if h != nil {
-		Expect(h.stop()).To(Succeed())
+		Expect(h.Stop()).To(Succeed())
 	}
 })
+
+// startManager starts a manager with the gated actors and the RPC log.
+func startManager(maxTrials int) *envtest.Manager {
+	opts := h.ManagerOptions(maxTrials)
+	opts.Actors, opts.WrapRunner = gates.Actors, rpcs.Wrap
+	m, err := h.StartManager(nil, opts)
+	Expect(err).NotTo(HaveOccurred())
+	return m
+}
 
 // newNamespace makes a namespace of its own for one spec.
 func newNamespace() string {
 	ns := "t-" + rand.String(8)
-	Expect(h.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	Expect(h.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	return ns
 }
 
 // shopTask is the shop Task, optionally edited first.
 func shopTask(ns, name string, edit func(map[string]any)) *evalv1.Task {
-	t, err := buildShopTask(ns, name, edit)
+	raw, err := envtest.ShopDescription(edit)
 	Expect(err).NotTo(HaveOccurred())
-	return t
-}
-
-func buildShopTask(ns, name string, edit func(map[string]any)) (*evalv1.Task, error) {
-	raw := shop.TaskJSON()
-	if edit != nil {
-		var m map[string]any
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, err
-		}
-		edit(m)
-		var err error
-		if raw, err = json.Marshal(m); err != nil {
-			return nil, err
-		}
-	}
-	return &evalv1.Task{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: evalv1.TaskSpec{
-			Description:        apiextensionsv1.JSON{Raw: raw},
-			InitialUserMessage: "Hi! I'm customer C-101. I'd like 1 Wireless Headphones and 2 USB-C Hubs, paid from my balance.",
-		},
-	}, nil
+	return envtest.ShopTask(name, ns).Description(raw).Obj()
 }
 
 // oracleTrial runs the oracle on a Task, with a fast retry policy.
 func oracleTrial(ns, name, task string) *evalv1.Trial {
-	return &evalv1.Trial{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: evalv1.TrialSpec{
-			TaskRef: &evalv1.TaskReference{Name: task},
-			Agent:   evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
-			RetryPolicy: evalv1.RetryPolicy{
-				MaxAttempts: 3,
-				Backoff:     &metav1.Duration{Duration: 200 * time.Millisecond},
-			},
-		},
-	}
+	return envtest.MakeTrial(name, ns).Task(task).Agent(envtest.Oracle()).Retry(3, 200*time.Millisecond).Obj()
 }
 
 func getTrial(key types.NamespacedName) *evalv1.Trial {
 	t := &evalv1.Trial{}
-	Expect(h.client.Get(ctx, key, t)).To(Succeed())
+	Expect(h.Client.Get(ctx, key, t)).To(Succeed())
 	return t
 }
 
@@ -124,7 +108,7 @@ func completed(key types.NamespacedName) *evalv1.Trial {
 	var t *evalv1.Trial
 	Eventually(func(g Gomega) {
 		t = &evalv1.Trial{}
-		g.Expect(h.client.Get(ctx, key, t)).To(Succeed())
+		g.Expect(h.Client.Get(ctx, key, t)).To(Succeed())
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "Completed: %s: %s", c.Reason, c.Message)
@@ -144,7 +128,7 @@ func findCond(cs []metav1.Condition, typ string) *metav1.Condition {
 // podsOf lists the pods of a trial (any attempt).
 func podsOf(key types.NamespacedName) []corev1.Pod {
 	var pods corev1.PodList
-	Expect(h.client.List(ctx, &pods, client.InNamespace(key.Namespace),
+	Expect(h.Client.List(ctx, &pods, client.InNamespace(key.Namespace),
 		client.MatchingLabels{evalv1.LabelTrial: evalv1.LabelValue(key.Name)})).To(Succeed())
 	return pods.Items
 }
@@ -160,8 +144,8 @@ func expectNoPods(key types.NamespacedName) {
 }
 
 // waitGate waits until the gated attempt's agent is at its first turn.
-func waitGate(g *gate) {
-	Eventually(g.reached, waitLong).Should(BeClosed())
+func waitGate(g *envtest.Gate) {
+	Eventually(g.Reached, waitLong).Should(BeClosed())
 }
 
 func describeTrial(t *evalv1.Trial) string {

@@ -23,7 +23,7 @@ func validCond(key types.NamespacedName, s metav1.ConditionStatus) (*evalv1.Task
 	var c *metav1.Condition
 	Eventually(func(g Gomega) {
 		t = &evalv1.Task{}
-		g.Expect(h.client.Get(ctx, key, t)).To(Succeed())
+		g.Expect(h.Client.Get(ctx, key, t)).To(Succeed())
 		c = findCond(t.Status.Conditions, evalv1.TaskValid)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(s), "%s: %s", c.Reason, c.Message)
@@ -36,7 +36,7 @@ var _ = Describe("Task", func() {
 	BeforeEach(func() { ns = newNamespace() })
 
 	It("reports what a valid description holds", func() {
-		Expect(h.client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
+		Expect(h.Client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
 		t, c := validCond(types.NamespacedName{Namespace: ns, Name: "shop"}, metav1.ConditionTrue)
 		Expect(c.Reason).To(Equal(evalv1.ReasonTaskValid))
 		Expect(t.Status.TaskID).To(Equal("shop_orders_02"))
@@ -48,7 +48,7 @@ var _ = Describe("Task", func() {
 	})
 
 	It("names the path of an unknown key", func() {
-		Expect(h.client.Create(ctx, shopTask(ns, "bad", func(m map[string]any) {
+		Expect(h.Client.Create(ctx, shopTask(ns, "bad", func(m map[string]any) {
 			m["grading"].(map[string]any)["state_checks"].(map[string]any)["hash_enabeld"] = true
 		}))).To(Succeed())
 		t, c := validCond(types.NamespacedName{Namespace: ns, Name: "bad"}, metav1.ConditionFalse)
@@ -69,7 +69,7 @@ var _ = Describe("Task", func() {
 		task.Spec.InitialStateFrom = &evalv1.InitialStateSource{ConfigMapKeyRef: evalv1.ConfigMapKeyRef{
 			Name: "shop-state", Key: "tables.json.gz", Gzip: true,
 		}}
-		Expect(h.client.Create(ctx, task)).To(Succeed())
+		Expect(h.Client.Create(ctx, task)).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "big"}
 		_, c := validCond(key, metav1.ConditionFalse)
 		Expect(c.Reason).To(Equal(evalv1.ReasonInitialStateUnavailable))
@@ -80,7 +80,7 @@ var _ = Describe("Task", func() {
 		_, err := zw.Write(tables)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(zw.Close()).To(Succeed())
-		Expect(h.client.Create(ctx, &corev1.ConfigMap{
+		Expect(h.Client.Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-state"},
 			BinaryData: map[string][]byte{"tables.json.gz": gz.Bytes()},
 		})).To(Succeed())
@@ -89,20 +89,20 @@ var _ = Describe("Task", func() {
 
 		// The tables reach the runner: every JSONPath check over them passes.
 		trialKey := types.NamespacedName{Namespace: ns, Name: "on-big"}
-		Expect(h.client.Create(ctx, oracleTrial(ns, trialKey.Name, "big"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(ns, trialKey.Name, "big"))).To(Succeed())
 		tr := completed(trialKey)
 		Expect(findCond(tr.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(tr))
 		Expect(tr.Status.Grade.Reasons).To(ContainSubstring("JSONPath: all 7 checks passed"))
 	})
 
 	It("emits events with the reasons of the conditions", func() {
-		Expect(h.client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
+		Expect(h.Client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "evented"}
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 		completed(key)
 		Eventually(func() []string {
 			var evs eventsv1.EventList
-			Expect(h.client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			Expect(h.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
 			var reasons []string
 			for _, e := range evs.Items {
 				if e.Regarding.Name == key.Name && e.Regarding.Kind == "Trial" {
@@ -121,7 +121,7 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 	It("refuses a Trial naming both a taskRef and an inline task", func() {
 		tr := oracleTrial(ns, "both", "shop")
 		tr.Spec.Task = &apiextensionsv1.JSON{Raw: []byte(`{"task_id":"x"}`)}
-		err := h.client.Create(ctx, tr)
+		err := h.Client.Create(ctx, tr)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("exactly one of taskRef and task must be set"))
 	})
@@ -129,7 +129,7 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 	It("refuses a Trial naming no task", func() {
 		tr := oracleTrial(ns, "none", "shop")
 		tr.Spec.TaskRef = nil
-		err := h.client.Create(ctx, tr)
+		err := h.Client.Create(ctx, tr)
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("exactly one of taskRef and task must be set"))
 	})
@@ -138,12 +138,12 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 		// No Task named "later" exists: the trial waits, untouched by the
 		// controller, so the update races nothing.
 		tr := oracleTrial(ns, "frozen", "later")
-		Expect(h.client.Create(ctx, tr)).To(Succeed())
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 		orig := tr.DeepCopy()
 		tr.Spec.TrialIndex = 7
 		// A merge patch carries no resourceVersion, so the refusal can only
 		// be the validation rule, never a conflict with a status write.
-		err := h.client.Patch(ctx, tr, client.MergeFrom(orig))
+		err := h.Client.Patch(ctx, tr, client.MergeFrom(orig))
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("spec is immutable"))
 
@@ -156,7 +156,7 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 		}, waitLong, pollEvery).Should(Equal(evalv1.ReasonTaskNotFound))
 
 		// The Task appearing is what starts the waiting trial.
-		Expect(h.client.Create(ctx, shopTask(ns, "later", nil))).To(Succeed())
+		Expect(h.Client.Create(ctx, shopTask(ns, "later", nil))).To(Succeed())
 		t := completed(client.ObjectKeyFromObject(tr))
 		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
 		Expect(t.Status.Grade.Score).To(Equal(1.0))

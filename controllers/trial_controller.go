@@ -53,6 +53,23 @@ type TrialReconciler struct {
 	Now func() time.Time
 }
 
+// NewTrialReconciler builds the Trial reconciler from cfg, taking mgr's
+// client, uncached reader and event recorder where cfg leaves them unset.
+// Register it with SetupWithManager.
+func NewTrialReconciler(mgr manager.Manager, cfg TrialReconciler) *TrialReconciler {
+	r := cfg
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(evalv1.FieldManager)
+	}
+	return &r
+}
+
 // SetupWithManager registers the controller, its indexes and the pool.
 func (r *TrialReconciler) SetupWithManager(mgr manager.Manager) error {
 	ctx := context.Background()

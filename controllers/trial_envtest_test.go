@@ -28,7 +28,7 @@ var _ = Describe("Trial", func() {
 	var ns string
 	BeforeEach(func() {
 		ns = newNamespace()
-		Expect(h.client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
+		Expect(h.Client.Create(ctx, shopTask(ns, "shop", nil))).To(Succeed())
 	})
 
 	It("runs an oracle trial on the shop task to Passed and deletes its pods", func() {
@@ -38,7 +38,7 @@ var _ = Describe("Trial", func() {
 		started0 := metricValue("tolokaforge_trials_started_total", "", "")
 		regs0 := metricValue("tolokaforge_registration_duration_seconds", "", "")
 		grades0 := metricValue("tolokaforge_grading_duration_seconds", "", "")
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
@@ -72,17 +72,17 @@ var _ = Describe("Trial", func() {
 		Expect(t.Status.ObservedGeneration).To(Equal(t.Generation))
 		expectNoPods(key)
 
-		Expect(t.Status.ArtifactsPath).To(HavePrefix(filepath.Join(h.work, "artifacts", ns, key.Name, "attempt-1")))
+		Expect(t.Status.ArtifactsPath).To(HavePrefix(filepath.Join(h.Work, "artifacts", ns, key.Name, "attempt-1")))
 		for _, f := range []string{"trajectory.yaml", "grade.yaml", "metrics.yaml"} {
 			Expect(filepath.Join(t.Status.ArtifactsPath, f)).To(BeAnExistingFile())
 		}
 
 		// The TrialSpec the runner saw: trial_id <task_id>:<trialIndex>.
-		regs := h.rpcs.of(key, "RegisterTrial")
+		regs := rpcs.Of(key, "RegisterTrial")
 		Expect(regs).To(HaveLen(1))
 		Expect(regs[0].TrialID).To(Equal("shop_orders_02:0"))
 		Expect(regs[0].OK).To(BeTrue())
-		Expect(h.rpcs.of(key, "GradeTrial")).To(HaveLen(1))
+		Expect(rpcs.Of(key, "GradeTrial")).To(HaveLen(1))
 
 		Expect(metricValue("tolokaforge_trials_completed_total", "reason", "Passed") - passed0).To(Equal(1.0))
 		Expect(metricValue("tolokaforge_attempts_total", "outcome", "Passed") - attempts0).To(Equal(1.0))
@@ -102,19 +102,19 @@ var _ = Describe("Trial", func() {
 		// Trial's scripted user says it.
 		tr.Spec.UserSimulator = &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted,
 			Lines: []string{"Hi! I'm C-101: 1 Wireless Headphones and 2 USB-C Hubs, please."}}
-		Expect(h.client.Create(ctx, tr)).To(Succeed())
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 		t := completed(key)
 		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
 		Expect(t.Status.TaskID).To(Equal("shop_orders_02"))
-		Expect(h.rpcs.of(key, "RegisterTrial")[0].TrialID).To(Equal("shop_orders_02:3"))
+		Expect(rpcs.Of(key, "RegisterTrial")[0].TrialID).To(Equal("shop_orders_02:3"))
 	})
 
 	It("refuses a registration below the runner's minimum protocol as ProtocolSkew before any tool call", func() {
 		skewNS := newNamespace()
-		h.runnerArgs.Store(skewNS, []string{"--min-engine-protocol=3"})
-		Expect(h.client.Create(ctx, shopTask(skewNS, "shop", nil))).To(Succeed())
+		h.RunnerArgs.Store(skewNS, []string{"--min-engine-protocol=3"})
+		Expect(h.Client.Create(ctx, shopTask(skewNS, "shop", nil))).To(Succeed())
 		key := types.NamespacedName{Namespace: skewNS, Name: "skew"}
-		Expect(h.client.Create(ctx, oracleTrial(skewNS, key.Name, "shop"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(skewNS, key.Name, "shop"))).To(Succeed())
 
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
@@ -125,7 +125,7 @@ var _ = Describe("Trial", func() {
 		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeProtocolSkew))
 		Expect(t.Status.Grade).To(BeNil())
 		Expect(t.Status.Turns).To(BeZero())
-		Expect(h.rpcs.of(key, "ExecuteTool")).To(BeEmpty())
+		Expect(rpcs.Of(key, "ExecuteTool")).To(BeEmpty())
 		reg := findCond(t.Status.Conditions, evalv1.TrialRegistered)
 		Expect(reg.Status).To(Equal(metav1.ConditionFalse))
 		Expect(reg.Reason).To(Equal("ProtocolSkew"))
@@ -138,9 +138,9 @@ var _ = Describe("Trial", func() {
 		// oracle, following the golden path in the real world, pays the wrong
 		// order; the golden replay (from the initial state) does not see the
 		// setup, so the two end states differ.
-		Expect(h.client.Create(ctx, shopTask(ns, "shop-wrong", wrongGoldenPath))).To(Succeed())
+		Expect(h.Client.Create(ctx, shopTask(ns, "shop-wrong", wrongGoldenPath))).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "wrong"}
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop-wrong"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "shop-wrong"))).To(Succeed())
 
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
@@ -163,7 +163,7 @@ var _ = Describe("Trial", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "inline-invalid"}
 		tr := oracleTrial(ns, key.Name, "")
 		tr.Spec.TaskRef, tr.Spec.Task = nil, &raw
-		Expect(h.client.Create(ctx, tr)).To(Succeed())
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
@@ -171,14 +171,14 @@ var _ = Describe("Trial", func() {
 		Expect(c.Message).To(Equal("spec.task.bogus: unknown key"))
 		Expect(t.Status.Attempts).To(BeEmpty(), "no attempt, no pods, no tokens")
 		Expect(podsOf(key)).To(BeEmpty())
-		Expect(h.rpcs.of(key, "")).To(BeEmpty())
+		Expect(rpcs.Of(key, "")).To(BeEmpty())
 
 		// The same through a Task: the Task says why, the Trial ends Invalid.
-		Expect(h.client.Create(ctx, shopTask(ns, "nested-bad", func(m map[string]any) {
+		Expect(h.Client.Create(ctx, shopTask(ns, "nested-bad", func(m map[string]any) {
 			m["agent_tools"].([]any)[1].(map[string]any)["colour"] = "red"
 		}))).To(Succeed())
 		refKey := types.NamespacedName{Namespace: ns, Name: "ref-invalid"}
-		Expect(h.client.Create(ctx, oracleTrial(ns, refKey.Name, "nested-bad"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(ns, refKey.Name, "nested-bad"))).To(Succeed())
 		t = completed(refKey)
 		c = findCond(t.Status.Conditions, evalv1.TrialCompleted)
 		Expect(c.Reason).To(Equal("Invalid"))
@@ -188,12 +188,12 @@ var _ = Describe("Trial", func() {
 
 	It("ends a trial as Invalid with the runner's message when registration refuses the task", func() {
 		// Valid for the decoder, impossible for a Go runner: a tau_sync tool.
-		Expect(h.client.Create(ctx, shopTask(ns, "tau", func(m map[string]any) {
+		Expect(h.Client.Create(ctx, shopTask(ns, "tau", func(m map[string]any) {
 			src := m["agent_tools"].([]any)[0].(map[string]any)["source"].(map[string]any)
 			src["invocation_style"] = "tau_sync"
 		}))).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "refused"}
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "tau"))).To(Succeed())
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "tau"))).To(Succeed())
 
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
@@ -201,17 +201,17 @@ var _ = Describe("Trial", func() {
 		Expect(c.Message).To(ContainSubstring("tau_sync"))
 		Expect(t.Status.Attempts).To(HaveLen(1))
 		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeInvalid))
-		Expect(h.rpcs.of(key, "ExecuteTool")).To(BeEmpty())
+		Expect(rpcs.Of(key, "ExecuteTool")).To(BeEmpty())
 		expectNoPods(key)
 	})
 
 	It("retries a runner killed mid-trial: attempt 1 InfraFailed, attempt 2 Passed, exactly one grade", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "killed"}
-		gt := h.gates.hold(key, 1)
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
+		gt := gates.Hold(key, 1)
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 		waitGate(gt)
 		Eventually(func() string { return string(getTrial(key).Status.Phase) }, waitLong, pollEvery).Should(Equal("Running"))
-		Expect(h.sim.Kill(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))).To(Succeed())
+		Expect(h.Sim.Kill(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))).To(Succeed())
 
 		t := completed(key)
 		Expect(findCond(t.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(t))
@@ -224,7 +224,7 @@ var _ = Describe("Trial", func() {
 		Expect(a2.Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(a2.StartTime.Time).NotTo(BeTemporally("<", a1.EndTime.Time))
 		Expect(t.Status.Grade.Attempt).To(Equal(int32(2)))
-		grades := h.rpcs.of(key, "GradeTrial")
+		grades := rpcs.Of(key, "GradeTrial")
 		Expect(grades).To(HaveLen(1), "only the attempt that earned it grades")
 		Expect(grades[0].Attempt).To(Equal(int32(2)))
 		expectNoPods(key)
@@ -232,11 +232,11 @@ var _ = Describe("Trial", func() {
 
 	It("retries an attempt whose runner lost the trial (TRIAL_NOT_FOUND): attempt 1 InfraFailed TrialLost, attempt 2 Passed", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "lost"}
-		gt := h.gates.hold(key, 1)
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
+		gt := gates.Hold(key, 1)
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 		waitGate(gt)
 		// The runner forgets the registration under the driver's feet.
-		ip, ok := h.sim.PodAddr(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))
+		ip, ok := h.Sim.PodAddr(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))
 		Expect(ok).To(BeTrue())
 		rc, err := runnerclient.Dial(ctx, net.JoinHostPort(ip, strconv.Itoa(controllers.RunnerPort)))
 		Expect(err).NotTo(HaveOccurred())
@@ -244,7 +244,7 @@ var _ = Describe("Trial", func() {
 		resp, err := rc.CleanupTrial(ctx, &runnerpb.CleanupTrialRequest{TrialId: "shop_orders_02:0"})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(resp.GetSuccess()).To(BeTrue())
-		close(gt.release)
+		close(gt.Release)
 
 		t := completed(key)
 		Expect(findCond(t.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(t))
@@ -253,12 +253,12 @@ var _ = Describe("Trial", func() {
 		Expect(t.Status.Attempts[0].Reason).To(Equal(evalv1.ReasonTrialLost))
 		Expect(t.Status.Attempts[1].Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(t.Status.Grade.Attempt).To(Equal(int32(2)))
-		Expect(h.rpcs.of(key, "GradeTrial")).To(HaveLen(1))
+		Expect(rpcs.Of(key, "GradeTrial")).To(HaveLen(1))
 	})
 
 	It("hands the agent its API key from the Secret and writes it nowhere", func() {
 		const secret = "sk-test-do-not-leak-7f3a"
-		Expect(h.client.Create(ctx, &corev1.Secret{
+		Expect(h.Client.Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm"},
 			Data:       map[string][]byte{"agent": []byte(secret)},
 		})).To(Succeed())
@@ -266,17 +266,17 @@ var _ = Describe("Trial", func() {
 		tr := oracleTrial(ns, key.Name, "shop")
 		tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "agent"}
-		Expect(h.client.Create(ctx, tr)).To(Succeed())
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 		var pods []corev1.Pod
 		Eventually(func() int { pods = podsOf(key); return len(pods) }, waitLong, pollEvery).Should(Equal(2))
 		t := completed(key)
 		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
-		got, ok := h.gates.agentKey(key)
+		got, ok := gates.AgentKey(key)
 		Expect(ok).To(BeTrue())
 		Expect(got).To(Equal(secret))
 
 		var evs eventsv1.EventList
-		Expect(h.client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+		Expect(h.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
 		for _, where := range []any{t, pods, evs.Items} {
 			b, err := json.Marshal(where)
 			Expect(err).NotTo(HaveOccurred())
@@ -291,15 +291,15 @@ var _ = Describe("Trial", func() {
 
 	It("retries an attempt orphaned by a manager restart: attempt 1 InfraFailed, attempt 2 Passed, exactly one grade", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "restarted"}
-		gt := h.gates.hold(key, 1)
-		Expect(h.client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
+		gt := gates.Hold(key, 1)
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "shop"))).To(Succeed())
 		waitGate(gt)
 		Eventually(func() string { return string(getTrial(key).Status.Phase) }, waitLong, pollEvery).Should(Equal("Running"))
 
-		Expect(mgr.stop()).To(Succeed())
+		Expect(mgr.Stop()).To(Succeed())
 		Expect(getTrial(key).Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeRunning),
 			"a stopping manager records nothing about the attempt it abandons")
-		mgr = h.startManager(nil, h.managerOptions(10))
+		mgr = startManager(10)
 
 		t := completed(key)
 		Expect(findCond(t.Status.Conditions, evalv1.TrialCompleted).Reason).To(Equal("Passed"), describeTrial(t))
@@ -308,7 +308,7 @@ var _ = Describe("Trial", func() {
 		Expect(t.Status.Attempts[0].Reason).To(Equal(evalv1.ReasonManagerRestarted))
 		Expect(t.Status.Attempts[1].Outcome).To(Equal(evalv1.OutcomePassed))
 		Expect(t.Status.Grade.Attempt).To(Equal(int32(2)))
-		grades := h.rpcs.of(key, "GradeTrial")
+		grades := rpcs.Of(key, "GradeTrial")
 		Expect(grades).To(HaveLen(1))
 		Expect(grades[0].Attempt).To(Equal(int32(2)))
 		expectNoPods(key)
@@ -316,36 +316,36 @@ var _ = Describe("Trial", func() {
 
 	It("cancels the driver, cleans up the runner registration and deletes pods when a Trial is deleted mid-run", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "deleted"}
-		gt := h.gates.hold(key, 1)
+		gt := gates.Hold(key, 1)
 		tr := oracleTrial(ns, key.Name, "shop")
-		Expect(h.client.Create(ctx, tr)).To(Succeed())
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 		waitGate(gt)
-		Expect(h.rpcs.of(key, "RegisterTrial")).To(ContainElement(HaveField("OK", true)))
+		Expect(rpcs.Of(key, "RegisterTrial")).To(ContainElement(HaveField("OK", true)))
 		Expect(podsOf(key)).To(HaveLen(2))
 
-		Expect(h.client.Delete(ctx, tr)).To(Succeed())
+		Expect(h.Client.Delete(ctx, tr)).To(Succeed())
 		expectNoPods(key)
 		Eventually(func() bool {
-			err := h.client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.NetworkPolicyName(key.Name)}, &networkingv1.NetworkPolicy{})
+			err := h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.NetworkPolicyName(key.Name)}, &networkingv1.NetworkPolicy{})
 			return apierrors.IsNotFound(err)
 		}, waitLong, pollEvery).Should(BeTrue())
-		cleanups := h.rpcs.of(key, "CleanupTrial")
+		cleanups := rpcs.Of(key, "CleanupTrial")
 		Expect(cleanups).To(HaveLen(1))
 		Expect(cleanups[0].OK).To(BeTrue(), "the runner was alive and forgot the registration")
 		Expect(cleanups[0].TrialID).To(Equal("shop_orders_02:0"))
-		Expect(h.rpcs.of(key, "ExecuteTool")).To(BeEmpty())
-		Expect(h.rpcs.of(key, "GradeTrial")).To(BeEmpty())
-		Eventually(func() bool { _, ok := mgr.pool.View(key); return ok }, waitLong, pollEvery).Should(BeFalse())
+		Expect(rpcs.Of(key, "ExecuteTool")).To(BeEmpty())
+		Expect(rpcs.Of(key, "GradeTrial")).To(BeEmpty())
+		Eventually(func() bool { _, ok := mgr.Pool.View(key); return ok }, waitLong, pollEvery).Should(BeFalse())
 	})
 
 	It("keeps a failed attempt's pods for ttlSecondsAfterFinished, then deletes them", func() {
 		skewNS := newNamespace()
-		h.runnerArgs.Store(skewNS, []string{"--min-engine-protocol=3"})
-		Expect(h.client.Create(ctx, shopTask(skewNS, "shop", nil))).To(Succeed())
+		h.RunnerArgs.Store(skewNS, []string{"--min-engine-protocol=3"})
+		Expect(h.Client.Create(ctx, shopTask(skewNS, "shop", nil))).To(Succeed())
 		key := types.NamespacedName{Namespace: skewNS, Name: "kept"}
 		tr := oracleTrial(skewNS, key.Name, "shop")
 		tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](8)
-		Expect(h.client.Create(ctx, tr)).To(Succeed())
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 
 		t := completed(key)
 		Expect(t.Status.Phase).To(Equal(evalv1.PhaseProtocolSkew))

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,10 +24,11 @@ import (
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/test/mcpstandin"
 )
 
-// selfBin is testdata/selfbin, built once: the runner's stand-in for its own
-// executable, serving `mcp shop` and `mcp testkit`.
+// selfBin is the MCP stand-in (test/mcpstandin), built once: the runner's
+// stand-in for its own executable, serving `mcp shop` and `mcp testkit`.
 var selfBin string
 
 func TestMain(m *testing.M) {
@@ -43,11 +42,8 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	selfBin = filepath.Join(dir, "selfbin")
-	cmd := exec.Command("go", "build", "-o", selfBin, "./testdata/selfbin")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build testdata/selfbin:", err)
+	if selfBin, err = mcpstandin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()

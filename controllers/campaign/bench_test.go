@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/test/envtest"
 )
 
 // BenchmarkCampaign1000 runs a 1,000-trial campaign (the oracle on the shop
@@ -30,7 +31,7 @@ import (
 // 1000-trial throughput / 20-trial throughput) and the resident set before
 // the manager started (rss_baseline_MiB).
 func BenchmarkCampaign1000(b *testing.B) {
-	if why := assetsMissing(); why != "" {
+	if why := envtest.AssetsMissing(); why != "" {
 		b.Skip(why)
 	}
 	logf.SetLogger(logr.Discard())
@@ -50,10 +51,10 @@ func BenchmarkCampaign1000(b *testing.B) {
 
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		reads0, writes0 := s.api.reads.Load(), s.api.writes.Load()
+		reads0, writes0 := s.api.Reads.Load(), s.api.Writes.Load()
 		self0, child0 := cpuSeconds(syscall.RUSAGE_SELF), cpuSeconds(syscall.RUSAGE_CHILDREN)
 		d := runBenchCampaign(b, s, trials, parallel)
-		reads, writes := s.api.reads.Load()-reads0, s.api.writes.Load()-writes0
+		reads, writes := s.api.Reads.Load()-reads0, s.api.Writes.Load()-writes0
 		rate := trials / d.Seconds()
 		b.ReportMetric(d.Seconds(), "completion_s")
 		b.ReportMetric(rate, "trials_per_s")
@@ -73,15 +74,26 @@ func BenchmarkCampaign1000(b *testing.B) {
 // returns the time from its creation to its Completed condition.
 func runBenchCampaign(b *testing.B, s *stack, n, parallel int32) time.Duration {
 	b.Helper()
-	ns := s.namespace(b)
-	create(b, s, shopTask(b, ns, "shop", "bench"))
-	c := newCampaign(ns, "bench", n, parallel, []string{"shop"}, oracleAgent("oracle"))
+	ns, err := s.namespace(bg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	task, err := buildShopTask(ns, "shop", "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Client.Create(bg, task); err != nil {
+		b.Fatal(err)
+	}
+	c := newCampaign(ns, "bench", n, parallel, "shop").Agent("oracle", envtest.Oracle()).Obj()
 	start := time.Now()
-	create(b, s, c)
+	if err := s.Client.Create(bg, c); err != nil {
+		b.Fatal(err)
+	}
 	deadline := start.Add(30 * time.Minute)
 	for {
 		cur := &evalv1.Campaign{}
-		if err := s.client.Get(bg, client.ObjectKeyFromObject(c), cur); err != nil {
+		if err := s.Client.Get(bg, client.ObjectKeyFromObject(c), cur); err != nil {
 			b.Fatal(err)
 		}
 		if cond := meta.FindStatusCondition(cur.Status.Conditions, evalv1.CampaignCompleted); cond != nil && cond.Status == metav1.ConditionTrue {

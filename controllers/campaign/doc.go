@@ -6,18 +6,19 @@
 //
 // The reconcile follows the rebuild-from-the-world recipe: read the Campaign,
 // the Tasks it selects and its Trials (from the informer cache), plan in one
-// pure function (plan.go) what to create, what to delete and what the status
-// is, then act. A stale cache cannot over-create: creations not yet seen by
+// pure function (World.Plan) what to create, what to delete and what the
+// status is, then act. A stale cache cannot over-create: creations not yet seen by
 // the cache are remembered (expectations.go) and counted as running, and
 // Trial names are deterministic, so a repeated create finds its own Trial.
 //
 // Files by concern: names.go (Trial names and label values), passk.go (the
 // estimators, exact rational arithmetic), aggregate.go (cells and
-// aggregates, also used by controllers/campaign/report), plan.go (what to create,
-// rerun, budget, conditions), trial.go (the Trial of a cell and what the
+// aggregates, also used by controllers/campaign/report), plan.go (what to create and
+// the status), plan_rerun.go, plan_budget.go (maxParallel and the budget),
+// plan_conditions.go, trial.go (the Trial of a cell and what the
 // planner reads back from one), expectations.go, reconciler.go, status.go.
 //
 // Imports: api/v1alpha1, controller-runtime, client-go and apimachinery.
 // Never the controllers package; controllers/manager registers this
-// reconciler through SetupCampaignReconciler.
+// reconciler through NewReconciler and SetupWithManager.
 package campaign

@@ -2,10 +2,7 @@ package campaign
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -90,11 +87,9 @@ func expand(c *evalv1.Campaign, tasks []string) planned {
 	return p
 }
 
-// PlanCampaign plans one reconcile. It is pure: same world, same plan.
-func PlanCampaign(w *World) *Plan {
+// Plan plans one reconcile. It is pure: same world, same plan.
+func (w *World) Plan() *Plan {
 	c := w.Campaign
-	gen := c.Generation
-	k := int(c.Spec.TrialsPerTask)
 	exp := expand(c, w.Tasks)
 	p := &Plan{}
 
@@ -102,124 +97,97 @@ func PlanCampaign(w *World) *Plan {
 	for i := range w.Trials {
 		present[w.Trials[i].UID] = &w.Trials[i]
 	}
-
-	// Rerun bookkeeping: forget retired Trials that are gone, then start a
-	// rerun if this generation asks for one and has not had it.
-	var rerun *evalv1.RerunStatus
-	if c.Status.Rerun != nil {
-		rerun = c.Status.Rerun.DeepCopy()
-		kept := rerun.Deleting[:0]
-		for _, d := range rerun.Deleting {
-			if present[d.UID] != nil {
-				kept = append(kept, d)
-			}
-		}
-		rerun.Deleting = kept
-		if len(rerun.Deleting) == 0 {
-			rerun.Deleting = nil
-		}
-	}
-	retiredSpend := c.Status.RetiredSpend
-	if len(c.Spec.Rerun) > 0 && (rerun == nil || rerun.Generation != gen) {
-		phases := map[evalv1.TrialPhase]bool{}
-		for _, ph := range c.Spec.Rerun {
-			phases[ph] = true
-		}
-		next := &evalv1.RerunStatus{Generation: gen, Phases: sortedPhases(c.Spec.Rerun)}
-		if rerun != nil {
-			next.Deleting = rerun.Deleting
-		}
-		for _, t := range w.Trials {
-			if t.Ours && t.Terminal && !t.Deleting && phases[t.Phase] &&
-				t.CreatedGeneration < gen && exp.in[t.Cell] && !retiringUID(next.Deleting, t.UID) {
-				next.Deleting = append(next.Deleting, evalv1.RetiredTrial{Name: t.Name, UID: t.UID})
-				next.Retired++
-				retiredSpend.Tokens += t.Outcome.Tokens
-				retiredSpend.CostUSD += t.Outcome.CostUSD
-			}
-		}
-		rerun = next
-		p.RerunStarted = true
-	}
-	retiring := map[types.UID]bool{}
-	if rerun != nil {
-		for _, d := range rerun.Deleting {
-			retiring[d.UID] = true
-			if t := present[d.UID]; t != nil && !t.Deleting {
-				p.Deletes = append(p.Deletes, d)
-			}
-		}
-	}
+	rr := w.planRerun(exp, present)
+	p.Deletes, p.RerunStarted = rr.deletes, rr.started
 
 	// What exists, what runs, what it cost.
-	occupied := map[Cell]bool{}
-	nonTerminal := len(w.InFlight)
-	var live evalv1.Spend
-	var finished int
-	var finishedSpend evalv1.Spend
+	cs := w.census(rr.retiring)
+	spent := evalv1.Spend{Tokens: cs.live.Tokens + rr.retiredSpend.Tokens, CostUSD: cs.live.CostUSD + rr.retiredSpend.CostUSD}
+
+	var missing []Cell
+	for _, cell := range exp.cells {
+		if !cs.occupied[cell] {
+			missing = append(missing, cell)
+		}
+	}
+	g := gate(c, cs, spent, len(missing))
+	for _, cell := range missing[:g.create] {
+		p.Creates = append(p.Creates, Creation{Name: exp.names[cell], Cell: cell})
+	}
+	p.HeldByBudget, p.HeldByParallel = g.heldByBudget, g.heldByParallel
+
+	st := w.status(exp, rr, spent, len(p.Creates))
+	w.setConditions(&st, conditionInputs{
+		spent:            spent,
+		reached:          g.reached,
+		nonTerminalAfter: cs.nonTerminal + len(p.Creates),
+		notCreated:       g.rest,
+		heldByParallel:   p.HeldByParallel,
+		heldByBudget:     p.HeldByBudget,
+	})
+	p.Status = st
+	return p
+}
+
+// census is what the Trials and the creations in flight add up to.
+type census struct {
+	// occupied cells have a Trial of ours or a creation in flight.
+	occupied map[Cell]bool
+	// nonTerminal counts every Trial not finished, retiring or not, and
+	// the creations in flight: what maxParallel bounds.
+	nonTerminal int
+	// live is the spend of the Trials not retiring; finished and
+	// finishedSpend, of those that are also terminal.
+	live          evalv1.Spend
+	finished      int
+	finishedSpend evalv1.Spend
+}
+
+func (w *World) census(retiring map[types.UID]bool) census {
+	cs := census{occupied: map[Cell]bool{}, nonTerminal: len(w.InFlight)}
 	for _, t := range w.Trials {
 		if t.Ours {
-			occupied[t.Cell] = true
+			cs.occupied[t.Cell] = true
 		}
 		if !t.Terminal {
-			nonTerminal++
+			cs.nonTerminal++
 		}
 		if retiring[t.UID] {
 			continue
 		}
-		live.Tokens += t.Outcome.Tokens
-		live.CostUSD += t.Outcome.CostUSD
+		cs.live.Tokens += t.Outcome.Tokens
+		cs.live.CostUSD += t.Outcome.CostUSD
 		if t.Terminal {
-			finished++
-			finishedSpend.Tokens += t.Outcome.Tokens
-			finishedSpend.CostUSD += t.Outcome.CostUSD
+			cs.finished++
+			cs.finishedSpend.Tokens += t.Outcome.Tokens
+			cs.finishedSpend.CostUSD += t.Outcome.CostUSD
 		}
 	}
 	for _, f := range w.InFlight {
-		occupied[f.Cell] = true
+		cs.occupied[f.Cell] = true
 	}
-	spent := evalv1.Spend{Tokens: live.Tokens + retiredSpend.Tokens, CostUSD: live.CostUSD + retiredSpend.CostUSD}
+	return cs
+}
 
-	var missing []Cell
-	for _, cell := range exp.cells {
-		if !occupied[cell] {
-			missing = append(missing, cell)
-		}
-	}
-	slots := max(int(maxParallel(c))-nonTerminal, 0)
-	budget := c.Spec.Budget
-	reached := budgetReached(budget, spent)
-	allowance := len(missing)
-	if budget != nil {
-		allowance = budgetAllowance(budget, spent, nonTerminal, finished, finishedSpend, len(missing))
-	}
-	n := min(len(missing), slots, allowance)
-	for _, cell := range missing[:n] {
-		p.Creates = append(p.Creates, Creation{Name: exp.names[cell], Cell: cell})
-	}
-	rest := len(missing) - n
-	if allowance < min(len(missing), slots) {
-		p.HeldByBudget = rest
-	} else {
-		p.HeldByParallel = rest
-	}
-
-	// Status, over the Trials of the plan (created or being created).
+// status is the Campaign's status over the Trials of the plan (created or
+// being created), before its conditions are set.
+func (w *World) status(exp planned, rr rerunPlan, spent evalv1.Spend, creates int) evalv1.CampaignStatus {
+	c := w.Campaign
 	st := evalv1.CampaignStatus{
-		ObservedGeneration: gen,
+		ObservedGeneration: c.Generation,
 		K:                  c.Spec.TrialsPerTask,
 		AgentCount:         int32(len(c.Spec.Agents)),
 		TaskCount:          int32(len(w.Tasks)),
 		Spent:              spent,
-		RetiredSpend:       retiredSpend,
-		Rerun:              rerun,
+		RetiredSpend:       rr.retiredSpend,
+		Rerun:              rr.status,
 		Conditions:         append([]metav1.Condition(nil), c.Status.Conditions...),
 	}
 	counts := &st.Counts
 	counts.Total = int32(len(exp.cells))
 	var outcomes []Outcome
 	for _, t := range w.Trials {
-		if !t.Ours || !exp.in[t.Cell] || retiring[t.UID] {
+		if !t.Ours || !exp.in[t.Cell] || rr.retiring[t.UID] {
 			continue
 		}
 		countPhase(counts, t.Phase)
@@ -230,7 +198,7 @@ func PlanCampaign(w *World) *Plan {
 			counts.Pending++
 		}
 	}
-	counts.Pending += int32(len(p.Creates))
+	counts.Pending += int32(creates)
 	counts.Queued = counts.Total - counts.Pending - counts.Running - counts.Passed - counts.Failed - counts.InfraFailed - counts.Invalid
 	done := counts.Passed + counts.Failed + counts.InfraFailed + counts.Invalid
 	st.Progress = fmt.Sprintf("%d/%d", done, counts.Total)
@@ -239,89 +207,8 @@ func PlanCampaign(w *World) *Plan {
 	for i, a := range c.Spec.Agents {
 		agents[i] = a.Name
 	}
-	st.Overall, st.PerAgent, st.PerTask = Aggregates(outcomes, k, agents, w.Tasks)
-
-	// Conditions.
-	set := func(typ string, ok bool, reason, msg string) {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: s, Reason: reason, Message: msg,
-			ObservedGeneration: gen, LastTransitionTime: w.Now,
-		})
-	}
-	resolved := len(w.Missing) == 0 && len(w.Tasks) > 0
-	switch {
-	case len(w.Missing) > 0:
-		set(evalv1.CampaignTasksResolved, false, evalv1.ReasonTaskNotFound,
-			fmt.Sprintf("Task %s not found in namespace %s; its Trials are created once it exists", strings.Join(w.Missing, ", "), c.Namespace))
-	case len(w.Tasks) == 0:
-		set(evalv1.CampaignTasksResolved, false, evalv1.ReasonNoTasksSelected,
-			fmt.Sprintf("spec.tasks selects no Task in namespace %s", c.Namespace))
-	default:
-		set(evalv1.CampaignTasksResolved, true, evalv1.ReasonResolved, fmt.Sprintf("%d Tasks selected", len(w.Tasks)))
-	}
-	switch {
-	case budget == nil || (budget.MaxUSD == nil && budget.MaxTokens == nil):
-		set(evalv1.CampaignBudgetExceeded, false, evalv1.ReasonNoBudget, "no budget set")
-	case reached:
-		set(evalv1.CampaignBudgetExceeded, true, evalv1.ReasonBudgetExceeded,
-			fmt.Sprintf("spent %s: no more Trials are created, running Trials finish", spendText(spent, budget)))
-	default:
-		set(evalv1.CampaignBudgetExceeded, false, evalv1.ReasonWithinBudget, "spent "+spendText(spent, budget))
-	}
-	nonTerminalAfter := nonTerminal + len(p.Creates)
-	leftToCreate := rest > 0 && !reached
-	complete := resolved && nonTerminalAfter == 0 && !leftToCreate && len(deletingOf(st.Rerun)) == 0
-	summary := fmt.Sprintf("%s done: %d passed, %d failed, %d infra-failed, %d invalid",
-		st.Progress, counts.Passed, counts.Failed, counts.InfraFailed, counts.Invalid)
-	if complete {
-		reason, msg := evalv1.ReasonFinished, "all Trials finished; "+summary
-		if rest > 0 {
-			reason, msg = evalv1.ReasonBudgetExceeded, fmt.Sprintf("budget reached with %d Trials not created; %s", rest, summary)
-		}
-		set(evalv1.CampaignCompleted, true, reason, msg)
-		set(evalv1.CampaignProgressing, false, reason, msg)
-	} else {
-		msg := fmt.Sprintf("%s; %d running, %d pending, %d queued", summary, counts.Running, counts.Pending, counts.Queued)
-		if p.HeldByParallel > 0 {
-			msg += fmt.Sprintf(" (maxParallel %d reached)", maxParallel(c))
-		}
-		if p.HeldByBudget > 0 && !reached {
-			msg += fmt.Sprintf(" (%d held: the running Trials' projected spend would reach the budget)", p.HeldByBudget)
-		}
-		if n := len(deletingOf(st.Rerun)); n > 0 {
-			msg += fmt.Sprintf("; %d retired Trials being deleted for rerun", n)
-		}
-		set(evalv1.CampaignCompleted, false, evalv1.ReasonRunning, msg)
-		set(evalv1.CampaignProgressing, true, evalv1.ReasonRunning, msg)
-	}
-	p.Status = st
-	return p
-}
-
-func deletingOf(r *evalv1.RerunStatus) []evalv1.RetiredTrial {
-	if r == nil {
-		return nil
-	}
-	return r.Deleting
-}
-
-func retiringUID(list []evalv1.RetiredTrial, uid types.UID) bool {
-	for _, d := range list {
-		if d.UID == uid {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedPhases(in []evalv1.TrialPhase) []evalv1.TrialPhase {
-	out := append([]evalv1.TrialPhase(nil), in...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	st.Overall, st.PerAgent, st.PerTask = Aggregates(outcomes, int(c.Spec.TrialsPerTask), agents, w.Tasks)
+	return st
 }
 
 func countPhase(c *evalv1.TrialCounts, p evalv1.TrialPhase) {
@@ -339,54 +226,4 @@ func countPhase(c *evalv1.TrialCounts, p evalv1.TrialPhase) {
 	default:
 		c.Pending++
 	}
-}
-
-func maxParallel(c *evalv1.Campaign) int32 {
-	if c.Spec.MaxParallel < 1 {
-		return 10 // the CRD default, for objects that bypassed defaulting
-	}
-	return c.Spec.MaxParallel
-}
-
-func budgetReached(b *evalv1.Budget, s evalv1.Spend) bool {
-	if b == nil {
-		return false
-	}
-	return (b.MaxUSD != nil && s.CostUSD >= *b.MaxUSD) || (b.MaxTokens != nil && s.Tokens >= *b.MaxTokens)
-}
-
-// budgetAllowance is how many of want Trials may be created now. A Trial is
-// created while the spend so far plus the projected spend of the Trials
-// already running (each at the mean of the finished ones) stays under the
-// budget; with nothing running this is "spent < budget", so the budget stops
-// creation exactly at the first Trial that starts after it was reached.
-func budgetAllowance(b *evalv1.Budget, spent evalv1.Spend, running, finished int, finishedSpend evalv1.Spend, want int) int {
-	var avgCost, avgTokens float64
-	if finished > 0 {
-		avgCost = finishedSpend.CostUSD / float64(finished)
-		avgTokens = float64(finishedSpend.Tokens) / float64(finished)
-	}
-	n := 0
-	for n < want {
-		ahead := float64(running + n)
-		if b.MaxUSD != nil && spent.CostUSD+ahead*avgCost >= *b.MaxUSD {
-			break
-		}
-		if b.MaxTokens != nil && float64(spent.Tokens)+ahead*avgTokens >= float64(*b.MaxTokens) {
-			break
-		}
-		n++
-	}
-	return n
-}
-
-func spendText(s evalv1.Spend, b *evalv1.Budget) string {
-	var parts []string
-	if b.MaxUSD != nil {
-		parts = append(parts, fmt.Sprintf("$%.4f of $%.4f", s.CostUSD, *b.MaxUSD))
-	}
-	if b.MaxTokens != nil {
-		parts = append(parts, fmt.Sprintf("%d of %d tokens", s.Tokens, *b.MaxTokens))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -43,7 +43,8 @@ const (
 	ActionBudget   = "Budget"
 )
 
-// Reconciler reconciles Campaigns. Build it with SetupCampaignReconciler.
+// Reconciler reconciles Campaigns. Build it with NewReconciler and
+// register it with SetupWithManager.
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
@@ -89,15 +90,13 @@ func WithStatusInterval(d time.Duration) Option {
 // WithExpectationTTL bounds how long an unseen creation counts as running.
 func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
 
-// WithClock sets the clock (tests).
-func WithClock(now func() time.Time) Option { return func(r *Reconciler) { r.now = now } }
-
 // WithRecorder sets the event recorder (default: the manager's).
 func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
 
-// SetupCampaignReconciler registers the Campaign controller with mgr: the
-// owner index on Trials and watches on Campaigns, their Trials and Tasks.
-func SetupCampaignReconciler(mgr ctrl.Manager, opts ...Option) error {
+// NewReconciler builds the Campaign reconciler on mgr's client, uncached
+// reader, logger and event recorder, then applies opts; register it with
+// SetupWithManager.
+func NewReconciler(mgr ctrl.Manager, opts ...Option) (*Reconciler, error) {
 	r := &Reconciler{
 		client:                  mgr.GetClient(),
 		apiReader:               mgr.GetAPIReader(),
@@ -113,12 +112,18 @@ func SetupCampaignReconciler(mgr ctrl.Manager, opts ...Option) error {
 		o(r)
 	}
 	if r.createWorkers < 1 {
-		return fmt.Errorf("campaign controller: create workers must be >= 1, got %d", r.createWorkers)
+		return nil, fmt.Errorf("campaign controller: create workers must be >= 1, got %d", r.createWorkers)
 	}
 	if r.maxConcurrentReconciles < 1 {
-		return fmt.Errorf("campaign controller: max concurrent reconciles must be >= 1, got %d", r.maxConcurrentReconciles)
+		return nil, fmt.Errorf("campaign controller: max concurrent reconciles must be >= 1, got %d", r.maxConcurrentReconciles)
 	}
 	r.expect = newExpectations(r.expectationTTL, r.now)
+	return r, nil
+}
+
+// SetupWithManager registers the Campaign controller with mgr: the owner
+// index on Trials and watches on Campaigns, their Trials and Tasks.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &evalv1.Trial{}, OwnerIndex, ownerUIDs); err != nil {
 		return fmt.Errorf("campaign controller: index trials by owner: %w", err)
 	}
@@ -248,7 +253,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := PlanCampaign(w)
+	p := w.Plan()
 
 	if p.RerunStarted {
 		// Recorded before anything is deleted, under the campaign's
@@ -280,7 +285,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// sent are in flight now.
 	w.Campaign = &c
 	w.InFlight = r.expect.pending(c.UID, func(string) bool { return false })
-	final := PlanCampaign(w).Status
+	final := w.Plan().Status
 	if len(p.Creates) > 0 || len(p.Deletes) > 0 {
 		log.V(1).Info("acted", "created", len(p.Creates), "deleted", len(p.Deletes), "progress", final.Progress)
 	}

@@ -193,10 +193,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := tasks.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("manager: task controller: %w", err)
 	}
-	trials := &controllers.TrialReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Pool:      pool,
+	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
+		Pool: pool,
 		Driver: &controllers.Driver{
 			APIReader:    mgr.GetAPIReader(),
 			Dial:         opts.Dial,
@@ -206,18 +204,21 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			Log:          opts.Logger.WithName("driver"),
 			WrapRunner:   opts.WrapRunner,
 		},
-		Recorder:                mgr.GetEventRecorder(evalv1.FieldManager),
 		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint},
 		ManagerPeer:             controllers.DefaultManagerPeer(opts.ManagerNamespace),
 		Metrics:                 metrics,
 		Log:                     opts.Logger.WithName("trial"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
-	}
+	})
 	if err := trials.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("manager: trial controller: %w", err)
 	}
 	campaignOpts := append([]campaign.Option{campaign.WithLogger(opts.Logger.WithName("campaign"))}, opts.Campaign...)
-	if err := campaign.SetupCampaignReconciler(mgr, campaignOpts...); err != nil {
+	campaigns, err := campaign.NewReconciler(mgr, campaignOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("manager: campaign controller: %w", err)
+	}
+	if err := campaigns.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("manager: campaign controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/test/mcpstandin"
 )
 
 // The shop task end to end over gRPC: a real runner (with this package's Grader, the
@@ -44,10 +44,8 @@ func buildShopBin(t *testing.T) string {
 			shopBin.err = err
 			return
 		}
-		shopBin.path = filepath.Join(dir, "shopbin")
-		out, err := exec.Command("go", "build", "-o", shopBin.path, "./testdata/shopbin").CombinedOutput()
-		if err != nil {
-			shopBin.err = fmt.Errorf("build testdata/shopbin: %v\n%s", err, out)
+		if shopBin.path, shopBin.err = mcpstandin.Build(dir); shopBin.err != nil {
+			_ = os.RemoveAll(dir)
 		}
 	})
 	if shopBin.err != nil {

@@ -23,10 +23,10 @@ func runMain(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	simserverBin = filepath.Join(dir, "simserver")
-	cmd := exec.Command("go", "build", "-o", simserverBin, "./testdata/simserver")
+	cmd := exec.Command("go", "build", "-o", simserverBin, "./internal/simserver")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build testdata/simserver:", err)
+		fmt.Fprintln(os.Stderr, "build internal/simserver:", err)
 		return 1
 	}
 	// Must not reach subprocesses: they get a pod's environment only.

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,30 +13,24 @@ import (
 	"github.com/go-logr/logr"
 
 	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/test/mcpstandin"
 )
 
-// shopServer is testdata/shopserver built once for the whole run: a real binary
-// serving shop.Main on stdio.
+// shopServer is the MCP stand-in (test/mcpstandin) built once for the whole
+// run: a real binary serving shop.Main on stdio.
 var shopServer string
 
 func TestMain(m *testing.M) {
 	// The test binary doubles as "the runner binary" for SelfCommand: run with
 	// `mcp shop ...` it serves the shop, as `tolokaforge mcp shop` does.
-	if len(os.Args) >= 3 && os.Args[1] == "mcp" && os.Args[2] == "shop" {
-		if err := shop.Main(context.Background(), os.Args[3:]); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	mcpstandin.ServeIfAsked()
 	dir, err := os.MkdirTemp("", "mcpclient-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	shopServer = filepath.Join(dir, "shopserver")
-	if out, err := exec.Command("go", "build", "-o", shopServer, "./testdata/shopserver").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build testdata/shopserver: %v\n%s", err, out)
+	if shopServer, err = mcpstandin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +19,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/test/envtest"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -33,31 +33,38 @@ const (
 
 var bg = context.Background()
 
-// shopTask is the shop Task with a variant line appended to the system
-// prompt (the scripted LLM reads it).
-func shopTask(t testing.TB, ns, name, variant string) *evalv1.Task {
-	t.Helper()
+// buildShopTask is the shop Task labelled suite=shop, with a variant line
+// appended to the system prompt (the scripted LLM reads it). The other
+// fields stay raw JSON so their literals reach the API server as written.
+func buildShopTask(ns, name, variant string) (*evalv1.Task, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(shop.TaskJSON(), &m); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var prompt string
 	if err := json.Unmarshal(m["system_prompt"], &prompt); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	b, _ := json.Marshal(prompt + "\n\nVariant: " + variant)
 	m["system_prompt"] = b
 	raw, err := json.Marshal(m)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &evalv1.Task{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"suite": "shop"}},
-		Spec: evalv1.TaskSpec{
-			Description:        apiextensionsv1.JSON{Raw: raw},
-			InitialUserMessage: "Hi! I'm customer C-101. I'd like 1 Wireless Headphones and 2 USB-C Hubs, paid from my balance.",
-		},
-	}
+	return envtest.ShopTask(name, ns).Description(raw).Label("suite", "shop").Obj(), nil
+}
+
+func shopTask(ns, name, variant string) *evalv1.Task {
+	t, err := buildShopTask(ns, name, variant)
+	Expect(err).NotTo(HaveOccurred())
+	return t
+}
+
+// newNamespace makes a namespace of its own for one spec.
+func newNamespace() string {
+	ns, err := s.namespace(bg)
+	Expect(err).NotTo(HaveOccurred())
+	return ns
 }
 
 // Every scripted LLM call bills 250,000 prompt tokens; at $1 per million
@@ -87,71 +94,47 @@ func responder(req fakellm.Request) fakellm.Reply {
 	}}
 }
 
-func oracleAgent(name string) evalv1.NamedAgent {
-	return evalv1.NamedAgent{Name: name, Model: evalv1.ModelSpec{Provider: evalv1.ProviderOracle}}
-}
-
-func llmAgent(s *stack, name string) evalv1.NamedAgent {
-	return evalv1.NamedAgent{Name: name, Model: evalv1.ModelSpec{
+// llmModel is the scripted LLM at $1 per million tokens either way.
+func llmModel() evalv1.ModelSpec {
+	return evalv1.ModelSpec{
 		Provider: evalv1.ProviderOpenAI, Model: "scripted", BaseURL: s.llm.URL(),
 		Pricing: &evalv1.Pricing{InputUSDPerMTok: 1, OutputUSDPerMTok: 1},
-	}}
-}
-
-func newCampaign(ns, name string, k, maxParallel int32, tasks []string, agents ...evalv1.NamedAgent) *evalv1.Campaign {
-	return &evalv1.Campaign{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: evalv1.CampaignSpec{
-			Tasks:         evalv1.CampaignTasks{Names: tasks},
-			TrialsPerTask: k,
-			Agents:        agents,
-			MaxParallel:   maxParallel,
-			RetryPolicy:   evalv1.RetryPolicy{MaxAttempts: 2, Backoff: &metav1.Duration{Duration: 100 * time.Millisecond}},
-		},
 	}
 }
 
-func create(t testing.TB, s *stack, objs ...client.Object) {
-	t.Helper()
+// newCampaign is a Campaign of k trials per task, at most maxParallel at
+// once, two attempts 100ms apart.
+func newCampaign(ns, name string, k, maxParallel int32, tasks ...string) *envtest.CampaignWrapper {
+	return envtest.MakeCampaign(name, ns).Tasks(tasks...).TrialsPerTask(k).MaxParallel(maxParallel).Retry(2, 100*time.Millisecond)
+}
+
+func create(objs ...client.Object) {
+	GinkgoHelper()
 	for _, o := range objs {
-		if err := s.client.Create(bg, o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
+		Expect(s.Client.Create(bg, o)).To(Succeed(), "create %T %s", o, o.GetName())
 	}
 }
 
 // eventually polls f until it returns nil or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s: %v", timeout, err)
-		}
-		time.Sleep(pollEvery)
-	}
+func eventually(timeout time.Duration, f func() error) {
+	GinkgoHelper()
+	Eventually(f, timeout, pollEvery).Should(Succeed())
 }
 
-func getCampaign(t testing.TB, s *stack, key types.NamespacedName) *evalv1.Campaign {
-	t.Helper()
+func getCampaign(key types.NamespacedName) *evalv1.Campaign {
+	GinkgoHelper()
 	c := &evalv1.Campaign{}
-	if err := s.client.Get(bg, key, c); err != nil {
-		t.Fatal(err)
-	}
+	Expect(s.Client.Get(bg, key, c)).To(Succeed())
 	return c
 }
 
 // completed waits for the Campaign's Completed condition and returns it.
-func completed(t testing.TB, s *stack, key types.NamespacedName, reason string) *evalv1.Campaign {
-	t.Helper()
+func completed(key types.NamespacedName, reason string) *evalv1.Campaign {
+	GinkgoHelper()
 	var c *evalv1.Campaign
-	eventually(t, waitLong, func() error {
+	eventually(waitLong, func() error {
 		c = &evalv1.Campaign{}
-		if err := s.client.Get(bg, key, c); err != nil {
+		if err := s.Client.Get(bg, key, c); err != nil {
 			return err
 		}
 		cond := meta.FindStatusCondition(c.Status.Conditions, evalv1.CampaignCompleted)
@@ -166,33 +149,27 @@ func completed(t testing.TB, s *stack, key types.NamespacedName, reason string) 
 	return c
 }
 
-func trialsOf(t testing.TB, s *stack, ns, name string) []evalv1.Trial {
-	t.Helper()
+func trialsOf(ns, name string) []evalv1.Trial {
+	GinkgoHelper()
 	var list evalv1.TrialList
-	if err := s.client.List(bg, &list, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: evalv1.LabelValue(name)}); err != nil {
-		t.Fatal(err)
-	}
+	Expect(s.Client.List(bg, &list, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: evalv1.LabelValue(name)})).To(Succeed())
 	return list.Items
 }
 
-func near(t testing.TB, what string, got *float64, want float64) {
-	t.Helper()
-	if got == nil {
-		t.Fatalf("%s absent, want %.6f", what, want)
-	}
-	if math.Abs(*got-want) > 1e-9 {
-		t.Fatalf("%s = %.12f, want %.12f", what, *got, want)
-	}
+func near(what string, got *float64, want float64) {
+	GinkgoHelper()
+	Expect(got).NotTo(BeNil(), "%s absent, want %.6f", what, want)
+	Expect(*got).To(BeNumerically("~", want, 1e-9), what)
 }
 
-func keyed(t testing.TB, list []evalv1.KeyedAggregate, name string) evalv1.Aggregate {
-	t.Helper()
+func keyed(list []evalv1.KeyedAggregate, name string) evalv1.Aggregate {
+	GinkgoHelper()
 	for _, k := range list {
 		if k.Name == name {
 			return k.Aggregate
 		}
 	}
-	t.Fatalf("no aggregate %q in %+v", name, list)
+	Fail(fmt.Sprintf("no aggregate %q in %+v", name, list))
 	return evalv1.Aggregate{}
 }
 
@@ -208,14 +185,14 @@ type parallelWatcher struct {
 	watchErr error
 }
 
-func watchParallel(t testing.TB, s *stack, ns string) *parallelWatcher {
-	t.Helper()
+func watchParallel(ns string) *parallelWatcher {
+	GinkgoHelper()
 	ctx, cancel := context.WithCancel(bg)
-	w, err := s.client.Watch(ctx, &evalv1.TrialList{}, client.InNamespace(ns))
+	w, err := s.Client.Watch(ctx, &evalv1.TrialList{}, client.InNamespace(ns))
 	if err != nil {
 		cancel()
-		t.Fatal(err)
 	}
+	Expect(err).NotTo(HaveOccurred())
 	p := &parallelWatcher{live: map[string]bool{}, created: map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
@@ -260,14 +237,12 @@ func watchParallel(t testing.TB, s *stack, ns string) *parallelWatcher {
 }
 
 // stop ends the watch and returns the peak and the Trials ever seen.
-func (p *parallelWatcher) stop(t testing.TB) (int, int) {
-	t.Helper()
+func (p *parallelWatcher) stop() (int, int) {
+	GinkgoHelper()
 	p.cancel()
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.watchErr != nil {
-		t.Fatal(p.watchErr)
-	}
+	Expect(p.watchErr).NotTo(HaveOccurred())
 	return p.max, len(p.created)
 }

@@ -1,0 +1,133 @@
+package campaign_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"tolokaforge.io/operator/controllers/campaign"
+	"tolokaforge.io/operator/controllers/manager"
+	"tolokaforge.io/operator/test/envtest"
+	"tolokaforge.io/operator/test/fakellm"
+	"tolokaforge.io/operator/test/mcpstandin"
+)
+
+// TestMain lets the test binary serve the shop task's tools: the in-process
+// runners resolve "tolokaforge mcp shop" to it.
+func TestMain(m *testing.M) { mcpstandin.Main(m) }
+
+// The envtest suite: a real kube-apiserver and etcd, the manager with the
+// Campaign reconciler in process, the pod simulator running the runner and
+// the DB service in process (test/envtest), and a fake LLM.
+func TestCampaignEnvtest(t *testing.T) {
+	if why := envtest.AssetsMissing(); why != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "campaign envtest suite")
+}
+
+// s is the suite's stack.
+var s *stack
+
+var _ = BeforeSuite(func() {
+	o := stackOptions{simWorkers: 8, maxTrials: 20, log: logr.Discard()}
+	if os.Getenv("CAMPAIGN_TEST_LOG") != "" {
+		o.log = zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))
+	}
+	logf.SetLogger(o.log)
+	var err error
+	s, err = startStack(o)
+	Expect(err).NotTo(HaveOccurred())
+})
+
+var _ = AfterSuite(func() {
+	if s != nil {
+		Expect(s.stop()).To(Succeed())
+	}
+})
+
+// stack is the envtest Env, a fake LLM, and a manager with the Campaign
+// reconciler whose API requests are counted.
+type stack struct {
+	*envtest.Env
+	llm   *fakellm.Server
+	gates *envtest.Gates
+	api   envtest.APICounter
+	mgr   *envtest.Manager
+}
+
+type stackOptions struct {
+	simWorkers int
+	maxTrials  int
+	// statusInterval of the campaign reconciler (0: every change at once).
+	statusInterval time.Duration
+	log            logr.Logger
+}
+
+func startStack(o stackOptions) (_ *stack, err error) {
+	s := &stack{gates: envtest.NewGates(envtest.ModelActors)}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.stop())
+		}
+	}()
+	if s.Env, err = envtest.Start(envtest.Options{SimWorkers: o.simWorkers, ProbeInterval: 50 * time.Millisecond, KillGrace: time.Second}); err != nil {
+		return nil, err
+	}
+	if s.llm, err = fakellm.New(fakellm.Config{Responder: responder}); err != nil {
+		return nil, err
+	}
+	if err := s.llm.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	log := o.log
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	s.mgr, err = s.StartManager(envtest.Counted(s.Config, &s.api), manager.Options{
+		Image:               envtest.Image,
+		MaxConcurrentTrials: o.maxTrials,
+		Actors:              s.gates.Actors,
+		Logger:              log,
+		Campaign:            []campaign.Option{campaign.WithStatusInterval(o.statusInterval)},
+	})
+	return s, err
+}
+
+func (s *stack) stop() error {
+	var errs []error
+	if s.mgr != nil {
+		errs = append(errs, s.mgr.Stop())
+		s.mgr = nil
+	}
+	if s.Env != nil {
+		errs = append(errs, s.Env.Stop())
+		s.Env = nil
+	}
+	if s.llm != nil {
+		errs = append(errs, s.llm.Close())
+		s.llm = nil
+	}
+	return errors.Join(errs...)
+}
+
+// namespace makes a namespace of its own.
+func (s *stack) namespace(ctx context.Context) (string, error) {
+	ns := "c-" + rand.String(8)
+	return ns, s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}

@@ -1,0 +1,222 @@
+package envtest
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers"
+	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/controllers/host/agents"
+)
+
+// Gates hold an attempt's agent at its first turn until the spec lets go,
+// so "mid-trial" is a point the spec chooses, not a race it hopes to win.
+// Its Actors is a manager's ActorFactory.
+type Gates struct {
+	base controllers.ActorFactory
+	mu   sync.Mutex
+	m    map[types.NamespacedName]*Gate
+	// keys records the API key each trial's agent was last built with.
+	keys map[types.NamespacedName]string
+}
+
+// NewGates wraps base (nil: controllers.DefaultActors).
+func NewGates(base controllers.ActorFactory) *Gates {
+	if base == nil {
+		base = controllers.DefaultActors
+	}
+	return &Gates{base: base, m: map[types.NamespacedName]*Gate{}, keys: map[types.NamespacedName]string{}}
+}
+
+// Gate is one held attempt: Reached closes when its agent is at its first
+// turn; closing Release lets the agent go on.
+type Gate struct {
+	Reached chan struct{}
+	Release chan struct{}
+	attempt int32
+	once    sync.Once
+}
+
+// Hold gates attempt n of a trial.
+func (g *Gates) Hold(key types.NamespacedName, n int32) *Gate {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gt := &Gate{attempt: n, Reached: make(chan struct{}), Release: make(chan struct{})}
+	g.m[key] = gt
+	return gt
+}
+
+// AgentKey is the API key the trial's agent was last built with.
+func (g *Gates) AgentKey(key types.NamespacedName) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k, ok := g.keys[key]
+	return k, ok
+}
+
+// Actors builds the base actors and gates the held attempt's agent.
+func (g *Gates) Actors(ctx context.Context, req controllers.ActorRequest) (host.Actor, error) {
+	a, err := g.base(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	key := types.NamespacedName{Namespace: req.Trial.Namespace, Name: req.Trial.Name}
+	g.mu.Lock()
+	gt := g.m[key]
+	if req.Role == controllers.ActorAgent {
+		g.keys[key] = req.APIKey
+	}
+	g.mu.Unlock()
+	if gt == nil || gt.attempt != req.Attempt || req.Role != controllers.ActorAgent {
+		return a, nil
+	}
+	return &gatedActor{inner: a, gate: gt}, nil
+}
+
+type gatedActor struct {
+	inner host.Actor
+	gate  *Gate
+}
+
+func (a *gatedActor) Next(ctx context.Context, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {
+	a.gate.once.Do(func() { close(a.gate.Reached) })
+	select {
+	case <-a.gate.Release:
+	case <-ctx.Done():
+		return host.Turn{}, context.Cause(ctx)
+	}
+	return a.inner.Next(ctx, conv, tools)
+}
+
+// RPCLog records every runner RPC the managers make, per trial and
+// attempt. Its Wrap is a manager's RunnerWrapper.
+type RPCLog struct {
+	mu    sync.Mutex
+	calls []RPCCall
+}
+
+// RPCCall is one recorded runner RPC.
+type RPCCall struct {
+	Trial   types.NamespacedName
+	Attempt int32
+	Method  string
+	TrialID string
+	OK      bool
+}
+
+func (l *RPCLog) add(c RPCCall) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, c)
+}
+
+// Of returns the calls of one trial, of one method unless method is "".
+func (l *RPCLog) Of(key types.NamespacedName, method string) []RPCCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []RPCCall
+	for _, c := range l.calls {
+		if c.Trial == key && (method == "" || c.Method == method) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Wrap records the RPCs of one attempt's runner client.
+func (l *RPCLog) Wrap(key types.NamespacedName, attempt int32, c runnerpb.RunnerServiceClient) runnerpb.RunnerServiceClient {
+	return &recordingRunner{RunnerServiceClient: c, log: l, key: key, attempt: attempt}
+}
+
+type recordingRunner struct {
+	runnerpb.RunnerServiceClient
+	log     *RPCLog
+	key     types.NamespacedName
+	attempt int32
+}
+
+func (r *recordingRunner) rec(method, trialID string, ok bool) {
+	r.log.add(RPCCall{Trial: r.key, Attempt: r.attempt, Method: method, TrialID: trialID, OK: ok})
+}
+
+func (r *recordingRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
+	resp, err := r.RunnerServiceClient.RegisterTrial(ctx, in, opts...)
+	r.rec("RegisterTrial", in.GetTrialId(), err == nil && resp.GetSuccess())
+	return resp, err
+}
+
+func (r *recordingRunner) ExecuteTool(ctx context.Context, in *runnerpb.ExecuteToolRequest, opts ...grpc.CallOption) (*runnerpb.ExecuteToolResponse, error) {
+	resp, err := r.RunnerServiceClient.ExecuteTool(ctx, in, opts...)
+	r.rec("ExecuteTool", in.GetTrialId(), err == nil && resp.GetStatus() == runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS)
+	return resp, err
+}
+
+func (r *recordingRunner) GradeTrial(ctx context.Context, in *runnerpb.GradeTrialRequest, opts ...grpc.CallOption) (*runnerpb.GradeTrialResponse, error) {
+	resp, err := r.RunnerServiceClient.GradeTrial(ctx, in, opts...)
+	r.rec("GradeTrial", in.GetTrialId(), err == nil && resp.GetSuccess())
+	return resp, err
+}
+
+func (r *recordingRunner) CleanupTrial(ctx context.Context, in *runnerpb.CleanupTrialRequest, opts ...grpc.CallOption) (*runnerpb.CleanupTrialResponse, error) {
+	resp, err := r.RunnerServiceClient.CleanupTrial(ctx, in, opts...)
+	r.rec("CleanupTrial", in.GetTrialId(), err == nil && resp.GetSuccess())
+	return resp, err
+}
+
+// APICounter counts API requests by whether they change something.
+type APICounter struct {
+	Writes atomic.Int64
+	Reads  atomic.Int64
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *APICounter
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		t.c.Writes.Add(1)
+	default:
+		t.c.Reads.Add(1)
+	}
+	return t.next.RoundTrip(req)
+}
+
+// Counted returns a copy of cfg whose every transport (client-go builds
+// several: clients, watches, the event broadcaster) is counted by c.
+func Counted(cfg *rest.Config, c *APICounter) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &countingTransport{next: rt, c: c}
+	})
+	return out
+}
+
+// ModelActors are controllers.DefaultActors except that an agent of
+// provider openai is an LLM agent talking to its model's base URL (a
+// test/fakellm server): the campaign specs' scripted LLM.
+func ModelActors(ctx context.Context, req controllers.ActorRequest) (host.Actor, error) {
+	if req.Role != controllers.ActorAgent || req.Model.Provider != evalv1.ProviderOpenAI {
+		return controllers.DefaultActors(ctx, req)
+	}
+	cfg := &task.ModelConfig{Provider: task.ProviderOpenAI, Model: req.Model.Model, BaseURL: req.Model.BaseURL}
+	if p := req.Model.Pricing; p != nil {
+		cfg.Pricing = &task.Pricing{InputUSDPerMTok: p.InputUSDPerMTok, OutputUSDPerMTok: p.OutputUSDPerMTok}
+	}
+	m, err := agents.NewChatModel("agent", cfg, agents.Options{APIKey: req.APIKey})
+	if err != nil {
+		return nil, err
+	}
+	return agents.NewLLMAgent(m), nil
+}
