@@ -54,12 +54,7 @@ func registry() []evaluator {
 		jsonPathEvaluator{},
 		dbProbesEvaluator{},
 		transcriptEvaluator{},
-		pendingEvaluator{name: evalTraceChecks, component: task.ComponentTraceChecks, skip: func(g *gradeCtx) string {
-			if g.timeline.empty() {
-				return skipEmptyTimeline
-			}
-			return ""
-		}},
+		traceEvaluator{},
 		pendingEvaluator{name: evalLLMJudge, component: task.ComponentLLMJudge, skip: func(g *gradeCtx) string {
 			if g.transcriptEmpty {
 				return skipNoTranscript
