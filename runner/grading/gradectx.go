@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sort"
 
+	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/api/canonical"
 )
 
 // gradeCtx is one Grade call's working set, shared by the evaluators.
