@@ -248,6 +248,16 @@ func (cc *CustomChecks) validate(c *checker, p string) {
 		}
 		seen[ch.Name] = i
 		c.required(joinKey(ip, "expr"), ch.Expr)
+		// Compiled whether or not the suite is enabled: a disabled suite is a recorded
+		// skip, not a licence to ship an expression nothing can run.
+		for _, e := range []struct{ key, expr string }{{"expr", ch.Expr}, {"when", ch.When}} {
+			if e.expr == "" {
+				continue
+			}
+			if _, err := CompileCustomCheck(e.expr); err != nil {
+				c.failf(joinKey(ip, e.key), "check %q: %v", ch.Name, err)
+			}
+		}
 		if ch.Weight != nil {
 			c.nonNegative(joinKey(ip, "weight"), *ch.Weight)
 		}
