@@ -30,6 +30,7 @@ func TestCustomChecksVerdicts(t *testing.T) {
 		{"name":"paid","expr":"db.customers[0].balance < 300.0 && db.orders[0].status == 'paid'"},
 		{"name":"paid-once","expr":"timeline.filter(e, e.tool == 'confirm_payment' && e.status == 'success').size() == 1"},
 		{"name":"finished","expr":"termination_reason == 'agent_done'"},
+		{"name":"placed","expr":"timeline.exists(e, e.tool == 'place_order' && e.result.id == 'O-001' && e.args.items[1].quantity == 2)"},
 		{"name":"task","expr":"task.id == 'shop_orders_02' && task.category == 'tool_use' && task.metadata.turns == 14"},
 		{"name":"two-orders","expr":"db.orders.size() == 2","weight":2,"description":"two orders placed"},
 		{"name":"guarded","when":"termination_reason == 'max_turns'","expr":"false"}]}`)))
@@ -38,14 +39,15 @@ func TestCustomChecksVerdicts(t *testing.T) {
 		{CheckName: "paid", Status: "passed", Score: 1},
 		{CheckName: "paid-once", Status: "passed", Score: 1},
 		{CheckName: "finished", Status: "passed", Score: 1},
+		{CheckName: "placed", Status: "passed", Score: 1},
 		{CheckName: "task", Status: "passed", Score: 1},
 		{CheckName: "two-orders", Status: "failed", Message: "the expression evaluated to false: two orders placed"},
 		{CheckName: "guarded", Status: "skipped", Message: "the when guard evaluated to false"},
 	}
 	assertCustom(t, g.CustomChecks, want)
-	reasons := "Custom checks: score=0.666667 (4 passed, 1 failed, 1 skipped); two-orders: failed: the expression evaluated to false: two orders placed; " +
+	reasons := "Custom checks: score=0.714286 (5 passed, 1 failed, 1 skipped); two-orders: failed: the expression evaluated to false: two orders placed; " +
 		"guarded: skipped: the when guard evaluated to false"
-	if g.Components.CustomChecks != 0.666667 || g.Score != 0.666667 || g.BinaryPass || g.Reasons != reasons {
+	if g.Components.CustomChecks != 0.714286 || g.Score != 0.714286 || g.BinaryPass || g.Reasons != reasons {
 		t.Errorf("grade = %v\nwant reasons %s", g, reasons)
 	}
 }

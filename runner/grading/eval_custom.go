@@ -2,6 +2,7 @@ package grading
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -71,8 +72,18 @@ type celPrograms struct {
 }
 
 type celProgram struct {
-	prog    cel.Program
-	readsDB bool
+	prog cel.Program
+	// What the expression reads, so variables nobody reads are never built: db costs a
+	// read of the stable state, and events' parsed args and results are most of the
+	// cost of timeline.
+	readsDB, readsTimeline, readsEventJSON bool
+}
+
+func (p celProgram) or(o celProgram) celProgram {
+	p.readsDB = p.readsDB || o.readsDB
+	p.readsTimeline = p.readsTimeline || o.readsTimeline
+	p.readsEventJSON = p.readsEventJSON || o.readsEventJSON
+	return p
 }
 
 func (c *celPrograms) get(expr string, o *options) (celProgram, error) {
@@ -95,10 +106,16 @@ func (c *celPrograms) get(expr string, o *options) (celProgram, error) {
 	}
 	p := celProgram{prog: prog}
 	for _, ref := range ast.NativeRep().ReferenceMap() {
-		if ref.Name == task.CELVarDB {
+		switch ref.Name {
+		case task.CELVarDB:
 			p.readsDB = true
+		case task.CELVarTimeline:
+			p.readsTimeline = true
 		}
 	}
+	// Textual, so it over-approximates (a literal "result" counts) and never misses
+	// e.args, e["result"] or a macro over either.
+	p.readsEventJSON = p.readsTimeline && (strings.Contains(expr, "args") || strings.Contains(expr, "result"))
 	if c.progs == nil {
 		c.progs = map[string]celProgram{}
 	}
@@ -123,7 +140,7 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 		return verdict{}, nil
 	}
 	checks := make([]compiledCheck, len(cc.Checks))
-	readsDB := false
+	var reads celProgram
 	for i := range cc.Checks {
 		ch := &cc.Checks[i]
 		cp := compiledCheck{check: ch}
@@ -137,10 +154,10 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 				return verdict{}, notAsAuthored(g.id, fmt.Sprintf("custom_checks.checks[%d].when (name %q): %v", i, ch.Name, err))
 			}
 		}
-		readsDB = readsDB || cp.expr.readsDB || cp.when.readsDB
+		reads = reads.or(cp.expr).or(cp.when)
 		checks[i] = cp
 	}
-	vars, err := celVars(ctx, g, readsDB)
+	vars, err := celVars(ctx, g, reads)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -268,10 +285,11 @@ func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResul
 }
 
 // celVars builds the documented variables. db is read only when an expression names
-// it, so a suite over the timeline never touches the DB service.
-func celVars(ctx context.Context, g *gradeCtx, readsDB bool) (map[string]any, error) {
+// it, so a suite over the timeline never touches the DB service; an unread timeline
+// is an empty list.
+func celVars(ctx context.Context, g *gradeCtx, reads celProgram) (map[string]any, error) {
 	db := map[string]any{}
-	if readsDB {
+	if reads.readsDB {
 		st, err := g.trialState(ctx)
 		if err != nil {
 			return nil, err
@@ -281,19 +299,28 @@ func celVars(ctx context.Context, g *gradeCtx, readsDB bool) (map[string]any, er
 		}
 	}
 	events := make([]any, len(g.timeline.Events))
-	for i := range g.timeline.Events {
+	if !reads.readsTimeline {
+		events = nil
+	}
+	for i := range events {
 		e := &g.timeline.Events[i]
 		ev := map[string]any{
 			"position": int64(e.Position), "event": string(e.Kind), "role": e.Role, "content": e.Content,
 			"executor": e.Executor, "tool": e.Tool, "args": map[string]any{}, "status": string(e.Status),
 			"output": e.Output, "result": nil,
 		}
-		if e.Kind == task.EventToolCall {
-			if a, err := parseArgs(e.Args); err == nil {
-				ev["args"] = celValue(a)
+		if e.Kind == task.EventToolCall && reads.readsEventJSON {
+			// encoding/json decodes numbers as float64: the double convention above, in
+			// one pass over the bytes.
+			var args map[string]any
+			if json.Unmarshal(e.Args, &args) == nil && args != nil {
+				ev["args"] = args
 			}
-			if r, err := canonical.Parse([]byte(strings.TrimSpace(e.Output))); err == nil {
-				ev["result"] = celValue(r)
+			if out := strings.TrimSpace(e.Output); out != "" {
+				var result any
+				if json.Unmarshal([]byte(out), &result) == nil {
+					ev["result"] = result
+				}
 			}
 		}
 		events[i] = ev
