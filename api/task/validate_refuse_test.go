@@ -45,6 +45,27 @@ func TestRefusedBeforeSpending(t *testing.T) {
 			want: `custom_checks.checks[0].expr: check "state": CEL expression "state.orders.size() == 1" does not compile: line 1, column 1: undeclared reference to 'state'`,
 		},
 		{
+			name: "a trace selector naming a variable no bind defines",
+			doc:  `{"weights":{"trace_checks":1},"trace_checks":{"constraints":[{"id":"c","kind":"occurs","match":{"tool":"pay","args":{"order_id":"${oid}"}}}]}}`,
+			want: "trace_checks.constraints[0].match.args.order_id: ${oid} names no bound variable (no enclosing bind defines a variable)",
+		},
+		{
+			name: "a binder's own variable is not in scope in its from",
+			doc: `{"weights":{"trace_checks":1},"trace_checks":{"alternatives":[{"id":"r","constraints":[{"id":"c","kind":"occurs",
+				"bind":{"var":"oid","from":{"content_matches":"${oid}"},"value":"args.id"},
+				"require":{"kind":"occurs","bind":{"var":"cid","from":{"args":{"order_id":"${oid}"}},"value":"args.c"},
+					"require":{"kind":"absent","match":{"role":"${who}"}}}}]}]}}`,
+			want: "trace_checks.alternatives[0].constraints[0].bind.from.content_matches: ${oid} names no bound variable (no enclosing bind defines a variable)",
+		},
+		{
+			name: "a nested require sees only its enclosing binds",
+			doc: `{"weights":{"trace_checks":1},"trace_checks":{"constraints":[{"id":"c","kind":"occurs",
+				"bind":{"var":"oid","from":{},"value":"args.id"},
+				"require":{"kind":"occurs","bind":{"var":"cid","from":{"args":{"order_id":"${oid}"}},"value":"args.c"},
+					"require":{"kind":"absent","match":{"role":"${who}"}}}}]}}`,
+			want: "trace_checks.constraints[0].require.require.match.role: ${who} names no bound variable (the enclosing binds define oid, cid)",
+		},
+		{
 			name: "a when guard that is not a bool",
 			doc:  `{"weights":{"custom_checks":1},"custom_checks":{"enabled":true,"checks":[{"name":"g","when":"size(timeline)","expr":"true"}]}}`,
 			want: `custom_checks.checks[0].when: check "g": CEL expression "size(timeline)" does not compile: line 1, column 1: yields int, not bool`,

@@ -365,7 +365,10 @@ func TestTraceEmptyTimelineAndUnboundVariable(t *testing.T) {
 		t.Errorf("grade = %v\nwant reasons %s", g, want)
 	}
 
-	env, tr := traceEnv(t, `{"constraints":[{"id":"c","kind":"occurs","match":{"tool":"${nope}"}}]}`, goodRefund())
+	// Validation refuses this before the run; the grader still defends against a
+	// TaskDescription built directly against it.
+	env, tr := traceEnv(t, `{"constraints":[{"id":"c","kind":"occurs","match":{"tool":"refund"}}]}`, goodRefund())
+	env.spec.Task.Grading.TraceChecks.Constraints[0].Match.Tool = "${nope}"
 	_, err := New().Grade(context.Background(), env, Request{Transcript: tr})
 	wantErr := `Trial 'refund:0' cannot be graded as authored: trace_checks.constraints[0] (id "c"): ${nope} names no variable an enclosing bind defines`
 	if err == nil || err.Error() != wantErr {
