@@ -66,6 +66,11 @@ func TestRefusedBeforeSpending(t *testing.T) {
 			want: "trace_checks.constraints[0].require.require.match.role: ${who} names no bound variable (the enclosing binds define oid, cid)",
 		},
 		{
+			name: "no clock: the environment declares no now()",
+			doc:  `{"weights":{"custom_checks":1},"custom_checks":{"enabled":true,"checks":[{"name":"fresh","expr":"now() > timestamp('2020-01-01T00:00:00Z')"}]}}`,
+			want: `custom_checks.checks[0].expr: check "fresh": CEL expression "now() > timestamp('2020-01-01T00:00:00Z')" does not compile: line 1, column 4: undeclared reference to 'now'`,
+		},
+		{
 			name: "a when guard that is not a bool",
 			doc:  `{"weights":{"custom_checks":1},"custom_checks":{"enabled":true,"checks":[{"name":"g","when":"size(timeline)","expr":"true"}]}}`,
 			want: `custom_checks.checks[0].when: check "g": CEL expression "size(timeline)" does not compile: line 1, column 1: yields int, not bool`,
