@@ -312,7 +312,8 @@ func TestDecodeTrialSpecDefaults(t *testing.T) {
 				{"id":"d","kind":"between","after":{},"before":{},"match":{}},
 				{"id":"e","kind":"occurs","bind":{"var":"v","from":{},"value":"args.id"},"require":{"kind":"occurs","match":{}}}]},
 			"llm_judge":{"model_ref":"judge","rubric":{"criteria":[{"id":"a","description":"d"}]}},
-			"custom_checks":{"checks":[{"name":"a","expr":"true"}]}
+			"custom_checks":{"checks":[{"name":"a","expr":"true"}]},
+			"weights":{"transcript_rules":1,"trace_checks":1,"llm_judge":1}
 		}`)),
 	))
 	if err != nil {
@@ -352,8 +353,9 @@ func TestDecodeTrialSpecDefaults(t *testing.T) {
 	if g.CombineMethod != CombineWeighted || g.GradingMethod != GradingComponents || *g.PassThreshold != 1.0 {
 		t.Errorf("grading = %q %q %v", g.CombineMethod, g.GradingMethod, *g.PassThreshold)
 	}
-	if g.Weights == nil || len(g.Weights) != 0 {
-		t.Errorf("weights = %#v, want empty non-nil map", g.Weights)
+	// Only the configured components need a share; none is invented for the rest.
+	if len(g.Weights) != 3 {
+		t.Errorf("weights = %#v, want the three declared", g.Weights)
 	}
 	if got := string(g.StateChecks.GoldenActions[0].Arguments); got != "{}" {
 		t.Errorf("golden arguments = %q", got)
@@ -380,26 +382,29 @@ func TestDecodeTrialSpecDefaults(t *testing.T) {
 		t.Errorf("custom checks = %+v", cc)
 	}
 
-	// weights stays an empty object on the wire: never a share nobody sent.
+	// weights crosses the wire as sent: never a share nobody sent.
 	out, err := Encode(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(out, []byte(`"weights":{}`)) {
-		t.Errorf("encoded grading lacks \"weights\":{}: %s", out)
+	if !bytes.Contains(out, []byte(`"weights":{"llm_judge":1,"trace_checks":1,"transcript_rules":1}`)) {
+		t.Errorf("encoded grading lacks the declared weights: %s", out)
 	}
 }
 
 func TestDecodeGradingConfigWeightsNeverInvented(t *testing.T) {
-	g, err := DecodeGradingConfig([]byte(`{"transcript_rules":{"max_turns":3}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g.Weights == nil || len(g.Weights) != 0 {
-		t.Fatalf("weights = %#v, want {}", g.Weights)
+	// golden_actions with hash_enabled false configure nothing a fold scores.
+	for _, doc := range []string{`{"state_checks":{"golden_actions":[{"tool_name":"put"}]}}`, `{"weights":null}`} {
+		g, err := DecodeGradingConfig([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Weights == nil || len(g.Weights) != 0 {
+			t.Fatalf("%s: weights = %#v, want {}", doc, g.Weights)
+		}
 	}
 	// Paths of a standalone grading block are rooted at the block.
-	_, err = DecodeGradingConfig([]byte(`{"combine_method":"any_pass"}`))
+	_, err := DecodeGradingConfig([]byte(`{"combine_method":"any_pass"}`))
 	wantErr(t, err, `combine_method: "any_pass" is not one of weighted, all, any`)
 	_, err = DecodeGradingConfig([]byte(`{"state_checks":{"hsah_enabled":true}}`))
 	wantErr(t, err, "state_checks.hsah_enabled: unknown key")
@@ -419,7 +424,7 @@ func TestDecodeTrialSpecNullIsAbsent(t *testing.T) {
 		set("task.agent_tools[1].source.mcp_server_script", nil),
 		set("task.agent_tools[1].source.extra", nil),
 		set("task.grading.pass_threshold", nil),
-		set("task.grading.weights", nil),
+		set("task.grading.weights", raw(`{"transcript_rules":1}`)),
 		set("task.grading.llm_judge", nil),
 		set("task.grading.state_checks.hash_enabled", nil),
 		set("task.grading.state_checks.golden_actions", raw(`[{"tool_name":"put","arguments":null}]`)),

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
@@ -52,6 +53,10 @@ func (g *GradingConfig) validate(c *checker, p string) {
 			c.failf(joinKey(tp, "command"), "required")
 		}
 		c.nonNegative(joinKey(tp, "timeout_s"), te.TimeoutS)
+	}
+	// Last, so a defect inside a component is named before the fold's view of it.
+	if g.GradingMethod != GradingTestExecution {
+		g.validateFold(c, p)
 	}
 }
 
@@ -248,8 +253,115 @@ func (cc *CustomChecks) validate(c *checker, p string) {
 		}
 		seen[ch.Name] = i
 		c.required(joinKey(ip, "expr"), ch.Expr)
+		// Compiled whether or not the suite is enabled: a disabled suite is a recorded
+		// skip, not a licence to ship an expression nothing can run.
+		for _, e := range []struct{ key, expr string }{{"expr", ch.Expr}, {"when", ch.When}} {
+			if e.expr == "" {
+				continue
+			}
+			if _, err := CompileCustomCheck(e.expr); err != nil {
+				c.failf(joinKey(ip, e.key), "check %q: %v", ch.Name, err)
+			}
+		}
 		if ch.Weight != nil {
 			c.nonNegative(joinKey(ip, "weight"), *ch.Weight)
 		}
 	}
+}
+
+// ConfiguredComponents lists, in component order, the components this block asks to be
+// scored: those with a key whose evaluator produces a score. A block the runner would
+// only record a skip for (golden_actions with hash_enabled false, a custom_checks
+// block left disabled) configures nothing.
+func (g *GradingConfig) ConfiguredComponents() []string {
+	var out []string
+	if sc := g.StateChecks; sc != nil && (sc.HashEnabled || len(sc.JSONPaths) > 0 || len(sc.DBProbes) > 0) {
+		out = append(out, ComponentStateChecks)
+	}
+	if tr := g.TranscriptRules; tr != nil && (len(tr.MustContain) > 0 || len(tr.DisallowRegex) > 0 || tr.MaxTurns != nil ||
+		tr.MinAssistantTurns != nil || len(tr.RequiredActions) > 0 || len(tr.CommunicateInfo) > 0) {
+		out = append(out, ComponentTranscriptRules)
+	}
+	if tc := g.TraceChecks; tc != nil && (len(tc.Constraints) > 0 || len(tc.Alternatives) > 0) {
+		out = append(out, ComponentTraceChecks)
+	}
+	if g.LLMJudge != nil {
+		out = append(out, ComponentLLMJudge)
+	}
+	if cc := g.CustomChecks; cc != nil && cc.Enabled && len(cc.Checks) > 0 {
+		out = append(out, ComponentCustomChecks)
+	}
+	return out
+}
+
+// validateFold refuses, before any token is spent, a block whose fold could never
+// grade as authored: a configured component with no weight (the runner's fold would
+// answer MissingComponentWeight on every trial), weighted shares that sum to zero over
+// the configured components (every trial would fail with no share to divide by), and a
+// 0 weight under all or any, which read no share, so the component the author meant to
+// exclude is folded anyway.
+func (g *GradingConfig) validateFold(c *checker, p string) {
+	configured := g.ConfiguredComponents()
+	var missing []string
+	for _, name := range configured {
+		if _, ok := g.Weights[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	wp := joinKey(p, "weights")
+	if len(missing) > 0 {
+		c.failf(wp, "%s %s configured but weights declares no share for %s (weights declares %s): the fold would refuse every trial "+
+			"with MissingComponentWeight after the agent's budget is spent; declare weights.%s",
+			strings.Join(missing, ", "), isAre(len(missing)), itThem(len(missing)), describeShares(g.Weights), strings.Join(missing, ", weights."))
+		return
+	}
+	method := g.CombineMethod
+	if method == "" {
+		method = CombineWeighted
+	}
+	switch method {
+	case CombineWeighted:
+		var sum float64
+		shares := make([]string, len(configured))
+		for i, name := range configured {
+			sum += g.Weights[name]
+			shares[i] = fmt.Sprintf("%s=%g", name, g.Weights[name])
+		}
+		if len(configured) > 0 && sum == 0 {
+			c.failf(wp, "the weights of the configured components (%s) sum to zero, so under combine_method weighted the mean has no share "+
+				"to divide by and every trial would fail; give at least one configured component a positive weight", strings.Join(shares, ", "))
+		}
+	case CombineAll, CombineAny:
+		for _, name := range configured {
+			if g.Weights[name] == 0 {
+				c.failf(joinKey(wp, name), "0 under combine_method %s excludes nothing: %s reads no share and folds every configured component, "+
+					"%s included; drop the %s block, or combine with weighted", method, method, name, name)
+			}
+		}
+	}
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+func itThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func describeShares(w map[string]float64) string {
+	if len(w) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(w))
+	for _, k := range sortedKeys(w) {
+		parts = append(parts, fmt.Sprintf("%s=%g", k, w[k]))
+	}
+	return strings.Join(parts, ", ")
 }

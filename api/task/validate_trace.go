@@ -62,11 +62,13 @@ func validateConstraintList(c *checker, p string, list []TraceConstraint) {
 			c.failf(joinKey(ip, "id"), "duplicate constraint id %q (also at index %d)", con.ID, j)
 		}
 		seen[con.ID] = i
-		con.validate(c, ip)
+		con.validate(c, ip, nil)
 	}
 }
 
-func (tc *TraceConstraint) validate(c *checker, p string) {
+// validate checks one constraint; bound lists the variables enclosing binds define,
+// which its selectors may reference as ${var}.
+func (tc *TraceConstraint) validate(c *checker, p string, bound []string) {
 	c.required(joinKey(p, "kind"), string(tc.Kind))
 	c.enum(joinKey(p, "kind"), string(tc.Kind), tc.Kind.members())
 	c.enum(joinKey(p, "severity"), string(tc.Severity), tc.Severity.members())
@@ -114,11 +116,11 @@ func (tc *TraceConstraint) validate(c *checker, p string) {
 		{"after", tc.After}, {"before", tc.Before},
 	} {
 		if s.sel != nil {
-			s.sel.validate(c, joinKey(p, s.name))
+			s.sel.validate(c, joinKey(p, s.name), bound)
 		}
 	}
 	for i := range tc.Sequence {
-		tc.Sequence[i].validate(c, joinIndex(joinKey(p, "sequence"), i))
+		tc.Sequence[i].validate(c, joinIndex(joinKey(p, "sequence"), i), bound)
 	}
 	switch {
 	case tc.Bind != nil && tc.Require == nil:
@@ -131,7 +133,7 @@ func (tc *TraceConstraint) validate(c *checker, p string) {
 		if !traceVarName.MatchString(b.Var) {
 			c.failf(joinKey(bp, "var"), "%q is not a variable name ([A-Za-z_][A-Za-z0-9_]*)", b.Var)
 		}
-		b.From.validate(c, joinKey(bp, "from"))
+		b.From.validate(c, joinKey(bp, "from"), bound)
 		field, rest, _ := strings.Cut(b.Value, ".")
 		if (field != "result" && field != "args") || rest == "" {
 			c.failf(joinKey(bp, "value"), "%q must be result.<path> or args.<key>", b.Value)
@@ -142,7 +144,11 @@ func (tc *TraceConstraint) validate(c *checker, p string) {
 		if r.ID != "" {
 			c.failf(joinKey(rp, "id"), "not allowed inside require (the enclosing constraint's id names the verdict)")
 		}
-		r.validate(c, rp)
+		inner := bound
+		if tc.Bind != nil {
+			inner = append(append([]string(nil), bound...), tc.Bind.Var)
+		}
+		r.validate(c, rp, inner)
 	}
 }
 
@@ -151,7 +157,8 @@ var (
 	traceVarRef  = regexp.MustCompile(`\$\{[^}]*\}`)
 )
 
-func (s *Selector) validate(c *checker, p string) {
+func (s *Selector) validate(c *checker, p string, bound []string) {
+	s.checkRefs(c, p, bound)
 	c.enum(joinKey(p, "event"), string(s.Event), s.Event.members())
 	// role, executor and status may name a bound variable instead of a value.
 	closedUnlessVar := func(key, value string, members []string) {
@@ -166,5 +173,33 @@ func (s *Selector) validate(c *checker, p string) {
 		// A bound value is substituted before matching; compile with a literal in
 		// its place so the author's pattern itself is what gets checked.
 		c.regex(joinKey(p, "content_matches"), traceVarRef.ReplaceAllString(s.ContentMatches, "x"))
+	}
+}
+
+// checkRefs refuses a ${var} no enclosing bind defines: the evaluator could only fail
+// the grade on it, after the agent's budget is spent.
+func (s *Selector) checkRefs(c *checker, p string, bound []string) {
+	check := func(key, value string) {
+		for _, ref := range traceVarRef.FindAllString(value, -1) {
+			name := ref[2 : len(ref)-1]
+			if !isMember(name, bound) {
+				scope := "no enclosing bind defines a variable"
+				if len(bound) > 0 {
+					scope = "the enclosing binds define " + strings.Join(bound, ", ")
+				}
+				c.failf(joinKey(p, key), "%s names no bound variable (%s)", ref, scope)
+			}
+		}
+	}
+	check("role", s.Role)
+	check("executor", s.Executor)
+	check("tool", s.Tool)
+	check("status", s.Status)
+	check("content_matches", s.ContentMatches)
+	for _, k := range sortedKeys(s.Args) {
+		check(joinKey("args", k), string(s.Args[k]))
+	}
+	for _, k := range sortedKeys(s.Result) {
+		check(joinKey("result", k), string(s.Result[k]))
 	}
 }

@@ -223,23 +223,12 @@ func TestGradeTrialErrorTable(t *testing.T) {
 			want: `Hash grading failed: StateSyncError: writing the tool servers' tables into the DB service: mcp server gone`,
 		},
 		{
-			name: "ledger: trace_checks populated",
-			edit: func(td *task.TaskDescription) {
-				td.Grading.TraceChecks = &task.TraceChecks{Constraints: []task.TraceConstraint{{ID: "order-first", Kind: task.TraceOccurs,
-					Match: &task.Selector{Event: task.EventToolCall, Tool: "place_order"}}}}
-				td.Grading.Weights["trace_checks"] = 1
-			},
-			want: `Grading config populates scored keys the runner neither evaluated nor recorded a skip for: trace_checks.constraints (expects runner evaluator trace_checks, which this runner does not implement yet)`,
-		},
-		{
-			name: "ledger: llm_judge and custom_checks populated",
+			name: "ledger: llm_judge populated",
 			edit: func(td *task.TaskDescription) {
 				td.Grading.LLMJudge = &task.LLMJudge{ModelRef: "judge", Rubric: task.Rubric{Criteria: []task.Criterion{{ID: "polite", Description: "Stays polite"}}}}
-				td.Grading.CustomChecks = &task.CustomChecks{Enabled: true, Checks: []task.CustomCheck{{Name: "paid", Expr: "true"}}}
 			},
 			want: `Grading config populates scored keys the runner neither evaluated nor recorded a skip for: ` +
-				`llm_judge (expects runner evaluator llm_judge, which this runner does not implement yet); ` +
-				`custom_checks.checks (expects runner evaluator custom_checks, which this runner does not implement yet)`,
+				`llm_judge (expects runner evaluator llm_judge, which this runner does not implement yet)`,
 		},
 		{
 			name: "Grading error: a DB probe the service fails",

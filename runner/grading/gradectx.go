@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
 
@@ -31,6 +32,12 @@ type gradeCtx struct {
 	trial     *stableState
 	stateDiff string
 	notes     []string // reason lines beside the segments (hash_weight not consulted)
+
+	// What trace_checks and custom_checks report beside their verdicts.
+	traceResults    []*runnerpb.TraceConstraintResult
+	traceSummary    *runnerpb.TraceChecksSummary
+	traceGateFailed bool
+	customResults   []*runnerpb.CustomCheckResult
 }
 
 func (g *gradeCtx) wants(component string) bool {

@@ -202,6 +202,12 @@ func (gr *grader) run(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		s := v.score
 		grade.Components.TraceChecks = &s
 	}
+	grade.TraceChecks, grade.TraceChecksSummary, grade.CustomChecks = g.traceResults, g.traceSummary, g.customResults
+	if g.traceGateFailed {
+		// A failed gate fails the trial outright whatever the fold said; the component
+		// keeps its own score so the report still shows how the route did.
+		grade.Score, grade.BinaryPass = 0, false
+	}
 	return grade, nil
 }
 

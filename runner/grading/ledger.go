@@ -30,6 +30,26 @@ func transcriptKey(key string, populated func(*task.TranscriptRules) bool) score
 		populated: func(g *task.GradingConfig) bool { return g.TranscriptRules != nil && populated(g.TranscriptRules) }}
 }
 
+// traceKindKey is trace_checks.constraints.<kind>: populated when the kind is written
+// in the top-level constraints, at the top or inside a require tree. A kind written
+// only inside an alternative is covered by trace_checks.alternatives instead.
+func traceKindKey(kind task.TraceKind) scoredKey {
+	return scoredKey{key: traceKeyPrefix + string(kind), component: task.ComponentTraceChecks, evaluator: evalTraceChecks,
+		populated: func(g *task.GradingConfig) bool {
+			if g.TraceChecks == nil {
+				return false
+			}
+			for i := range g.TraceChecks.Constraints {
+				for c := &g.TraceChecks.Constraints[i]; c != nil; c = c.Require {
+					if c.Kind == kind {
+						return true
+					}
+				}
+			}
+			return false
+		}}
+}
+
 // manifest lists every scored key. "Populated" means non-empty, not merely present.
 var manifest = []scoredKey{
 	stateKey("hash_enabled", evalHash, func(s *task.StateChecks) bool { return s.HashEnabled }),
@@ -43,8 +63,10 @@ var manifest = []scoredKey{
 	transcriptKey("min_assistant_turns", func(t *task.TranscriptRules) bool { return t.MinAssistantTurns != nil }),
 	transcriptKey("required_actions", func(t *task.TranscriptRules) bool { return len(t.RequiredActions) > 0 }),
 	transcriptKey("communicate_info", func(t *task.TranscriptRules) bool { return len(t.CommunicateInfo) > 0 }),
-	{key: "trace_checks.constraints", component: task.ComponentTraceChecks, evaluator: evalTraceChecks,
-		populated: func(g *task.GradingConfig) bool { return g.TraceChecks != nil && len(g.TraceChecks.Constraints) > 0 }},
+	traceKindKey(task.TraceOccurs), traceKindKey(task.TraceAbsent), traceKindKey(task.TracePrecedes),
+	traceKindKey(task.TraceResponds), traceKindKey(task.TraceImmediatelyFollows), traceKindKey(task.TraceOrder),
+	traceKindKey(task.TraceFirst), traceKindKey(task.TraceLast), traceKindKey(task.TraceBetween),
+	traceKindKey(task.TraceUnique),
 	{key: "trace_checks.alternatives", component: task.ComponentTraceChecks, evaluator: evalTraceChecks,
 		populated: func(g *task.GradingConfig) bool { return g.TraceChecks != nil && len(g.TraceChecks.Alternatives) > 0 }},
 	{key: "llm_judge", component: task.ComponentLLMJudge, evaluator: evalLLMJudge,

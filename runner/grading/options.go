@@ -26,6 +26,8 @@ type options struct {
 	replayBound    time.Duration
 	restoreTimeout time.Duration
 	maxDiffLines   int
+	celCost        uint64
+	celTimeout     time.Duration
 }
 
 // Option configures New.
@@ -69,6 +71,8 @@ func newOptions(opts []Option) options {
 		replayBound:    DefaultReplayBound,
 		restoreTimeout: DefaultRestoreTimeout,
 		maxDiffLines:   DefaultMaxDiffLines,
+		celCost:        DefaultCELCostLimit,
+		celTimeout:     DefaultCELTimeout,
 	}
 	for _, fn := range opts {
 		fn(&o)
