@@ -81,6 +81,9 @@ func DecodeDescription(raw []byte, field string) (*task.TaskDescription, error) 
 		}
 		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
 	}
+	if err := desc.CheckRunnable(); err != nil {
+		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
+	}
 	return desc, nil
 }
 

@@ -187,22 +187,39 @@ var _ = Describe("Trial", func() {
 	})
 
 	It("ends a trial as Invalid with the runner's message when registration refuses the task", func() {
-		// Valid for the decoder, impossible for a Go runner: a tau_sync tool.
+		// Valid for the decoder and the Task, known only to the runner: a
+		// builtin it does not have.
+		Expect(h.Client.Create(ctx, shopTask(ns, "nobuiltin", func(m map[string]any) {
+			m["agent_tools"].([]any)[0].(map[string]any)["source"] = map[string]any{
+				"toolset": "builtin", "module_path": "", "class_name": "no_such_builtin"}
+		}))).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "refused"}
+		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "nobuiltin"))).To(Succeed())
+
+		t := completed(key)
+		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
+		Expect(c.Reason).To(Equal("Invalid"), describeTrial(t))
+		Expect(c.Message).To(ContainSubstring(`no builtin tool named "no_such_builtin"`))
+		Expect(t.Status.Attempts).To(HaveLen(1))
+		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeInvalid))
+		Expect(rpcs.Of(key, "ExecuteTool")).To(BeEmpty())
+		expectNoPods(key)
+	})
+
+	It("refuses a tool family the Go runner cannot load before any pod: the Task is not Valid", func() {
 		Expect(h.Client.Create(ctx, shopTask(ns, "tau", func(m map[string]any) {
 			src := m["agent_tools"].([]any)[0].(map[string]any)["source"].(map[string]any)
 			src["invocation_style"] = "tau_sync"
 		}))).To(Succeed())
-		key := types.NamespacedName{Namespace: ns, Name: "refused"}
+		key := types.NamespacedName{Namespace: ns, Name: "tau-refused"}
 		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "tau"))).To(Succeed())
 
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
 		Expect(c.Reason).To(Equal("Invalid"), describeTrial(t))
-		Expect(c.Message).To(ContainSubstring("tau_sync"))
-		Expect(t.Status.Attempts).To(HaveLen(1))
-		Expect(t.Status.Attempts[0].Outcome).To(Equal(evalv1.OutcomeInvalid))
-		Expect(rpcs.Of(key, "ExecuteTool")).To(BeEmpty())
-		expectNoPods(key)
+		Expect(c.Message).To(ContainSubstring(`source.invocation_style "tau_sync" loads a Python class, which this Go runner cannot run`))
+		Expect(t.Status.Attempts).To(BeEmpty())
+		Expect(podsOf(key)).To(BeEmpty())
 	})
 
 	It("retries a runner killed mid-trial: attempt 1 InfraFailed, attempt 2 Passed, exactly one grade", func() {

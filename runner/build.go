@@ -133,8 +133,7 @@ func (s *Server) planTool(p *toolPlan, lay layout) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("source.invocation_style %q loads a Python class, which this Go runner cannot run; supported styles: %s (source null or toolset %q) and %s",
-		src.InvocationStyle, tools.AdapterBuiltin, tools.AdapterBuiltin, task.InvocationMCPServer)
+	return ts.CheckRunnable()
 }
 
 func hasParameters(raw json.RawMessage) bool {

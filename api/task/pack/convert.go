@@ -181,6 +181,9 @@ func (c *converter) convert() error {
 	if err != nil {
 		return fmt.Errorf("%s: the converted TaskDescription does not decode: %w", c.name, err)
 	}
+	if err := desc.CheckRunnable(); err != nil {
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
 	c.out.Wire, c.out.Description = wire, desc
 	return nil
 }

@@ -1,0 +1,40 @@
+package task
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ToolsetBuiltin is the toolset name of the runner's builtin tools.
+const ToolsetBuiltin = "builtin"
+
+// CheckRunnable refuses a tool whose implementation the Go runner cannot
+// load: tau_sync, mcp_async and docker_compose_exec name Python classes or
+// compose services. The Task controller, pack import/validate and the
+// runner's RegisterTrial all ask this one function, so a pack that cannot
+// run is refused before any pod or token, with the same words everywhere.
+func (ts *ToolSchema) CheckRunnable() error {
+	src := ts.Source
+	if src == nil || src.Toolset == ToolsetBuiltin || src.InvocationStyle == InvocationMCPServer {
+		return nil
+	}
+	return fmt.Errorf("source.invocation_style %q loads a Python class, which this Go runner cannot run; supported styles: %s (source null or toolset %q) and %s",
+		src.InvocationStyle, ToolsetBuiltin, ToolsetBuiltin, InvocationMCPServer)
+}
+
+// CheckRunnable is ToolSchema.CheckRunnable over every agent and user tool,
+// naming each refused tool by its place.
+func (t *TaskDescription) CheckRunnable() error {
+	var errs []error
+	for _, side := range []struct {
+		key   string
+		tools []ToolSchema
+	}{{"agent_tools", t.AgentTools}, {"user_tools", t.UserTools}} {
+		for i := range side.tools {
+			if err := side.tools[i].CheckRunnable(); err != nil {
+				errs = append(errs, fmt.Errorf("task.%s[%d] (%s): %w", side.key, i, side.tools[i].Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,44 @@
+package task
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCheckRunnable(t *testing.T) {
+	script := "srv.py"
+	cases := []struct {
+		name string
+		src  *ToolSource
+		want string
+	}{
+		{"no source is a builtin", nil, ""},
+		{"builtin toolset", &ToolSource{Toolset: "builtin", ClassName: "calculator"}, ""},
+		{"mcp server", &ToolSource{InvocationStyle: InvocationMCPServer, MCPServerScript: &script}, ""},
+		{"tau_sync", &ToolSource{Toolset: "tau", InvocationStyle: InvocationTauSync, ClassName: "GetOrder"},
+			`task.agent_tools[0] (get_order): source.invocation_style "tau_sync" loads a Python class, which this Go runner cannot run; supported styles: builtin (source null or toolset "builtin") and mcp_server`},
+		{"mcp_async", &ToolSource{Toolset: "x", InvocationStyle: InvocationMCPAsync},
+			`task.agent_tools[0] (get_order): source.invocation_style "mcp_async" loads a Python class`},
+		{"docker_compose_exec", &ToolSource{Toolset: "x", InvocationStyle: InvocationDockerComposeExec},
+			`task.agent_tools[0] (get_order): source.invocation_style "docker_compose_exec" loads a Python class`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			td := &TaskDescription{AgentTools: []ToolSchema{{Name: "get_order", Source: tc.src}}}
+			err := td.CheckRunnable()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want prefix %q", err, tc.want)
+			}
+		})
+	}
+	both := &TaskDescription{
+		AgentTools: []ToolSchema{{Name: "a", Source: &ToolSource{InvocationStyle: InvocationTauSync}}},
+		UserTools:  []ToolSchema{{Name: "u", Source: &ToolSource{InvocationStyle: InvocationMCPAsync}}},
+	}
+	if err := both.CheckRunnable(); err == nil || !strings.Contains(err.Error(), "task.agent_tools[0] (a)") || !strings.Contains(err.Error(), "task.user_tools[0] (u)") {
+		t.Fatalf("both sides: %v", err)
+	}
+}
