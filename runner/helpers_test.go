@@ -198,7 +198,7 @@ func tool(name string, extra ...any) obj {
 	return t
 }
 
-// testkitTool is an mcp_server tool served by `selfbin mcp testkit`.
+// testkitTool is an mcp_server tool served by `mcpstandin mcp testkit`.
 func testkitTool(name string, env obj, extra ...any) obj {
 	ex := obj{"command": []any{"tolokaforge", "mcp", "testkit"}}
 	if env != nil {
