@@ -187,10 +187,17 @@ func unpack(t *testing.T, dir string, li layoutImage, root string) map[string]*t
 	return hdrs
 }
 
-// buildImage runs the same builder `make image` runs, into dir.
-func buildImage(t *testing.T, root string, args ...string) result {
+func toolPath(dir string) string { return filepath.Join(dir, "image-tool") }
+
+// imageTool compiles the builder `make image` runs (hack/image) once.
+func imageTool(t *testing.T, root, dir string) func(args ...string) result {
 	t.Helper()
-	return run(t, 25*time.Minute, filepath.Join(root, "hack", "image"), nil, "go", append([]string{"run", ".", "build"}, args...)...)
+	tool := toolPath(dir)
+	mustRun(t, 10*time.Minute, filepath.Join(root, "hack", "image"), nil, "go", "build", "-o", tool, ".")
+	return func(args ...string) result {
+		t.Helper()
+		return run(t, 25*time.Minute, root, nil, tool, append([]string{"build"}, args...)...)
+	}
 }
 
 func TestImage(t *testing.T) {
@@ -203,7 +210,8 @@ func TestImage(t *testing.T) {
 	layoutDir := filepath.Join(work, "layout")
 	tarPath := filepath.Join(work, "tolokaforge.tar")
 
-	r := buildImage(t, root, "--source", root, "--out", layoutDir, "--tarball", tarPath)
+	buildImage := imageTool(t, root, work)
+	r := buildImage("--source", root, "--out", layoutDir, "--tarball", tarPath)
 	if r.code != 0 {
 		t.Fatalf("image build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
@@ -325,7 +333,7 @@ func TestImage(t *testing.T) {
 		// The variant only appends the binary layer: use the image just built
 		// as the base (no registry is reachable here).
 		out := filepath.Join(work, "variant")
-		r := buildImage(t, root, "--binary", bin, "--version", version+"-python", "--base", "oci:"+layoutDir, "--out", out)
+		r := buildImage("--binary", bin, "--version", version+"-python", "--base", "oci:"+layoutDir, "--out", out)
 		if r.code != 0 {
 			t.Fatalf("variant build: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 		}
@@ -353,14 +361,14 @@ func TestImage(t *testing.T) {
 		out := filepath.Join(work, "unreachable")
 		// A loopback port nothing listens on: refused at once.
 		base := "127.0.0.1:9/tolokaforge/python:3.12-slim"
-		r := buildImage(t, root, "--binary", bin, "--version", version+"-python", "--base", base, "--out", out, "--skip-unreachable-base")
+		r := buildImage("--binary", bin, "--version", version+"-python", "--base", base, "--out", out, "--skip-unreachable-base")
 		if r.code != 0 || !strings.Contains(r.stdout, "SKIPPED: base image not reachable: "+base) {
 			t.Errorf("skip: exit %d stdout %q, want 0 and a SKIPPED line naming the base", r.code, r.stdout)
 		}
 		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("skipped build left %s (%v)", out, err)
 		}
-		r = buildImage(t, root, "--binary", bin, "--version", version+"-python", "--base", base, "--out", out)
+		r = buildImage("--binary", bin, "--version", version+"-python", "--base", base, "--out", out)
 		if r.code != 1 || !strings.Contains(r.stderr, "base image not reachable: "+base) {
 			t.Errorf("no skip: exit %d stderr %q, want 1 and the base named", r.code, r.stderr)
 		}
@@ -368,6 +376,7 @@ func TestImage(t *testing.T) {
 
 	t.Run("bad input", func(t *testing.T) {
 		out := filepath.Join(work, "bad")
+		tool := toolPath(work)
 		for _, tc := range []struct {
 			args []string
 			code int
@@ -381,12 +390,29 @@ func TestImage(t *testing.T) {
 			{[]string{"--binary", filepath.Join(work, "missing"), "--out", out, "--version", version}, 1, "read binary"},
 			{[]string{"--binary", bin, "--out", out, "--version", version, "--ca-certs", filepath.Join(work, "missing.crt")}, 1, "CA certificates"},
 		} {
-			r := buildImage(t, root, tc.args...)
+			r := buildImage(tc.args...)
 			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
 				t.Errorf("build %q: exit %d stderr %q; want exit %d mentioning %q", tc.args, r.code, r.stderr, tc.code, tc.msg)
 			}
 			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("build %q failed but wrote %s", tc.args, out)
+			}
+		}
+		for _, tc := range []struct {
+			args []string
+			code int
+			msg  string
+		}{
+			{[]string{"push", "--layout", layoutDir}, 2, "--layout and --ref are required"},
+			{[]string{"push", "--layout", filepath.Join(work, "missing"), "--ref", "127.0.0.1:9/t/tolokaforge:" + version}, 1, "read layout"},
+			{[]string{"push", "--layout", layoutDir, "--ref", "Not A Ref"}, 1, `--ref "Not A Ref"`},
+			// A loopback port nothing listens on: the push is refused, loudly.
+			{[]string{"push", "--layout", layoutDir, "--ref", "127.0.0.1:9/t/tolokaforge:" + version}, 1, "push 127.0.0.1:9/t/tolokaforge:" + version},
+			{[]string{"publish"}, 2, `unknown command "publish"`},
+		} {
+			r := run(t, 2*time.Minute, root, nil, tool, tc.args...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+				t.Errorf("%q: exit %d stderr %q; want exit %d mentioning %q", tc.args, r.code, r.stderr, tc.code, tc.msg)
 			}
 		}
 	})
@@ -411,5 +437,19 @@ func readTarFile(t *testing.T, path, name string, v any) {
 			}
 			return
 		}
+	}
+}
+
+// TestImageToolModule runs hack/image's own tests (a push to an in-process
+// registry on loopback and back, reproducible digests): hack/image is a module
+// of its own, so `go test ./...` at the root would not reach them otherwise.
+func TestImageToolModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles go-containerregistry")
+	}
+	root := repoRoot(t)
+	r := mustRun(t, 10*time.Minute, filepath.Join(root, "hack", "image"), nil, "go", "test", "-count=1", "./...")
+	if !strings.Contains(r.stdout, "ok  \ttolokaforge.io/operator/hack/image") {
+		t.Errorf("hack/image tests said %q, want ok", r.stdout)
 	}
 }
