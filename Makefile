@@ -131,8 +131,9 @@ image-python: ## Runner variant on $(PYTHON_BASE); skipped (exit 0, with the rea
 	  --base $(PYTHON_BASE) --skip-unreachable-base \
 	  --out $(IMAGE_DIR)/tolokaforge-python --tarball $(IMAGE_DIR)/tolokaforge-python.tar
 
-image-push: image ## Push the image to $(REGISTRY)/$(IMAGE_NAME):$(VERSION) (credentials: ~/.docker/config.json).
+image-push: ## Build, then push the image to $(REGISTRY)/$(IMAGE_NAME):$(VERSION) (credentials: ~/.docker/config.json).
 	@[[ -n "$(REGISTRY)" ]] || { echo "image-push: set REGISTRY, e.g. make image-push REGISTRY=registry.example.com/team" >&2; exit 2; }
+	$(MAKE) --no-print-directory image
 	$(IMAGE_TOOL) push --layout $(IMAGE_DIR)/tolokaforge --ref $(REGISTRY)/$(IMAGE_NAME):$(VERSION)
 
 release: $(BIN)/kustomize ## dist/install.yaml (CRDs, namespace, RBAC, manager) for $(IMG); the chart is config/helm/tolokaforge.
