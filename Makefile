@@ -106,3 +106,46 @@ demo: build ## Start a local control plane and run the sample trials.
 
 clean: ## Remove the binary and benchmark output.
 	rm -rf bin/tolokaforge bin/bench.txt cover.out
+
+## ---- image and release --------------------------------------------------------
+# The image is built without a Docker daemon by hack/image (go-containerregistry,
+# pinned in hack/image/go.mod, a module of its own so the operator's go.mod stays
+# free of it). The version is `var version` in version.go: the image tag, the
+# chart's appVersion and config/manager's newTag (test/release checks they agree).
+KUSTOMIZE_VERSION ?= v5.8.2
+HELM_VERSION ?= v3.22.0
+VERSION ?= $(shell sed -n 's/^var version = "\(.*\)"$$/\1/p' $(ROOT)/version.go)
+IMAGE_NAME ?= tolokaforge
+IMG ?= $(IMAGE_NAME):$(VERSION)
+REGISTRY ?=
+IMAGE_ARCH ?= $(shell go env GOARCH)
+# Base of the runner variant for packs whose MCP servers are Python.
+PYTHON_BASE ?= python:3.12-slim
+IMAGE_DIR ?= $(BIN)/image
+DIST ?= $(ROOT)/dist
+IMAGE_TOOL = go -C $(ROOT)/hack/image run .
+
+.PHONY: image image-python image-push release release-tools
+
+$(BIN)/kustomize:
+	go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+$(BIN)/helm:
+	go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+release-tools: $(BIN)/kustomize $(BIN)/helm
+
+image: ## OCI layout bin/image/tolokaforge (+ a `kind load image-archive` tarball); no Docker daemon.
+	$(IMAGE_TOOL) build --source $(ROOT) --version $(VERSION) --name $(IMAGE_NAME) --arch $(IMAGE_ARCH) \
+	  --out $(IMAGE_DIR)/tolokaforge --tarball $(IMAGE_DIR)/tolokaforge.tar
+
+image-python: ## Runner variant on $(PYTHON_BASE); skipped (exit 0, with the reason) when the base is unreachable.
+	$(IMAGE_TOOL) build --source $(ROOT) --version $(VERSION)-python --name $(IMAGE_NAME) --arch $(IMAGE_ARCH) \
+	  --base $(PYTHON_BASE) --skip-unreachable-base \
+	  --out $(IMAGE_DIR)/tolokaforge-python --tarball $(IMAGE_DIR)/tolokaforge-python.tar
+
+image-push: ## Build, then push the image to $(REGISTRY)/$(IMAGE_NAME):$(VERSION) (credentials: ~/.docker/config.json).
+	@[[ -n "$(REGISTRY)" ]] || { echo "image-push: set REGISTRY, e.g. make image-push REGISTRY=registry.example.com/team" >&2; exit 2; }
+	$(MAKE) --no-print-directory image
+	$(IMAGE_TOOL) push --layout $(IMAGE_DIR)/tolokaforge --ref $(REGISTRY)/$(IMAGE_NAME):$(VERSION)
+
+release: $(BIN)/kustomize ## dist/install.yaml (CRDs, namespace, RBAC, manager) for $(IMG); the chart is config/helm/tolokaforge.
+	KUSTOMIZE=$(BIN)/kustomize IMG=$(IMG) DIST=$(DIST) hack/release.sh

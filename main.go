@@ -47,6 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stdout, cmds)
 		return 0
 	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args = []string{"version"}
+	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
 		fmt.Fprintf(stderr, "tolokaforge: unknown command %q\n", args[0])

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// TestPushRoundTrip pushes a built layout to an in-process registry on
+// loopback and pulls it back: the digest must survive the trip.
+func TestPushRoundTrip(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tolokaforge")
+	if err := os.WriteFile(bin, []byte("#!/bin/false\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "layout")
+	res, err := Build(context.Background(), BuildOptions{Binary: bin, Version: "v1.2.3", Name: "tolokaforge",
+		Out: out, CACerts: ca, Arch: "amd64"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ref != "tolokaforge:v1.2.3" {
+		t.Errorf("ref %q, want tolokaforge:v1.2.3", res.Ref)
+	}
+	dst := u.Host + "/team/tolokaforge:v1.2.3"
+	d, err := Push(context.Background(), out, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != res.Digest {
+		t.Errorf("pushed digest %s, built %s", d, res.Digest)
+	}
+	ref, err := name.ParseReference(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatalf("pull back: %v", err)
+	}
+	if got, _ := img.Digest(); got != res.Digest {
+		t.Errorf("pulled digest %s, want %s", got, res.Digest)
+	}
+
+	// Same inputs, same digest: timestamps are fixed, so rebuilds reproduce.
+	again, err := Build(context.Background(), BuildOptions{Binary: bin, Version: "v1.2.3", Name: "tolokaforge",
+		Out: filepath.Join(dir, "again"), CACerts: ca, Arch: "amd64"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Digest != res.Digest {
+		t.Errorf("rebuild digest %s, first %s: the build is not reproducible", again.Digest, res.Digest)
+	}
+}
+
+func TestVersionFromSource(t *testing.T) {
+	for _, tc := range []struct{ src, want, err string }{
+		{"package main\n\nvar version = \"v0.3.1\"\n", "v0.3.1", ""},
+		{"package main\n\nvar version string\n", "", "no `var version"},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "version.go"), []byte(tc.src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := VersionFromSource(dir)
+		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("VersionFromSource(%q) = %q, %v; want %q, %q", tc.src, got, err, tc.want, tc.err)
+		}
+	}
+	if _, err := VersionFromSource(t.TempDir()); err == nil || !strings.Contains(err.Error(), "read version") {
+		t.Errorf("missing version.go: %v, want a read version error", err)
+	}
+}

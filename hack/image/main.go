@@ -1,0 +1,112 @@
+// Command image builds and pushes the tolokaforge container image without a
+// Docker daemon, with go-containerregistry:
+//
+//	go run . build --source ../.. --out ../../bin/image/tolokaforge [--base REF|oci:DIR]
+//	go run . push --layout ../../bin/image/tolokaforge --ref REGISTRY/tolokaforge:VERSION
+//
+// Without --base the image starts from an empty base (no distroless base is
+// reachable here) and carries, as separate layers, a non-root user
+// (uid/gid 65532), the build machine's CA bundle, /tmp (1777) and the static
+// binary at /tolokaforge. With --base (e.g. python:3.12-slim, for packs whose
+// MCP servers are Python) only the binary layer is appended to that base.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// usageError exits 2, like flag's own errors, so a script can tell a wrong
+// call from a failed build.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "image: %v\n", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"usage: image build|push [flags] (image build -h for flags)"}
+	}
+	switch args[0] {
+	case "build":
+		return runBuild(ctx, args[1:], stdout, stderr)
+	case "push":
+		return runPush(ctx, args[1:], stdout, stderr)
+	default:
+		return usageError{fmt.Sprintf("unknown command %q (want build or push)", args[0])}
+	}
+}
+
+func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("build", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o BuildOptions
+	fs.StringVar(&o.Source, "source", "", "root of the operator checkout; the static binary is built from it (CGO_ENABLED=0, -trimpath)")
+	fs.StringVar(&o.Binary, "binary", "", "a prebuilt static linux binary instead of --source")
+	fs.StringVar(&o.Version, "version", "", "image version (default: the version in SOURCE/version.go)")
+	fs.StringVar(&o.Name, "name", "tolokaforge", "image name, used with the version as the layout's ref.name and the tarball's tag")
+	fs.StringVar(&o.Out, "out", "", "directory of the OCI image layout to write (replaced)")
+	fs.StringVar(&o.Tarball, "tarball", "", "also write a `docker load`/`kind load image-archive` tarball here")
+	fs.StringVar(&o.Base, "base", "", "base image: a registry reference or oci:DIR (default: empty base with user, CA and /tmp layers)")
+	fs.StringVar(&o.CACerts, "ca-certs", DefaultCACerts, "CA bundle copied into the empty-base image")
+	fs.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary and the image platform")
+	fs.BoolVar(&o.SkipUnreachableBase, "skip-unreachable-base", false, "exit 0 with a message when --base cannot be fetched")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("build: unexpected arguments %q", fs.Args())}
+	}
+	res, err := Build(ctx, o, stderr)
+	if errors.Is(err, ErrBaseUnreachable) && o.SkipUnreachableBase {
+		fmt.Fprintf(stdout, "SKIPPED: %v; nothing was written to %s\n", err, o.Out)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s (%s) in %s\n", res.Ref, res.Digest, o.Out)
+	if o.Tarball != "" {
+		fmt.Fprintf(stdout, "tarball for docker load / kind load image-archive: %s\n", o.Tarball)
+	}
+	return nil
+}
+
+func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("push", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	layoutDir := fs.String("layout", "", "OCI image layout written by build")
+	ref := fs.String("ref", "", "destination, e.g. registry.example.com/team/tolokaforge:v0.1.0")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if *layoutDir == "" || *ref == "" {
+		return usageError{"push: --layout and --ref are required"}
+	}
+	digest, err := Push(ctx, *layoutDir, *ref)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "pushed %s@%s\n", *ref, digest)
+	return nil
+}
