@@ -31,6 +31,7 @@ type gradeCtx struct {
 	trial     *stableState
 	stateDiff string
 	notes     []string // reason lines beside the segments (hash_weight not consulted)
+	judge     *judgeOutcome // set when the judge ran (eval_judge.go)
 }
 
 func (g *gradeCtx) wants(component string) bool {

@@ -26,6 +26,8 @@ type options struct {
 	replayBound    time.Duration
 	restoreTimeout time.Duration
 	maxDiffLines   int
+	judge          judgeOptions    // eval_judge.go
+	verifier       verifierOptions // testexec.go
 }
 
 // Option configures New.
@@ -69,6 +71,8 @@ func newOptions(opts []Option) options {
 		replayBound:    DefaultReplayBound,
 		restoreTimeout: DefaultRestoreTimeout,
 		maxDiffLines:   DefaultMaxDiffLines,
+		judge:          defaultJudgeOptions(),
+		verifier:       defaultVerifierOptions(),
 	}
 	for _, fn := range opts {
 		fn(&o)

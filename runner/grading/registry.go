@@ -45,7 +45,7 @@ type evaluator interface {
 // them. state_checks has three sources folded by stateComponent (state.go); every other
 // component has exactly one evaluator.
 //
-// trace_checks, llm_judge and custom_checks are placeholders that file only the spec's
+// trace_checks and custom_checks are placeholders that file only the spec's
 // recorded skips; a real evaluator replaces its placeholder here (same Name and
 // Component) and nothing else changes: the ledger and the fold already know the keys.
 func registry() []evaluator {
@@ -60,12 +60,7 @@ func registry() []evaluator {
 			}
 			return ""
 		}},
-		pendingEvaluator{name: evalLLMJudge, component: task.ComponentLLMJudge, skip: func(g *gradeCtx) string {
-			if g.transcriptEmpty {
-				return skipNoTranscript
-			}
-			return ""
-		}},
+		judgeEvaluator{},
 		pendingEvaluator{name: evalCustomChecks, component: task.ComponentCustomChecks, skip: func(g *gradeCtx) string {
 			if cc := g.cfg.CustomChecks; cc != nil && !cc.Enabled {
 				return skipCustomDisabled
