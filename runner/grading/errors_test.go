@@ -237,8 +237,9 @@ func TestGradeTrialErrorTable(t *testing.T) {
 				td.Grading.LLMJudge = &task.LLMJudge{ModelRef: "judge", Rubric: task.Rubric{Criteria: []task.Criterion{{ID: "polite", Description: "Stays polite"}}}}
 				td.Grading.CustomChecks = &task.CustomChecks{Enabled: true, Checks: []task.CustomCheck{{Name: "paid", Expr: "true"}}}
 			},
+			// llm_judge carries no weight here, so its error (no judge model config) is a
+			// reason, not a failed RPC; the ledger still names the unimplemented evaluator.
 			want: `Grading config populates scored keys the runner neither evaluated nor recorded a skip for: ` +
-				`llm_judge (expects runner evaluator llm_judge, which this runner does not implement yet); ` +
 				`custom_checks.checks (expects runner evaluator custom_checks, which this runner does not implement yet)`,
 		},
 		{
@@ -260,7 +261,7 @@ func TestGradeTrialErrorTable(t *testing.T) {
 				td.Grading.GradingMethod = task.GradingTestExecution
 				td.Grading.TestExecution = &task.TestExecution{Command: []string{"true"}}
 			},
-			want: `Grading error: grading_method test_execution is not supported by this runner yet; grade the trial with grading_method components`,
+			want: `Grading error: test_execution: the trial has no work directory to run the verifier in`,
 		},
 	}
 	for _, c := range cases {
