@@ -220,3 +220,35 @@ func clipReason(s string) string {
 	}
 	return s
 }
+
+// JudgeChecker is implemented by the Grader New returns: RegisterTrial asks it, so a
+// trial whose judge could never run is refused before the agent spends a token.
+type JudgeChecker interface {
+	CheckJudge(spec *task.TrialSpec) error
+}
+
+// CheckJudge reports what keeps spec's llm_judge from running: no TrialSpec.judge,
+// judge tools, no judge client, or a key file that is not there. The key is read and
+// dropped; grading reads it again (a rotated Secret is picked up).
+func (gr *grader) CheckJudge(spec *task.TrialSpec) error {
+	if spec == nil || spec.Task == nil || spec.Task.Grading == nil {
+		return nil
+	}
+	cfg := spec.Task.Grading
+	j := cfg.LLMJudge
+	if j == nil || cfg.GradingMethod == task.GradingTestExecution {
+		return nil
+	}
+	switch {
+	case spec.Judge == nil:
+		return fmt.Errorf("task.grading.llm_judge.model_ref %q names TrialSpec.judge, but the trial spec carries no judge model config", j.ModelRef)
+	case len(j.Tools) > 0:
+		return fmt.Errorf("task.grading.llm_judge.tools %v: read-only judge tools are not supported by this runner", j.Tools)
+	case gr.opts.judge.models == nil:
+		return errors.New("task.grading.llm_judge: this runner was started without a judge model client")
+	}
+	if _, err := readJudgeKey(gr.opts.judge.secretsDir, spec.Judge); err != nil {
+		return err
+	}
+	return nil
+}
