@@ -3,11 +3,11 @@ package grading
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
@@ -23,8 +23,8 @@ func defaultJudgeOptions() judgeOptions {
 	return judgeOptions{secretsDir: DefaultSecretsDir, timeout: DefaultJudgeTimeout}
 }
 
-// WithJudgeModels sets how the judge's model is built from TrialSpec.judge. Without it
-// a trial configuring llm_judge gets JUDGE_STATUS_ERRORED naming the missing client.
+// WithJudgeModels sets how the judge's model is built from TrialSpec.judge (default
+// LLMJudgeModels with the grader's logger).
 func WithJudgeModels(f JudgeModelFactory) Option { return func(o *options) { o.judge.models = f } }
 
 // WithSecretsDir sets the directory the judge's key files are read from (default
@@ -38,6 +38,13 @@ func WithJudgeTimeout(d time.Duration) Option {
 			o.judge.timeout = d
 		}
 	}
+}
+
+func (o *options) judgeModels() JudgeModelFactory {
+	if o.judge.models != nil {
+		return o.judge.models
+	}
+	return LLMJudgeModels(llm.Options{Log: o.log.WithName("judge")})
 }
 
 // judgeEvaluator runs the rubric judge (grading-config.md, "LLM judge").
@@ -118,14 +125,11 @@ func runJudge(ctx context.Context, g *gradeCtx, j *task.LLMJudge) (*judgeOutcome
 		return fail(fmt.Errorf("llm_judge.tools %v: read-only judge tools are not supported by this runner; remove llm_judge.tools "+
 			"(the judge already sees every tool call and its result in the transcript)", j.Tools))
 	}
-	if g.opts.judge.models == nil {
-		return fail(errors.New("this runner was started without a judge model client"))
-	}
 	key, err := readJudgeKey(g.opts.judge.secretsDir, cfg)
 	if err != nil {
 		return fail(err)
 	}
-	model, err := g.opts.judge.models(cfg, key)
+	model, err := g.opts.judgeModels()(cfg, key)
 	if err != nil {
 		return fail(fmt.Errorf("build the judge model: %w", err))
 	}
@@ -244,8 +248,9 @@ func (gr *grader) CheckJudge(spec *task.TrialSpec) error {
 		return fmt.Errorf("task.grading.llm_judge.model_ref %q names TrialSpec.judge, but the trial spec carries no judge model config", j.ModelRef)
 	case len(j.Tools) > 0:
 		return fmt.Errorf("task.grading.llm_judge.tools %v: read-only judge tools are not supported by this runner", j.Tools)
-	case gr.opts.judge.models == nil:
-		return errors.New("task.grading.llm_judge: this runner was started without a judge model client")
+	}
+	if err := llm.CheckConfig("judge", spec.Judge); err != nil {
+		return err
 	}
 	if _, err := readJudgeKey(gr.opts.judge.secretsDir, spec.Judge); err != nil {
 		return err

@@ -81,6 +81,10 @@ func writeEvent(b *strings.Builder, e *event) {
 		fmt.Fprintf(b, " -> %s: %s\n", e.Status, clip(e.Output))
 		return
 	}
+	if strings.TrimSpace(e.Content) == "" {
+		// The text-less turn that only carried tool calls: its calls follow.
+		return
+	}
 	fmt.Fprintf(b, "[%d] %s: %s\n", e.Position, e.Role, clip(e.Content))
 }
 
