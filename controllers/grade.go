@@ -27,6 +27,12 @@ func GradeSummary(g *runnerpb.Grade, attempt int32) *evalv1.GradeSummary {
 		DiffSummary: DiffSummary(g.GetStateDiffJson()),
 		Attempt:     attempt,
 	}
+	switch g.GetJudgeStatus() {
+	case runnerpb.JudgeStatus_JUDGE_STATUS_COMPLETED:
+		s.JudgeStatus = evalv1.JudgeCompleted
+	case runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED:
+		s.JudgeStatus = evalv1.JudgeErrored
+	}
 	if c := g.GetComponents(); c != nil {
 		s.Components = evalv1.GradeComponents{
 			StateChecks:     evaluated(c.GetStateChecks()),

@@ -48,6 +48,21 @@ func TestGradeSummaryKeepsNotEvaluatedAbsent(t *testing.T) {
 	}
 }
 
+func TestGradeSummaryCarriesTheJudgeOutcome(t *testing.T) {
+	for _, c := range []struct {
+		status runnerpb.JudgeStatus
+		want   evalv1.JudgeStatus
+	}{
+		{runnerpb.JudgeStatus_JUDGE_STATUS_UNSPECIFIED, ""},
+		{runnerpb.JudgeStatus_JUDGE_STATUS_COMPLETED, evalv1.JudgeCompleted},
+		{runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED, evalv1.JudgeErrored},
+	} {
+		if got := GradeSummary(&runnerpb.Grade{JudgeStatus: c.status}, 1).JudgeStatus; got != c.want {
+			t.Errorf("%v: judgeStatus = %q, want %q", c.status, got, c.want)
+		}
+	}
+}
+
 func TestDiffSummary(t *testing.T) {
 	for in, want := range map[string]string{
 		"":                         "",

@@ -21,9 +21,17 @@ const (
 	// RunnerWorkDir is the runner's --work-dir, an emptyDir because the root
 	// filesystem is read-only.
 	RunnerWorkDir = "/var/lib/tolokaforge"
-	// JudgeAPIKeyEnv carries the judge's key into the runner pod from its
-	// Secret (the runner runs the judge); the agent's key never enters a pod.
-	JudgeAPIKeyEnv = "TOLOKAFORGE_JUDGE_API_KEY"
+	// RunnerSecretsDir is the runner's --secrets-dir: the judge's Secret is
+	// mounted there read-only, holding only the judge's key. A file, never an
+	// environment variable: env leaks into child processes (MCP servers, the
+	// test_execution verifier), crash dumps and `kubectl describe`.
+	RunnerSecretsDir = "/var/run/tolokaforge/secrets"
+	// JudgeKeyFile is the judge key's file name in RunnerSecretsDir; the
+	// TrialSpec's judge.api_key_env names it (the runner reads api_key_env as
+	// a file name in its secrets directory). The agent's key never enters a pod.
+	JudgeKeyFile = "judge-api-key"
+	// judgeKeyVolume is the runner pod's volume of the judge's Secret.
+	judgeKeyVolume = "judge-key"
 	// podIPEnv is the downward-API variable the listen flags expand.
 	podIPEnv = "POD_IP"
 	// nonRootUID is the distroless "nonroot" user.
@@ -120,17 +128,37 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		TimeoutSeconds:   2,
 		FailureThreshold: 3,
 	}
-	if j := t.Spec.Judge; j != nil && j.APIKeySecretRef != nil {
-		c.Env = append(c.Env, corev1.EnvVar{Name: JudgeAPIKeyEnv, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: j.APIKeySecretRef.DeepCopy(),
-		}})
+	ref := judgeKeyRef(t)
+	if ref != nil {
+		c.Args = append(c.Args, "--secrets-dir="+RunnerSecretsDir)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: judgeKeyVolume, MountPath: RunnerSecretsDir, ReadOnly: true})
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: RunnerWorkDir})
 	pod := basePod(a, evalv1.RoleRunner, t.Spec.Runner, c)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
+	if ref != nil {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+			Name: judgeKeyVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: ref.Name,
+				// Only the judge's key: the Secret may hold the agent's key too.
+				Items: []corev1.KeyToPath{{Key: ref.Key, Path: JudgeKeyFile}},
+				// Group-readable: the pod's fsGroup is the runner's group.
+				DefaultMode: ptr.To[int32](0o440),
+				Optional:    ref.Optional,
+			}},
+		})
+	}
 	return pod
+}
+
+// judgeKeyRef is the judge's key reference, when the Trial has a judge with a key.
+func judgeKeyRef(t *evalv1.Trial) *corev1.SecretKeySelector {
+	if j := t.Spec.Judge; j != nil && j.APIKeySecretRef != nil {
+		return j.APIKeySecretRef
+	}
+	return nil
 }
 
 // DBServicePod is the attempt's DB service, probed over HTTP /health.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,9 +125,9 @@ func TestRunnerPodArgsAndProbe(t *testing.T) {
 	if !hasMount(c, "work", RunnerWorkDir) {
 		t.Errorf("no emptyDir for --work-dir: %+v", c.VolumeMounts)
 	}
-	for _, e := range c.Env {
-		if e.Name == JudgeAPIKeyEnv {
-			t.Errorf("judge key env without a judge: %+v", e)
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil {
+			t.Errorf("a Secret volume without a judge: %+v", v)
 		}
 	}
 }
@@ -180,23 +181,52 @@ func TestPodOverridesApplyPerRole(t *testing.T) {
 	}
 }
 
-func TestJudgeKeyComesFromItsSecretNotTheSpec(t *testing.T) {
+func TestJudgeKeyIsAMountedFileNeverAnEnvVar(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge",
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "judge"}}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
-	c := RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}).Spec.Containers[0]
-	var found []string
+	p := RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1})
+	c := p.Spec.Containers[0]
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			found = append(found, e.Name+"="+e.ValueFrom.SecretKeyRef.Name+"/"+e.ValueFrom.SecretKeyRef.Key)
+			t.Errorf("env %s reads Secret %s/%s: no key may reach the runner's environment", e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
 		}
 		if e.Value != "" {
 			t.Errorf("env %s carries a literal value", e.Name)
 		}
 	}
-	if want := []string{JudgeAPIKeyEnv + "=keys/judge"}; !reflect.DeepEqual(found, want) {
-		t.Errorf("secret env = %q, want only the judge's %q (the agent's key stays in the manager)", found, want)
+	if len(c.EnvFrom) != 0 {
+		t.Errorf("envFrom = %+v: no Secret may be loaded into the environment", c.EnvFrom)
+	}
+	var secrets []corev1.Volume
+	for _, v := range p.Spec.Volumes {
+		if v.Secret != nil {
+			secrets = append(secrets, v)
+		}
+	}
+	if len(secrets) != 1 {
+		t.Fatalf("Secret volumes = %+v, want exactly the judge's", secrets)
+	}
+	sv := secrets[0].Secret
+	wantItems := []corev1.KeyToPath{{Key: "judge", Path: JudgeKeyFile}}
+	if sv.SecretName != "keys" || !reflect.DeepEqual(sv.Items, wantItems) {
+		t.Errorf("judge Secret volume = %+v, want only keys/judge as %s (the agent's key stays in the manager)", sv, JudgeKeyFile)
+	}
+	if sv.DefaultMode == nil || *sv.DefaultMode != 0o440 {
+		t.Errorf("judge key file mode = %v, want 0440", sv.DefaultMode)
+	}
+	var mounted bool
+	for _, m := range c.VolumeMounts {
+		if m.Name == secrets[0].Name {
+			mounted = m.MountPath == RunnerSecretsDir && m.ReadOnly
+		}
+	}
+	if !mounted {
+		t.Errorf("judge key volume not mounted read-only at %s: %+v", RunnerSecretsDir, c.VolumeMounts)
+	}
+	if !slices.Contains(c.Args, "--secrets-dir="+RunnerSecretsDir) {
+		t.Errorf("args = %q, want --secrets-dir=%s", c.Args, RunnerSecretsDir)
 	}
 }
 

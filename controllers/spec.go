@@ -33,8 +33,8 @@ func RunID(t *evalv1.Trial) string {
 }
 
 // BuildTrialSpec is the TrialSpec of attempt n. No key is in it: the agent's
-// stays in the manager, the judge's is named by api_key_env and set in the
-// runner pod from its Secret.
+// stays in the manager; the judge's api_key_env names the file its Secret is
+// mounted as in the runner pod's secrets directory.
 func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL string) *task.TrialSpec {
 	s := &task.TrialSpec{
 		TrialID:   TrialID(desc.TaskID, t.Spec.TrialIndex),
@@ -58,7 +58,7 @@ func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL 
 	if j := t.Spec.Judge; j != nil {
 		env := ""
 		if j.APIKeySecretRef != nil {
-			env = JudgeAPIKeyEnv
+			env = JudgeKeyFile
 		}
 		s.Judge = modelConfig(*j, env)
 	}

@@ -50,7 +50,7 @@ func TestBuildTrialSpec(t *testing.T) {
 	if a.APIKeyEnv != "" {
 		t.Errorf("agent api_key_env = %q: the agent's key stays in the manager", a.APIKeyEnv)
 	}
-	if s.Judge == nil || s.Judge.APIKeyEnv != JudgeAPIKeyEnv {
+	if s.Judge == nil || s.Judge.APIKeyEnv != JudgeKeyFile {
 		t.Errorf("judge = %+v", s.Judge)
 	}
 	if s.UserSimulatorModel != nil {

@@ -20,7 +20,8 @@ import (
 // on --listen until ctx ends (SIGTERM in the binary), then drains. Flags:
 // --listen (default 127.0.0.1:50051), --db-service-url, --min-engine-protocol
 // (default task.EngineProtocolVersion), --work-dir (default the system temp
-// dir), --drain-timeout (default 10s), --log-level (error, info, debug or a
+// dir), --drain-timeout (default 10s), --secrets-dir (default
+// grading.DefaultSecretsDir: the judge's key files), --log-level (error, info, debug or a
 // verbosity number; default info). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
 func Main(ctx context.Context, args []string) error {
@@ -40,6 +41,7 @@ type flags struct {
 	workDir      string
 	drainTimeout time.Duration
 	logLevel     int
+	secretsDir   string
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -51,6 +53,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.IntVar(&f.minProtocol, "min-engine-protocol", task.EngineProtocolVersion, "lowest engine_protocol_version RegisterTrial accepts")
 	fs.StringVar(&f.workDir, "work-dir", "", "directory for per-trial directories (default: the system temp dir)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
+	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
@@ -94,7 +97,7 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
 	}
 	if cfg.Grader == nil {
-		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")))
+		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir))
 	}
 	srv, err := New(cfg)
 	if err != nil {

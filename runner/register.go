@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/builtin"
 )
@@ -62,6 +63,11 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	}
 	if spec.TrialID != "" && spec.TrialID != id {
 		return nil, wiref("Invalid trial_spec_json: trial_id: %q does not match the request's trial_id %q", spec.TrialID, id)
+	}
+	if jc, ok := s.cfg.Grader.(grading.JudgeChecker); ok {
+		if err := jc.CheckJudge(spec); err != nil {
+			return nil, wiref("Invalid trial_spec_json: %v", err)
+		}
 	}
 	defS := req.GetDefaultToolTimeoutS()
 	if defS < 0 || math.IsNaN(defS) || math.IsInf(defS, 0) {

@@ -264,6 +264,8 @@ func TestDecodeTrialSpecValidation(t *testing.T) {
 			"task.grading.llm_judge.rubric.criteria[0].bar: 7 is outside [0, 1]"},
 		{"judge max_calls", []mutation{set("task.grading.llm_judge", raw(`{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d"}]},"max_calls":0}`))},
 			"task.grading.llm_judge.max_calls: 0 must be >= 1"},
+		{"judge tools", []mutation{set("task.grading.llm_judge", raw(`{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d"}]},"tools":["get_customer"]}`))},
+			"task.grading.llm_judge.tools: read-only judge tools are not supported yet (the judge sees every tool call and result in the transcript); remove [get_customer]"},
 		// custom checks
 		{"custom check expr", []mutation{set("task.grading.custom_checks", raw(`{"enabled":true,"checks":[{"name":"a"}]}`))},
 			"task.grading.custom_checks.checks[0].expr: required"},

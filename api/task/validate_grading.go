@@ -238,6 +238,12 @@ func (j *LLMJudge) validate(c *checker, p string) {
 	for i, name := range j.Tools {
 		c.required(joinIndex(joinKey(p, "tools"), i), name)
 	}
+	if len(j.Tools) > 0 {
+		// Refused before the run rather than ignored: nothing in the runner can yet
+		// guarantee a tool is read-only, and a judge that mutates the trial's state
+		// would change what the state checks grade.
+		c.failf(joinKey(p, "tools"), "read-only judge tools are not supported yet (the judge sees every tool call and result in the transcript); remove %v", j.Tools)
+	}
 	if j.MaxCalls != nil && *j.MaxCalls < 1 {
 		c.failf(joinKey(p, "max_calls"), "%d must be >= 1", *j.MaxCalls)
 	}

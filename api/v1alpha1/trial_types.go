@@ -133,7 +133,21 @@ type GradeSummary struct {
 	DiffSummary string `json:"diffSummary,omitempty"`
 	// Attempt is the number of the attempt that earned this grade.
 	Attempt int32 `json:"attempt"`
+	// JudgeStatus is the LLM rubric judge's outcome; absent when no judge ran.
+	// Errored appears only when llm_judge carries no weight share (otherwise
+	// the grade fails and the trial is GradingFailed).
+	// +optional
+	JudgeStatus JudgeStatus `json:"judgeStatus,omitempty"`
 }
+
+// JudgeStatus is the LLM rubric judge's outcome in a grade.
+// +kubebuilder:validation:Enum=Completed;Errored
+type JudgeStatus string
+
+const (
+	JudgeCompleted JudgeStatus = "Completed"
+	JudgeErrored   JudgeStatus = "Errored"
+)
 
 // TokenUsage is one actor's spend.
 type TokenUsage struct {
@@ -207,6 +221,7 @@ type TrialStatus struct {
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Score",type=number,JSONPath=`.status.grade.score`
 // +kubebuilder:printcolumn:name="Pass",type=boolean,JSONPath=`.status.grade.binaryPass`
+// +kubebuilder:printcolumn:name="Judge",type=string,JSONPath=`.status.grade.judgeStatus`
 // +kubebuilder:printcolumn:name="Turns",type=integer,JSONPath=`.status.turns`
 // +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attemptCount`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -21,10 +21,33 @@
 // Every error Grade returns has, as its Error(), exactly the GradeTrialResponse.error
 // text of its table row; the runner forwards it verbatim.
 //
-// trace_checks, llm_judge and custom_checks have no evaluator yet: registry.go holds a
-// placeholder for each that files only the spec's recorded skips, so a pack populating
-// them otherwise fails through the ledger, naming the keys.
+// trace_checks and custom_checks have no evaluator yet: registry.go holds a placeholder
+// for each that files only the spec's recorded skips, so a pack populating them
+// otherwise fails through the ledger, naming the keys.
 //
-// This package imports the standard library, api/task, api/runnerpb, dbservice/client,
-// api/canonical, logr and github.com/theory/jsonpath. It never imports the runner.
+// The LLM rubric judge (eval_judge.go, judge_prompt.go) calls its model through api/llm,
+// the project's one OpenAI-compatible client, behind the small JudgeModel interface.
+// One judge call is one billed provider round trip (api/llm retries refused tries inside
+// it and bills the answered one once). Its key is never read from the environment:
+// TrialSpec.judge.api_key_env keeps its wire name but names a file in the runner's
+// secrets directory (--secrets-dir, DefaultSecretsDir), where the operator mounts the
+// Trial's judge Secret read-only with only that key. Decisions the spec leaves open: no
+// read-only judge tools yet (llm_judge.tools is refused at validation and at
+// RegisterTrial, since nothing can yet guarantee a tool is read-only); an invalid answer
+// is not asked again (max_calls >= 1 is therefore never the limit); a graded criterion
+// with a bar is met when its score reaches the bar, without one the judge's own met
+// decides; a binary criterion's met must agree with its 0/1 score.
+//
+// grading_method: test_execution (testexec.go) dispatches after step 0: the verifier
+// runs in the trial's work directory in its own process group with a minimal
+// environment, a timeout (timeout_s, default 300 s) and a kept-output cap. A reward file
+// left before the run is removed first, so only the verifier's verdict counts; a reward
+// file it writes must hold a number in [0, 1] and is the score (garbage fails the RPC
+// naming the file and the content); with no reward file, exit code 0 scores 1.0 and any
+// other 0.0. A verifier that cannot start, times out or dies by a signal fails the RPC:
+// its verdict is unknown, not 0.0.
+//
+// This package imports the standard library, api/task, api/runnerpb, api/llm,
+// dbservice/client, api/canonical, logr and github.com/theory/jsonpath. It never
+// imports the runner.
 package grading

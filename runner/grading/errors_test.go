@@ -223,14 +223,6 @@ func TestGradeTrialErrorTable(t *testing.T) {
 			want: `Hash grading failed: StateSyncError: writing the tool servers' tables into the DB service: mcp server gone`,
 		},
 		{
-			name: "ledger: llm_judge populated",
-			edit: func(td *task.TaskDescription) {
-				td.Grading.LLMJudge = &task.LLMJudge{ModelRef: "judge", Rubric: task.Rubric{Criteria: []task.Criterion{{ID: "polite", Description: "Stays polite"}}}}
-			},
-			want: `Grading config populates scored keys the runner neither evaluated nor recorded a skip for: ` +
-				`llm_judge (expects runner evaluator llm_judge, which this runner does not implement yet)`,
-		},
-		{
 			name: "Grading error: a DB probe the service fails",
 			edit: func(td *task.TaskDescription) {
 				sc := td.Grading.StateChecks
@@ -249,7 +241,7 @@ func TestGradeTrialErrorTable(t *testing.T) {
 				td.Grading.GradingMethod = task.GradingTestExecution
 				td.Grading.TestExecution = &task.TestExecution{Command: []string{"true"}}
 			},
-			want: `Grading error: grading_method test_execution is not supported by this runner yet; grade the trial with grading_method components`,
+			want: `Grading error: test_execution: the trial has no work directory to run the verifier in`,
 		},
 	}
 	for _, c := range cases {

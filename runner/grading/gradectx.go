@@ -38,6 +38,7 @@ type gradeCtx struct {
 	traceSummary    *runnerpb.TraceChecksSummary
 	traceGateFailed bool
 	customResults   []*runnerpb.CustomCheckResult
+	judge           *judgeOutcome // set when the judge ran (eval_judge.go)
 }
 
 func (g *gradeCtx) wants(component string) bool {

@@ -3,7 +3,6 @@ package grading
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
@@ -39,7 +38,11 @@ func (gr *grader) Grade(ctx context.Context, env Env, req Request) (grade *runne
 	if err != nil {
 		return nil, err
 	}
-	grade, err = gr.run(ctx, g)
+	if g.cfg.GradingMethod == task.GradingTestExecution {
+		grade, err = runTestExecution(ctx, g)
+	} else {
+		grade, err = gr.run(ctx, g)
+	}
 	if err != nil {
 		err = gradingError(err)
 		gr.opts.log.V(1).Info("grading failed", "trial", g.id, "error", err.Error())
@@ -87,13 +90,13 @@ func (gr *grader) prepare(env Env, req Request) (*gradeCtx, error) {
 		return nil, timelineInconsistent(id, inconsistency)
 	}
 	tl.Policy, tl.Termination = policy, reason
-	if cfg.GradingMethod == task.GradingTestExecution {
-		return nil, gradingError(errors.New("grading_method test_execution is not supported by this runner yet; grade the trial with grading_method components"))
-	}
-
 	g := &gradeCtx{
 		opts: &gr.opts, env: env, id: id, task: spec.Task, cfg: cfg,
 		timeline: tl, transcriptEmpty: len(msgs) == 0, scope: scope, ledger: newLedger(),
+	}
+	if cfg.GradingMethod == task.GradingTestExecution {
+		// It dispatches before the component phase: no ledger, no golden replay.
+		return g, nil
 	}
 	g.populated = populatedKeys(cfg, g.wants)
 
@@ -198,6 +201,7 @@ func (gr *grader) run(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		Reasons:       joinReasons(segments, g.notes, []string{res.sentence}, g.ledger.notes()),
 		StateDiffJson: g.stateDiff,
 	}
+	g.judge.apply(grade)
 	if v := components[task.ComponentTraceChecks]; v.scored {
 		s := v.score
 		grade.Components.TraceChecks = &s

@@ -33,10 +33,14 @@ func TestLedgerRecordedSkips(t *testing.T) {
 			reasons:    "State: hash match | llm_judge: skipped: no transcript messages",
 		},
 		{
-			name:       "llm_judge with a transcript fails through the ledger",
-			edit:       func(g *task.GradingConfig) { g.LLMJudge = judge },
+			name: "a weighted llm_judge that cannot run fails loud",
+			edit: func(g *task.GradingConfig) {
+				g.LLMJudge = judge
+				g.Weights["llm_judge"] = 1
+			},
 			transcript: func(t *testing.T, _ *testEnv) []byte { return wire(t, user("hi"), assistant("hello")) },
-			err:        "Grading config populates scored keys the runner neither evaluated nor recorded a skip for: llm_judge (expects runner evaluator llm_judge, which this runner does not implement yet)",
+			err: "Grading error: llm_judge: JUDGE_STATUS_ERRORED (no score; llm_judge carries a weight share, so the grade cannot be computed without it): " +
+				`llm_judge.model_ref "judge" names TrialSpec.judge, but the trial was registered without a judge model config`,
 		},
 		{
 			name:       "trace_checks on an empty timeline",

@@ -28,6 +28,8 @@ type options struct {
 	maxDiffLines   int
 	celCost        uint64
 	celTimeout     time.Duration
+	judge          judgeOptions    // eval_judge.go
+	verifier       verifierOptions // testexec.go
 }
 
 // Option configures New.
@@ -73,6 +75,8 @@ func newOptions(opts []Option) options {
 		maxDiffLines:   DefaultMaxDiffLines,
 		celCost:        DefaultCELCostLimit,
 		celTimeout:     DefaultCELTimeout,
+		judge:          defaultJudgeOptions(),
+		verifier:       defaultVerifierOptions(),
 	}
 	for _, fn := range opts {
 		fn(&o)

@@ -2,8 +2,6 @@ package grading
 
 import (
 	"context"
-
-	"tolokaforge.io/operator/api/task"
 )
 
 // Evaluator names, as the ledger's manifest refers to them.
@@ -45,9 +43,8 @@ type evaluator interface {
 // them. state_checks has three sources folded by stateComponent (state.go); every other
 // component has exactly one evaluator.
 //
-// A pendingEvaluator files only the spec's recorded skips; a real evaluator replaces
-// its placeholder here (same Name and Component) and nothing else changes: the ledger
-// and the fold already know the keys.
+// An evaluator added later may report implemented() == false while it only files the
+// spec's recorded skips; the ledger then names its keys as not implemented.
 func registry() []evaluator {
 	return []evaluator{
 		hashEvaluator{},
@@ -55,39 +52,7 @@ func registry() []evaluator {
 		dbProbesEvaluator{},
 		transcriptEvaluator{},
 		traceEvaluator{},
-		pendingEvaluator{name: evalLLMJudge, component: task.ComponentLLMJudge, skip: func(g *gradeCtx) string {
-			if g.transcriptEmpty {
-				return skipNoTranscript
-			}
-			return ""
-		}},
+		judgeEvaluator{},
 		customEvaluator{programs: &celPrograms{}},
 	}
-}
-
-// pendingEvaluator stands in for an evaluator this runner does not implement yet. It
-// never scores; when the spec's skip condition holds it records the skip, otherwise it
-// leaves its keys unaccounted so the ledger fails the RPC naming them.
-type pendingEvaluator struct {
-	name, component string
-	skip            func(*gradeCtx) string
-}
-
-func (p pendingEvaluator) Name() string      { return p.name }
-func (p pendingEvaluator) Component() string { return p.component }
-
-// implemented reports false: the ledger says "not implemented yet" for its keys.
-func (pendingEvaluator) implemented() bool { return false }
-
-func (p pendingEvaluator) Evaluate(_ context.Context, g *gradeCtx) (verdict, error) {
-	if reason := p.skip(g); reason != "" {
-		var keys []string
-		for _, k := range g.populated {
-			if k.evaluator == p.name {
-				keys = append(keys, k.key)
-			}
-		}
-		g.ledger.skipped(reason, keys...)
-	}
-	return verdict{}, nil
 }

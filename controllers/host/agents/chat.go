@@ -2,29 +2,36 @@ package agents
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
+	"tolokaforge.io/operator/api/llm"
+	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 )
 
-// DefaultBaseURL is used when a model config names none.
-const DefaultBaseURL = "https://api.openai.com/v1"
+// The transport is package api/llm's, shared with the runner's LLM judge;
+// these names keep the host's callers unchanged.
+const (
+	DefaultBaseURL        = llm.DefaultBaseURL
+	DefaultRequestTimeout = llm.DefaultRequestTimeout
+	Redacted              = llm.Redacted
+)
 
-// DefaultRequestTimeout bounds one try of a provider call.
-const DefaultRequestTimeout = 2 * time.Minute
+// RetryPolicy bounds the retries of one provider call.
+type RetryPolicy = llm.RetryPolicy
+
+// DefaultRetryPolicy is llm.DefaultRetryPolicy.
+var DefaultRetryPolicy = llm.DefaultRetryPolicy
+
+// ChatModel is one chat-completions model (an llm.Client).
+type ChatModel = llm.Client
 
 // Options configure the OpenAI-compatible actors.
 type Options struct {
@@ -48,42 +55,11 @@ type Options struct {
 	Getenv func(string) string
 }
 
-var sharedHTTPClient = func() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	// Many concurrent trials talk to one provider host; the default of 2 idle
-	// connections per host would make most calls pay a new handshake.
-	t.MaxIdleConnsPerHost = 256
-	t.MaxIdleConns = 1024
-	return &http.Client{Transport: t}
-}()
-
-// ChatModel is one chat-completions model behind an OpenAI-compatible
-// endpoint, with this package's retry policy and usage accounting. It is
-// safe for concurrent use.
-type ChatModel struct {
-	role           string
-	client         openai.Client
-	model          string
-	cfg            task.ModelConfig
-	retry          RetryPolicy
-	requestTimeout time.Duration
-	redact         redactor
-	log            logr.Logger
-	sleep          func(context.Context, time.Duration) error
-	jitter         func() float64
-}
-
 // NewChatModel builds the model of cfg for role ("agent", "user simulator"),
 // resolving its key. Errors name the role and the field at fault.
 func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*ChatModel, error) {
-	if cfg == nil {
-		return nil, fmt.Errorf("%s model: no model config", role)
-	}
-	if cfg.Provider != task.ProviderOpenAI {
-		return nil, fmt.Errorf("%s model: provider %q is not %q", role, cfg.Provider, task.ProviderOpenAI)
-	}
-	if strings.TrimSpace(cfg.Model) == "" {
-		return nil, fmt.Errorf("%s model: model is empty", role)
+	if err := llm.CheckConfig(role, cfg); err != nil {
+		return nil, err
 	}
 	getenv := opts.Getenv
 	if getenv == nil {
@@ -95,193 +71,44 @@ func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*ChatModel,
 			return nil, fmt.Errorf("%s model %q: environment variable %s (api_key_env) is unset or empty", role, cfg.Model, cfg.APIKeyEnv)
 		}
 	}
-	baseURL := cfg.BaseURL
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
-	}
-	if err := checkBaseURL(baseURL); err != nil {
-		return nil, fmt.Errorf("%s model %q: base_url: %w", role, cfg.Model, err)
-	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = sharedHTTPClient
-	}
-	reqOpts := []option.RequestOption{
-		option.WithBaseURL(baseURL),
-		option.WithHTTPClient(hc),
-		// Retries are ours: counted, testable, and bounded by the trial.
-		option.WithMaxRetries(0),
-	}
-	if key != "" {
-		reqOpts = append(reqOpts, option.WithAPIKey(key))
-	}
-	retry := DefaultRetryPolicy
-	if opts.Retry != nil {
-		retry = *opts.Retry
-	}
-	m := &ChatModel{
-		role: role,
-		// Not openai.NewClient: it would pick up OPENAI_BASE_URL,
-		// OPENAI_API_KEY and friends from the environment and could send a
-		// trial's traffic (or the operator's own key) somewhere else.
-		client:         openai.Client{Options: reqOpts},
-		model:          cfg.Model,
-		cfg:            *cfg,
-		retry:          retry.withDefaults(),
-		requestTimeout: opts.RequestTimeout,
-		redact:         newRedactor(key),
-		log:            opts.Log.WithValues("role", role, "model", cfg.Model),
-		sleep:          opts.Sleep,
-		jitter:         opts.Jitter,
-	}
-	if m.requestTimeout <= 0 {
-		m.requestTimeout = DefaultRequestTimeout
-	}
-	if m.sleep == nil {
-		m.sleep = sleepCtx
-	}
-	if m.jitter == nil {
-		m.jitter = defaultJitter
-	}
-	return m, nil
+	return llm.New(cfg, llm.Options{
+		Role:           role,
+		APIKey:         key,
+		HTTPClient:     opts.HTTPClient,
+		Retry:          opts.Retry,
+		RequestTimeout: opts.RequestTimeout,
+		Log:            opts.Log,
+		Sleep:          opts.Sleep,
+		Jitter:         opts.Jitter,
+	})
 }
 
-// errRequestTimeout is the cause of a single try's deadline.
-var errRequestTimeout = errors.New("provider request timed out")
-
-// Complete makes one billed call with conv and tools (as encodeTools
-// renders them): the request is retried on provider faults as the policy
-// allows. On success Usage counts one call and that response's tokens; in
-// every case Usage.Retries counts the refused tries. A fault that survives
-// the retries, or a request the provider refuses, is a *host.ActorError;
-// the caller's context ending is returned as ctx.Err().
-func (m *ChatModel) Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, host.Usage, error) {
-	return m.complete(ctx, &convCache{}, conv, tools)
-}
-
-func (m *ChatModel) complete(ctx context.Context, cache *convCache, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, host.Usage, error) {
-	var usage host.Usage
-	msgs, err := cache.messages(conv)
+// complete is one turn of an LLM actor: the transport's usage becomes the
+// host's, and its classed failure a *host.ActorError.
+func complete(ctx context.Context, m *ChatModel, tc *llm.ToolCache, cc *llm.ConvCache, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {
+	tl, err := tc.Get(tools)
 	if err != nil {
-		return "", nil, usage, err
+		return host.Turn{}, err
 	}
-	body, err := requestBody(m.model, msgs, tools, &m.cfg)
+	content, calls, u, err := m.CompleteCached(ctx, cc, conv, tl)
+	usage := hostUsage(u)
 	if err != nil {
-		return "", nil, usage, fmt.Errorf("%s model %q: encode request: %w", m.role, m.model, err)
+		var le *llm.Error
+		if errors.As(err, &le) {
+			err = &host.ActorError{Termination: le.Termination, Err: le.Err}
+		}
+		return host.Turn{Usage: usage}, err
 	}
-	for try := 0; ; try++ {
-		var (
-			httpResp *http.Response
-			resp     chatResponse
-		)
-		cctx, cancel := context.WithTimeoutCause(ctx, m.requestTimeout, errRequestTimeout)
-		err := m.client.Post(cctx, "chat/completions", body, &resp, option.WithResponseInto(&httpResp))
-		cancel()
-		if err == nil && len(resp.Choices) > 0 {
-			usage.Calls = 1
-			usage.PromptTokens = resp.Usage.PromptTokens
-			usage.CompletionTokens = resp.Usage.CompletionTokens
-			usage.ReasoningTokens = resp.Usage.CompletionTokensDetails.ReasoningTokens
-			usage.CostUSD = cost(m.cfg.Pricing, usage.PromptTokens, usage.CompletionTokens)
-			content, calls := fromResponse(&resp)
-			return content, calls, usage, nil
-		}
-		if ctx.Err() != nil {
-			return "", nil, usage, ctx.Err()
-		}
-		f := m.classify(err, httpResp)
-		if !f.retryable {
-			return "", nil, usage, &host.ActorError{Termination: task.TerminationError, Err: f}
-		}
-		final := func(why string) error {
-			term := task.TerminationAPIError
-			if f.status == http.StatusTooManyRequests {
-				term = task.TerminationRateLimit
-			}
-			return &host.ActorError{Termination: term, Err: fmt.Errorf("%w (%s)", f, why)}
-		}
-		if try >= m.retry.MaxRetries {
-			return "", nil, usage, final(fmt.Sprintf("gave up after %d tries", try+1))
-		}
-		ra, hasRA := time.Duration(0), false
-		if httpResp != nil {
-			ra, hasRA = retryAfter(httpResp.Header, time.Now())
-		}
-		if hasRA && ra > m.retry.MaxRetryAfter {
-			return "", nil, usage, final(fmt.Sprintf("provider asked to wait %s, more than the %s allowed", ra, m.retry.MaxRetryAfter))
-		}
-		wait := m.retry.backoff(try, ra, m.jitter)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
-			// Sleeping into the trial's deadline would relabel a provider
-			// fault as the agent's timeout.
-			return "", nil, usage, final(fmt.Sprintf("retry wait %s exceeds the time left to the trial", wait))
-		}
-		usage.Retries++
-		m.log.V(1).Info("provider call refused, retrying", "status", f.status, "wait", wait.String(), "try", try+1, "error", f.Error())
-		if err := m.sleep(ctx, wait); err != nil {
-			return "", nil, usage, err
-		}
-	}
+	return host.Turn{Content: content, ToolCalls: calls, Usage: usage}, nil
 }
 
-// fault is a failed try, already redacted.
-type fault struct {
-	status    int // 0: no HTTP answer
-	msg       string
-	retryable bool
-}
-
-func (f *fault) Error() string { return f.msg }
-
-func (m *ChatModel) classify(err error, resp *http.Response) *fault {
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
+func hostUsage(u llm.Usage) host.Usage {
+	return host.Usage{
+		Calls:            u.Calls,
+		Retries:          u.Retries,
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		ReasoningTokens:  u.ReasoningTokens,
+		CostUSD:          u.CostUSD,
 	}
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		status = apiErr.StatusCode
-	}
-	switch {
-	case err == nil:
-		return &fault{status: status, retryable: true, msg: fmt.Sprintf("%s model %q answered HTTP %d with no choices", m.role, m.model, status)}
-	case status >= 400:
-		pm := ""
-		if apiErr != nil {
-			pm = apiErr.Message
-		}
-		if pm == "" && resp != nil && resp.Body != nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
-			pm = strings.TrimSpace(string(b))
-		}
-		if pm == "" {
-			pm = http.StatusText(status)
-		}
-		verb := "refused the request"
-		if !retryableStatus(status) {
-			verb = "rejected the request as invalid"
-		}
-		return &fault{status: status, retryable: retryableStatus(status),
-			msg: m.redact.apply(fmt.Sprintf("%s model %q %s: HTTP %d: %s", m.role, m.model, verb, status, pm))}
-	case errors.Is(err, errRequestTimeout) || isTimeout(err):
-		return &fault{retryable: true, msg: m.redact.apply(fmt.Sprintf("%s model %q: no answer within %s", m.role, m.model, m.requestTimeout))}
-	case status >= 200 && status < 300:
-		// A success the SDK could not decode: the provider is broken, not the request.
-		return &fault{status: status, retryable: true, msg: m.redact.apply(fmt.Sprintf("%s model %q: unreadable answer: %v", m.role, m.model, err))}
-	default:
-		return &fault{retryable: true, msg: m.redact.apply(fmt.Sprintf("%s model %q: transport: %v", m.role, m.model, err))}
-	}
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// cost prices tokens; reasoning tokens are part of completion tokens.
-func cost(p *task.Pricing, prompt, completion int64) float64 {
-	if p == nil {
-		return 0
-	}
-	return float64(prompt)*p.InputUSDPerMTok/1e6 + float64(completion)*p.OutputUSDPerMTok/1e6
 }

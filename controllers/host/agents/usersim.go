@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
@@ -25,8 +26,8 @@ type LLMUser struct {
 	// Opening, when set, is said verbatim as the first message instead of
 	// asking the model (a Task's initialUserMessage).
 	Opening string
-	tools   toolCache
-	conv    convCache
+	tools   llm.ToolCache
+	conv    llm.ConvCache
 }
 
 // NewLLMUser prompts m with the task's user simulator configuration.

@@ -1,4 +1,4 @@
-package agents
+package llm
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ func TestRequestBodyMatchesChatRequest(t *testing.T) {
 	temp, topP, maxT, seed := 0.25, 1.0, 64, int64(-3)
 	for _, cfg := range []task.ModelConfig{{}, {Temperature: &temp, TopP: &topP, MaxTokens: &maxT, Seed: &seed}} {
 		for _, tl := range []json.RawMessage{nil, tools} {
-			var c convCache
+			var c ConvCache
 			msgs, err := c.messages(conv)
 			if err != nil {
 				t.Fatal(err)
@@ -32,7 +32,7 @@ func TestRequestBodyMatchesChatRequest(t *testing.T) {
 }
 
 func TestConvCacheReusesAndDiverges(t *testing.T) {
-	var c convCache
+	var c ConvCache
 	a := []task.Message{{Role: "system", Content: "s"}, {Role: "user", Content: "hi"}}
 	if b, _ := c.messages(a); string(b) != `[{"role":"system","content":"s"},{"role":"user","content":"hi"}]` {
 		t.Fatalf("first = %s", b)

@@ -1,4 +1,4 @@
-package agents
+package llm
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-// convCache keeps each message of the last conversation it encoded. The
+// ConvCache keeps each message of the last conversation it encoded. The
 // loop only ever appends to a view, so from one turn to the next only the
 // new messages are encoded; the prefix check compares strings that share
 // their backing arrays, which costs a pointer comparison each. Another
 // conversation (a shared actor serving another trial) just re-encodes from
-// where the two differ.
-type convCache struct {
+// where the two differ. The zero value is ready; it is safe for concurrent
+// use.
+type ConvCache struct {
 	mu   sync.Mutex
 	msgs []task.Message
 	enc  [][]byte
@@ -33,7 +34,7 @@ func sameMessage(a, b *task.Message) bool {
 }
 
 // messages returns the JSON array of conv's request messages.
-func (c *convCache) messages(conv []task.Message) ([]byte, error) {
+func (c *ConvCache) messages(conv []task.Message) ([]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := 0

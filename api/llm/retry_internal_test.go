@@ -1,4 +1,4 @@
-package agents
+package llm
 
 import (
 	"net/http"
@@ -80,12 +80,12 @@ func FuzzRetryAfter(f *testing.F) {
 
 func TestEncodeTools(t *testing.T) {
 	for _, bad := range []string{`[1,2]`, `{"type":`, `"object"`} {
-		_, err := encodeTools([]*runnerpb.ToolSchema{{Name: "ok"}, {Name: "bad", ParametersJson: bad}})
+		_, err := EncodeTools([]*runnerpb.ToolSchema{{Name: "ok"}, {Name: "bad", ParametersJson: bad}})
 		if err == nil || err.Error() != "tool_schemas[1] (bad): parameters_json is not a JSON object" {
 			t.Errorf("parameters_json %s: err = %v", bad, err)
 		}
 	}
-	tl, err := encodeTools([]*runnerpb.ToolSchema{
+	tl, err := EncodeTools([]*runnerpb.ToolSchema{
 		{Name: "noargs"},
 		{Name: "calc", Description: "a <b> & c", ParametersJson: ` {"type": "object", "properties": {"x": {"type": "number"}}} `},
 	})

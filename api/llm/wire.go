@@ -1,4 +1,4 @@
-package agents
+package llm
 
 import (
 	"bytes"
@@ -91,10 +91,10 @@ func toWire(conv []task.Message) ([]wireMessage, error) {
 	return out, nil
 }
 
-// encodeTools renders the runner's tool schemas as OpenAI function tools.
+// EncodeTools renders the runner's tool schemas as OpenAI function tools.
 // parameters_json is embedded verbatim once checked to be a JSON object; an
 // empty one becomes the empty-object schema.
-func encodeTools(tools []*runnerpb.ToolSchema) (json.RawMessage, error) {
+func EncodeTools(tools []*runnerpb.ToolSchema) (json.RawMessage, error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}

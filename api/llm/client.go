@@ -1,0 +1,296 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"tolokaforge.io/operator/api/task"
+)
+
+// DefaultBaseURL is used when a model config names none.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultRequestTimeout bounds one try of a provider call.
+const DefaultRequestTimeout = 2 * time.Minute
+
+// Options configure a Client.
+type Options struct {
+	// Role names the caller in errors and logs ("agent", "user simulator",
+	// "judge"); empty means "llm".
+	Role string
+	// APIKey is the key itself; the caller resolves it (from a Secret, or
+	// the environment variable api_key_env names). Empty: no Authorization
+	// header (local endpoints such as Ollama or vLLM need none).
+	APIKey string
+	// HTTPClient defaults to a shared client that keeps connections alive.
+	HTTPClient *http.Client
+	// Retry defaults to DefaultRetryPolicy.
+	Retry *RetryPolicy
+	// RequestTimeout bounds one try (0: DefaultRequestTimeout).
+	RequestTimeout time.Duration
+	Log            logr.Logger
+	// Sleep waits between retries and Jitter draws in [0,1); tests replace
+	// them to observe the waits without spending them.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func() float64
+}
+
+var sharedHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Many concurrent trials talk to one provider host; the default of 2 idle
+	// connections per host would make most calls pay a new handshake.
+	t.MaxIdleConnsPerHost = 256
+	t.MaxIdleConns = 1024
+	return &http.Client{Transport: t}
+}()
+
+// Client is one chat-completions model behind an OpenAI-compatible
+// endpoint, with this package's retry policy and usage accounting. It is
+// safe for concurrent use.
+type Client struct {
+	role           string
+	client         openai.Client
+	model          string
+	cfg            task.ModelConfig
+	retry          RetryPolicy
+	requestTimeout time.Duration
+	redact         redactor
+	log            logr.Logger
+	sleep          func(context.Context, time.Duration) error
+	jitter         func() float64
+}
+
+// CheckConfig reports what makes cfg unusable for a Client, naming role
+// and the field at fault.
+func CheckConfig(role string, cfg *task.ModelConfig) error {
+	if role == "" {
+		role = defaultRole
+	}
+	if cfg == nil {
+		return fmt.Errorf("%s model: no model config", role)
+	}
+	if cfg.Provider != task.ProviderOpenAI {
+		return fmt.Errorf("%s model: provider %q is not %q", role, cfg.Provider, task.ProviderOpenAI)
+	}
+	if strings.TrimSpace(cfg.Model) == "" {
+		return fmt.Errorf("%s model: model is empty", role)
+	}
+	return nil
+}
+
+const defaultRole = "llm"
+
+// New builds the client of cfg. The key is opts.APIKey: this package never
+// reads the environment. Errors name the role and the field at fault.
+func New(cfg *task.ModelConfig, opts Options) (*Client, error) {
+	role := opts.Role
+	if role == "" {
+		role = defaultRole
+	}
+	if err := CheckConfig(role, cfg); err != nil {
+		return nil, err
+	}
+	key := opts.APIKey
+	baseURL := cfg.BaseURL
+	if baseURL == "" {
+		baseURL = DefaultBaseURL
+	}
+	if err := checkBaseURL(baseURL); err != nil {
+		return nil, fmt.Errorf("%s model %q: base_url: %w", role, cfg.Model, err)
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = sharedHTTPClient
+	}
+	reqOpts := []option.RequestOption{
+		option.WithBaseURL(baseURL),
+		option.WithHTTPClient(hc),
+		// Retries are ours: counted, testable, and bounded by the trial.
+		option.WithMaxRetries(0),
+	}
+	if key != "" {
+		reqOpts = append(reqOpts, option.WithAPIKey(key))
+	}
+	retry := DefaultRetryPolicy
+	if opts.Retry != nil {
+		retry = *opts.Retry
+	}
+	m := &Client{
+		role: role,
+		// Not openai.NewClient: it would pick up OPENAI_BASE_URL,
+		// OPENAI_API_KEY and friends from the environment and could send a
+		// trial's traffic (or the operator's own key) somewhere else.
+		client:         openai.Client{Options: reqOpts},
+		model:          cfg.Model,
+		cfg:            *cfg,
+		retry:          retry.withDefaults(),
+		requestTimeout: opts.RequestTimeout,
+		redact:         newRedactor(key),
+		log:            opts.Log.WithValues("role", role, "model", cfg.Model),
+		sleep:          opts.Sleep,
+		jitter:         opts.Jitter,
+	}
+	if m.requestTimeout <= 0 {
+		m.requestTimeout = DefaultRequestTimeout
+	}
+	if m.sleep == nil {
+		m.sleep = sleepCtx
+	}
+	if m.jitter == nil {
+		m.jitter = defaultJitter
+	}
+	return m, nil
+}
+
+// errRequestTimeout is the cause of a single try's deadline.
+var errRequestTimeout = errors.New("provider request timed out")
+
+// Complete makes one billed call with conv and tools (as EncodeTools
+// renders them; nil for none): the request is retried on provider faults as
+// the policy allows. On success Usage counts one call and that response's
+// tokens; in every case Usage.Retries counts the refused tries. A fault that
+// survives the retries, or a request the provider refuses, is an *Error;
+// the caller's context ending is returned as ctx.Err().
+func (m *Client) Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, Usage, error) {
+	return m.CompleteCached(ctx, &ConvCache{}, conv, tools)
+}
+
+// CompleteCached is Complete for a conversation that grows turn by turn:
+// cache keeps the encoded messages, so each call encodes only the new ones.
+func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, Usage, error) {
+	var usage Usage
+	msgs, err := cache.messages(conv)
+	if err != nil {
+		return "", nil, usage, err
+	}
+	body, err := requestBody(m.model, msgs, tools, &m.cfg)
+	if err != nil {
+		return "", nil, usage, fmt.Errorf("%s model %q: encode request: %w", m.role, m.model, err)
+	}
+	for try := 0; ; try++ {
+		var (
+			httpResp *http.Response
+			resp     chatResponse
+		)
+		cctx, cancel := context.WithTimeoutCause(ctx, m.requestTimeout, errRequestTimeout)
+		err := m.client.Post(cctx, "chat/completions", body, &resp, option.WithResponseInto(&httpResp))
+		cancel()
+		if err == nil && len(resp.Choices) > 0 {
+			usage.Calls = 1
+			usage.PromptTokens = resp.Usage.PromptTokens
+			usage.CompletionTokens = resp.Usage.CompletionTokens
+			usage.ReasoningTokens = resp.Usage.CompletionTokensDetails.ReasoningTokens
+			usage.CostUSD = cost(m.cfg.Pricing, usage.PromptTokens, usage.CompletionTokens)
+			content, calls := fromResponse(&resp)
+			return content, calls, usage, nil
+		}
+		if ctx.Err() != nil {
+			return "", nil, usage, ctx.Err()
+		}
+		f := m.classify(err, httpResp)
+		if !f.retryable {
+			return "", nil, usage, &Error{Termination: task.TerminationError, Err: f}
+		}
+		final := func(why string) error {
+			term := task.TerminationAPIError
+			if f.status == http.StatusTooManyRequests {
+				term = task.TerminationRateLimit
+			}
+			return &Error{Termination: term, Err: fmt.Errorf("%w (%s)", f, why)}
+		}
+		if try >= m.retry.MaxRetries {
+			return "", nil, usage, final(fmt.Sprintf("gave up after %d tries", try+1))
+		}
+		ra, hasRA := time.Duration(0), false
+		if httpResp != nil {
+			ra, hasRA = retryAfter(httpResp.Header, time.Now())
+		}
+		if hasRA && ra > m.retry.MaxRetryAfter {
+			return "", nil, usage, final(fmt.Sprintf("provider asked to wait %s, more than the %s allowed", ra, m.retry.MaxRetryAfter))
+		}
+		wait := m.retry.backoff(try, ra, m.jitter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			// Sleeping into the trial's deadline would relabel a provider
+			// fault as the agent's timeout.
+			return "", nil, usage, final(fmt.Sprintf("retry wait %s exceeds the time left to the trial", wait))
+		}
+		usage.Retries++
+		m.log.V(1).Info("provider call refused, retrying", "status", f.status, "wait", wait.String(), "try", try+1, "error", f.Error())
+		if err := m.sleep(ctx, wait); err != nil {
+			return "", nil, usage, err
+		}
+	}
+}
+
+// fault is a failed try, already redacted.
+type fault struct {
+	status    int // 0: no HTTP answer
+	msg       string
+	retryable bool
+}
+
+func (f *fault) Error() string { return f.msg }
+
+func (m *Client) classify(err error, resp *http.Response) *fault {
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
+	}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		status = apiErr.StatusCode
+	}
+	switch {
+	case err == nil:
+		return &fault{status: status, retryable: true, msg: fmt.Sprintf("%s model %q answered HTTP %d with no choices", m.role, m.model, status)}
+	case status >= 400:
+		pm := ""
+		if apiErr != nil {
+			pm = apiErr.Message
+		}
+		if pm == "" && resp != nil && resp.Body != nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
+			pm = strings.TrimSpace(string(b))
+		}
+		if pm == "" {
+			pm = http.StatusText(status)
+		}
+		verb := "refused the request"
+		if !retryableStatus(status) {
+			verb = "rejected the request as invalid"
+		}
+		return &fault{status: status, retryable: retryableStatus(status),
+			msg: m.redact.apply(fmt.Sprintf("%s model %q %s: HTTP %d: %s", m.role, m.model, verb, status, pm))}
+	case errors.Is(err, errRequestTimeout) || isTimeout(err):
+		return &fault{retryable: true, msg: m.redact.apply(fmt.Sprintf("%s model %q: no answer within %s", m.role, m.model, m.requestTimeout))}
+	case status >= 200 && status < 300:
+		// A success the SDK could not decode: the provider is broken, not the request.
+		return &fault{status: status, retryable: true, msg: m.redact.apply(fmt.Sprintf("%s model %q: unreadable answer: %v", m.role, m.model, err))}
+	default:
+		return &fault{retryable: true, msg: m.redact.apply(fmt.Sprintf("%s model %q: transport: %v", m.role, m.model, err))}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// cost prices tokens; reasoning tokens are part of completion tokens.
+func cost(p *task.Pricing, prompt, completion int64) float64 {
+	if p == nil {
+		return 0
+	}
+	return float64(prompt)*p.InputUSDPerMTok/1e6 + float64(completion)*p.OutputUSDPerMTok/1e6
+}

@@ -1,0 +1,278 @@
+package llm_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"tolokaforge.io/operator/api/llm"
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/test/fakellm"
+)
+
+var calcTool = []*runnerpb.ToolSchema{{
+	Name: "calculator", Description: "adds things",
+	ParametersJson: `{"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}`,
+}}
+
+func conv() []task.Message {
+	return []task.Message{
+		{Role: task.RoleSystem, Content: "be exact"},
+		{Role: task.RoleUser, Content: "what is 2+3?"},
+	}
+}
+
+func TestAgentRequestAndTurn(t *testing.T) {
+	f := startFake(t, fakellm.Config{Scripts: map[string][]fakellm.Reply{"m": {{
+		Content:   "let me compute",
+		ToolCalls: []fakellm.ToolCall{{ID: "call_a", Name: "calculator", Arguments: `{"expression":"2+3"}`}},
+		Usage:     fakellm.Usage{PromptTokens: 1000, CompletionTokens: 200, ReasoningTokens: 50},
+	}}}})
+	cfg := modelCfg(f, "m")
+	cfg.Temperature, cfg.TopP, cfg.MaxTokens, cfg.Seed = ptr(0.2), ptr(0.9), ptr(512), ptr(int64(7))
+	cfg.Pricing = &task.Pricing{InputUSDPerMTok: 2, OutputUSDPerMTok: 10}
+	m, err := llm.New(cfg, testOpts(&sleeps{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := next(ctxT(t), m, conv(), calcTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Content != "let me compute" || len(turn.ToolCalls) != 1 {
+		t.Fatalf("turn = %+v", turn)
+	}
+	tc := turn.ToolCalls[0]
+	if tc.ID != "call_a" || tc.Function.Name != "calculator" || tc.Function.Arguments != `{"expression":"2+3"}` {
+		t.Fatalf("tool call = %+v", tc)
+	}
+	want := llm.Usage{Calls: 1, PromptTokens: 1000, CompletionTokens: 200, ReasoningTokens: 50, CostUSD: 1000*2/1e6 + 200*10/1e6}
+	if turn.Usage != want {
+		t.Fatalf("usage = %+v, want %+v", turn.Usage, want)
+	}
+	reqs := f.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Model != "m" || *r.Temperature != 0.2 || *r.TopP != 0.9 || *r.MaxTokens != 512 || *r.Seed != 7 {
+		t.Fatalf("sampling not sent: model %q temp %v top_p %v max %v seed %v", r.Model, r.Temperature, r.TopP, r.MaxTokens, r.Seed)
+	}
+	if len(r.Messages) != 2 || r.Messages[0].Role != "system" || r.Messages[0].Content != "be exact" || r.Messages[1].Content != "what is 2+3?" {
+		t.Fatalf("messages = %+v", r.Messages)
+	}
+	if len(r.Tools) != 1 || r.Tools[0].Type != "function" || r.Tools[0].Name != "calculator" || r.Tools[0].Description != "adds things" ||
+		!strings.Contains(string(r.Tools[0].Parameters), `"expression"`) {
+		t.Fatalf("tools = %+v", r.Tools)
+	}
+	if r.Authorization != "" {
+		t.Fatalf("keyless model sent Authorization %q", r.Authorization)
+	}
+}
+
+func TestAssistantHistoryRoundTrips(t *testing.T) {
+	f := startFake(t, fakellm.Config{Script: []fakellm.Reply{{Content: "5"}}})
+	m, err := llm.New(modelCfg(f, "m"), testOpts(&sleeps{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := append(conv(),
+		task.Message{Role: task.RoleAssistant, ToolCalls: []task.ToolCall{{ID: "call_a#1", Type: "function", Function: task.FunctionCall{Name: "calculator", Arguments: `{"expression":"2+3"}`}}}},
+		task.Message{Role: task.RoleTool, Content: "5", ToolCallID: "call_a#1"},
+	)
+	if _, err := next(ctxT(t), m, c, calcTool); err != nil {
+		t.Fatal(err)
+	}
+	got := f.Requests()[0].Messages
+	if len(got) != 4 || got[2].Role != "assistant" || len(got[2].ToolCalls) != 1 || got[2].ToolCalls[0].ID != "call_a#1" ||
+		got[3].Role != "tool" || got[3].ToolCallID != "call_a#1" || got[3].Content != "5" {
+		t.Fatalf("history sent = %+v", got)
+	}
+}
+
+func TestRetriesHonourRetryAfterAndBillOnce(t *testing.T) {
+	f := startFake(t, fakellm.Config{Scripts: map[string][]fakellm.Reply{"m": {
+		{Status: http.StatusTooManyRequests, RetryAfter: "7"},
+		{Status: http.StatusTooManyRequests, RetryAfter: "0"},
+		{Content: "ok", Usage: fakellm.Usage{PromptTokens: 10, CompletionTokens: 3}},
+	}}})
+	sl := &sleeps{}
+	m, err := llm.New(modelCfg(f, "m"), testOpts(sl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := next(ctxT(t), m, conv(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (llm.Usage{Calls: 1, Retries: 2, PromptTokens: 10, CompletionTokens: 3}); turn.Usage != want {
+		t.Fatalf("usage = %+v, want %+v (billed once)", turn.Usage, want)
+	}
+	// Backoff floor (jitter 0) is BaseDelay/2 = 500ms, then 1s; Retry-After 7s wins first.
+	if got := sl.waits(); len(got) != 2 || got[0] != 7*time.Second || got[1] != time.Second {
+		t.Fatalf("waits = %v, want [7s 1s]", got)
+	}
+	if n := len(f.Requests()); n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+}
+
+func TestProviderFaults(t *testing.T) {
+	five := func(r fakellm.Reply) []fakellm.Reply {
+		out := make([]fakellm.Reply, 6)
+		for i := range out {
+			out[i] = r
+		}
+		return out
+	}
+	cases := []struct {
+		name     string
+		replies  []fakellm.Reply
+		term     task.TerminationReason
+		requests int
+		msg      string
+	}{
+		{"persistent 500 is api_error", five(fakellm.Reply{Status: 500, ErrorMessage: "boom"}), task.TerminationAPIError, 6,
+			`agent model "m" refused the request: HTTP 500: boom (gave up after 6 tries)`},
+		{"persistent 429 is rate_limit", five(fakellm.Reply{Status: 429, ErrorMessage: "slow down"}), task.TerminationRateLimit, 6,
+			`agent model "m" refused the request: HTTP 429: slow down (gave up after 6 tries)`},
+		{"503 then 400 ends as error", []fakellm.Reply{{Status: 503}, {Status: 400, ErrorMessage: "messages[1].content is too long"}}, task.TerminationError, 2,
+			`agent model "m" rejected the request as invalid: HTTP 400: messages[1].content is too long`},
+		{"401 is the request's fault", []fakellm.Reply{{Status: 401, ErrorMessage: "bad key"}}, task.TerminationError, 1,
+			`agent model "m" rejected the request as invalid: HTTP 401: bad key`},
+		{"Retry-After beyond the bound fails at once", []fakellm.Reply{{Status: 429, RetryAfter: "3600", ErrorMessage: "later"}}, task.TerminationRateLimit, 1,
+			`agent model "m" refused the request: HTTP 429: later (provider asked to wait 1h0m0s, more than the 2m0s allowed)`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := startFake(t, fakellm.Config{Scripts: map[string][]fakellm.Reply{"m": tc.replies}})
+			m, err := llm.New(modelCfg(f, "m"), testOpts(&sleeps{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			turn, err := next(ctxT(t), m, conv(), nil)
+			var ae *llm.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v, want *llm.Error", err)
+			}
+			if ae.Termination != tc.term || ae.Err.Error() != tc.msg {
+				t.Fatalf("got %s %q, want %s %q", ae.Termination, ae.Err.Error(), tc.term, tc.msg)
+			}
+			if n := len(f.Requests()); n != tc.requests {
+				t.Fatalf("%d requests, want %d", n, tc.requests)
+			}
+			if turn.Usage.Calls != 0 || turn.Usage.PromptTokens != 0 || turn.Usage.Retries != int64(tc.requests-1) {
+				t.Fatalf("usage = %+v: nothing billed, %d retries", turn.Usage, tc.requests-1)
+			}
+		})
+	}
+}
+
+func TestUnreachableProviderIsAPIError(t *testing.T) {
+	f := startFake(t, fakellm.Config{})
+	cfg := modelCfg(f, "m")
+	_ = f.Close() // nothing listens there any more
+	retry := llm.RetryPolicy{MaxRetries: 2}
+	m, err := llm.New(cfg, llm.Options{Role: "agent", Retry: &retry, Sleep: (&sleeps{}).sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := next(ctxT(t), m, conv(), nil)
+	var ae *llm.Error
+	if !errors.As(err, &ae) || ae.Termination != task.TerminationAPIError ||
+		!strings.HasPrefix(ae.Err.Error(), `agent model "m": transport: `) || !strings.HasSuffix(ae.Err.Error(), "(gave up after 3 tries)") {
+		t.Fatalf("err = %v", err)
+	}
+	if turn.Usage.Retries != 2 {
+		t.Fatalf("retries = %d, want 2", turn.Usage.Retries)
+	}
+}
+
+func TestRetryWaitBeyondDeadlineFailsAtOnce(t *testing.T) {
+	f := startFake(t, fakellm.Config{Script: []fakellm.Reply{{Status: 429, RetryAfter: "60"}}})
+	m, err := llm.New(modelCfg(f, "m"), testOpts(&sleeps{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := contextWithTimeout(t, 10*time.Second)
+	defer cancel()
+	_, err = next(ctx, m, conv(), nil)
+	var ae *llm.Error
+	if !errors.As(err, &ae) || ae.Termination != task.TerminationRateLimit ||
+		!strings.HasSuffix(ae.Err.Error(), "(retry wait 1m0s exceeds the time left to the trial)") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		role string
+		cfg  *task.ModelConfig
+		want string
+	}{
+		{"nil", "agent", nil, "agent model: no model config"},
+		{"oracle", "agent", &task.ModelConfig{Provider: task.ProviderOracle}, `agent model: provider "oracle" is not "openai"`},
+		{"no model", "judge", &task.ModelConfig{Provider: task.ProviderOpenAI, Model: " "}, "judge model: model is empty"},
+		{"no role", "", &task.ModelConfig{Provider: task.ProviderOpenAI}, "llm model: model is empty"},
+		{"bad scheme", "agent", &task.ModelConfig{Provider: task.ProviderOpenAI, Model: "m", BaseURL: "ftp://x/v1"},
+			`agent model "m": base_url: "ftp://x/v1": scheme must be http or https`},
+		{"no host", "agent", &task.ModelConfig{Provider: task.ProviderOpenAI, Model: "m", BaseURL: "http:///v1"},
+			`agent model "m": base_url: "http:///v1": no host`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := llm.New(tc.cfg, llm.Options{Role: tc.role})
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The package never reads the environment: api_key_env is the caller's to
+// resolve, so a config naming an unset variable still builds, keyless.
+func TestKeyIsNeverReadFromEnv(t *testing.T) {
+	t.Setenv("LLM_TEST_KEY", "sk-from-the-environment")
+	f := startFake(t, fakellm.Config{Script: []fakellm.Reply{{Content: "hi"}}})
+	cfg := modelCfg(f, "m")
+	cfg.APIKeyEnv = "LLM_TEST_KEY"
+	m, err := llm.New(cfg, testOpts(&sleeps{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next(ctxT(t), m, conv(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Requests()[0].Authorization; got != "" {
+		t.Fatalf("Authorization %q, want none", got)
+	}
+}
+
+func TestKeyIsSentAndRedacted(t *testing.T) {
+	const key = "sk-sentinel-DO-NOT-LEAK"
+	f := startFake(t, fakellm.Config{APIKey: key, Script: []fakellm.Reply{
+		{Content: "hi"},
+		{Status: 400, ErrorMessage: "Incorrect API key provided: " + key},
+	}})
+	opts := testOpts(&sleeps{})
+	opts.APIKey = key
+	m, err := llm.New(modelCfg(f, "m"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next(ctxT(t), m, conv(), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = next(ctxT(t), m, conv(), nil)
+	if err == nil || strings.Contains(err.Error(), key) ||
+		err.Error() != `error: agent model "m" rejected the request as invalid: HTTP 400: Incorrect API key provided: [REDACTED]` {
+		t.Fatalf("err = %v", err)
+	}
+	if got := f.Requests()[0].Authorization; got != "Bearer "+key {
+		t.Fatalf("Authorization %q", got)
+	}
+}

@@ -1,0 +1,27 @@
+// Package llm is the one OpenAI-compatible chat-completions client of the
+// operator: the host's actors (controllers/host/agents) and the runner's LLM
+// judge (runner/grading) both call models through it, against any
+// chat-completions endpoint (OpenAI, vLLM, LiteLLM, OpenRouter, Ollama, the
+// test fake). github.com/openai/openai-go/v3 does the HTTP exchange (base
+// URL, auth, origin checks, error decoding); the request and response bodies
+// are this package's own encoding/json types, built incrementally per turn
+// (see wire.go for why).
+//
+// Provider faults are handled here, not in the SDK (its retries are off): a
+// 408, 409, 429 or 5xx answer, or a transport failure, is retried with
+// exponential backoff and jitter, honouring Retry-After / retry-after-ms,
+// bounded per call by RetryPolicy; what still fails is an *Error classed
+// rate_limit (429) or api_error (the rest), which the attempt policy
+// retries. Any other 4xx is the request's fault and is classed error with
+// the provider's message. Only the successful response's usage is counted,
+// so a retried call is billed once; refused tries are counted in
+// Usage.Retries.
+//
+// The API key is given by the caller (this package never reads the
+// environment) and lives only in the SDK's request options. Every message
+// that leaves this package (errors, logs) has the key replaced by
+// [REDACTED], because providers echo keys back in 401 bodies.
+//
+// Imports: the standard library, api/task, api/runnerpb, openai-go/v3 and
+// logr; never controllers/..., so the runner can use it.
+package llm
