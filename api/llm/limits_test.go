@@ -89,15 +89,20 @@ func TestRateLimitStormAcrossActors(t *testing.T) {
 	if span := at[len(at)-1].Sub(at[0]).Seconds(); float64(len(at)-1)/span > 5.05 {
 		t.Fatalf("%d requests in %.2fs: %.2f/s, over the limit", len(at), span, float64(len(at)-1)/span)
 	}
-	// Retry-After holds every actor: nothing arrives during a pause (a
-	// request already past the bucket when the 429 came may land just after).
-	const slack = 60 * time.Millisecond
+	// Retry-After holds every actor: during a pause only a request whose
+	// slot came due before the client read the 429 may still arrive (one
+	// per 429 at most, as slots are 200ms apart). Unshared pauses would let
+	// ~1.5 per window through at 5/s, plus the retries.
+	inPause := 0
 	for _, r := range refusedAt {
 		for _, a := range at {
-			if a.After(r.Add(slack)) && a.Before(r.Add(retryMs*time.Millisecond-slack)) {
-				t.Fatalf("a request arrived %s after a 429 that asked everyone to wait %dms", a.Sub(r), retryMs)
+			if a.After(r.Add(20*time.Millisecond)) && a.Before(r.Add(retryMs*time.Millisecond)) {
+				inPause++
 			}
 		}
+	}
+	if inPause > len(refusedAt) {
+		t.Fatalf("%d requests arrived during the %d pauses a 429 asked every actor to keep", inPause, len(refusedAt))
 	}
 }
 

@@ -124,6 +124,14 @@ func (s *TrialSpec) validate(c *checker) {
 	}
 }
 
+// Validate checks one model config on its own (a CLI's model-config file);
+// paths are rooted at path ("agent.reasoning_effort").
+func (m *ModelConfig) Validate(path string) error {
+	c := &checker{}
+	m.validate(c, path)
+	return c.result()
+}
+
 func (m *ModelConfig) validate(c *checker, path string) {
 	c.required(joinKey(path, "provider"), string(m.Provider))
 	c.enum(joinKey(path, "provider"), string(m.Provider), m.Provider.members())

@@ -131,7 +131,8 @@ type Usage struct {
 	Retries          int64
 	PromptTokens     int64
 	CompletionTokens int64
-	ReasoningTokens  int64
+	ReasoningTokens  int64 // part of CompletionTokens
+	CachedTokens     int64 // part of PromptTokens
 	CostUSD          float64
 }
 
@@ -142,6 +143,7 @@ func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens
 	u.CompletionTokens += o.CompletionTokens
 	u.ReasoningTokens += o.ReasoningTokens
+	u.CachedTokens += o.CachedTokens
 	u.CostUSD += o.CostUSD
 }
 
