@@ -89,3 +89,26 @@ func TestRequestBodyMergesExtraBody(t *testing.T) {
 		}
 	}
 }
+
+func FuzzExtraBody(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, ` {"a": [1, {"b": null}], "c": "é<>"} `, `{"model":"x"}`, `[1]`, `null`, `{"a":1,"a":2}`, `{"a":1}{}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		extra, err := extraBody([]byte(raw))
+		if err != nil {
+			return
+		}
+		body, err := requestBody("m", []byte(`[]`), nil, &task.ModelConfig{}, extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(body, &obj); err != nil {
+			t.Fatalf("extraBody(%q) spliced into an invalid body %s: %v", raw, body, err)
+		}
+		if string(obj["model"]) != `"m"` || string(obj["messages"]) != `[]` {
+			t.Fatalf("extraBody(%q) overrode a reserved key: %s", raw, body)
+		}
+	})
+}
