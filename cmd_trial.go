@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
@@ -20,7 +22,7 @@ import (
 
 // trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
 // --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
-// [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
+// [--model-config FILE] [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
 // trial passed, an *exitError with code 1 when it ran and did not pass (a
 // failing grade, or an attempt that ended without one), and a plain error for
 // bad flags or a task file that cannot be used.
@@ -55,6 +57,48 @@ type runFlags struct {
 	timeout       time.Duration
 	temperature   float64
 	seed          int64
+	modelConfig   string
+	models        *modelFile
+}
+
+// modelFile is --model-config: whole model configs in the TrialSpec's own
+// keys (api/task.ModelConfig, strictly decoded), for the fields the flags do
+// not reach (max_completion_tokens, reasoning_effort, extra_body,
+// extra_headers_env, request_timeout_seconds, rate_limit, pricing). A role
+// present in the file is configured by the file alone; --agent/--user and
+// the flags that shape them apply to the roles it leaves out.
+type modelFile struct {
+	Agent              *task.ModelConfig `json:"agent,omitempty"`
+	UserSimulatorModel *task.ModelConfig `json:"user_simulator_model,omitempty"`
+}
+
+func loadModelFile(path string) (*modelFile, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("trial run: --model-config: %w", err)
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+	}
+	var mf modelFile
+	if err := task.DecodeStrict(js, &mf); err != nil {
+		return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+	}
+	if mf.Agent != nil {
+		if err := mf.Agent.Validate("agent"); err != nil {
+			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+		}
+	}
+	if u := mf.UserSimulatorModel; u != nil {
+		if err := u.Validate("user_simulator_model"); err != nil {
+			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+		}
+		if u.Provider != task.ProviderOpenAI {
+			return nil, fmt.Errorf("trial run: --model-config %s: user_simulator_model.provider: %q cannot play the user (want openai)", path, u.Provider)
+		}
+	}
+	return &mf, nil
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
@@ -78,6 +122,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "trial wall clock")
 	fs.Float64Var(&f.temperature, "temperature", -1, "sampling temperature of the models (default: the provider's)")
 	fs.Int64Var(&f.seed, "seed", -1, "sampling seed of the models (default: none)")
+	fs.StringVar(&f.modelConfig, "model-config", "", "JSON/YAML file with \"agent\" and/or \"user_simulator_model\" model configs in TrialSpec keys "+
+		"(max_completion_tokens, reasoning_effort, extra_body, extra_headers_env, request_timeout_seconds, rate_limit, pricing, ...); overrides --agent/--user for the roles it sets")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("trial run: %w", err)
 	}
@@ -100,6 +146,13 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if _, err := modelConfig("--user", f.user, false, f); err != nil {
 		return nil, err
+	}
+	if f.modelConfig != "" {
+		mf, err := loadModelFile(f.modelConfig)
+		if err != nil {
+			return nil, err
+		}
+		f.models = mf
 	}
 	return f, nil
 }
@@ -161,6 +214,15 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	}
 	agentCfg, _ := modelConfig("--agent", f.agent, true, f)
 	userCfg, _ := modelConfig("--user", f.user, false, f)
+	agentName, userName := f.agent, f.user
+	if mf := f.models; mf != nil {
+		if mf.Agent != nil {
+			agentCfg, agentName = mf.Agent, describe(mf.Agent)
+		}
+		if mf.UserSimulatorModel != nil {
+			userCfg, userName = mf.UserSimulatorModel, describe(mf.UserSimulatorModel)
+		}
+	}
 
 	// The explicit opening line (flag, else the manifest's) is said verbatim
 	// by either kind of user. A bare TaskDescription carries none (protocol
@@ -192,6 +254,11 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if opts.Log.GetSink() == nil {
 		opts.Log = env.Log
 	}
+	if opts.Limits == nil {
+		// One registry for the run's actors, as the manager has one for all
+		// its trials: a rate_limit shared by agent and user on one model holds.
+		opts.Limits = llm.NewLimits()
+	}
 	agent, err := agents.NewAgent(spec, opts)
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
@@ -214,7 +281,7 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	}()
 	spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
 
-	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", spec.TrialID, f.agent, f.user, orDefault(maxTurns, host.DefaultMaxTurns))
+	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", spec.TrialID, agentName, userName, orDefault(maxTurns, host.DefaultMaxTurns))
 	res := host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
 		Spec:               spec,
@@ -230,6 +297,13 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		Log:                env.Log,
 	})
 	return printResult(env.Stdout, res)
+}
+
+func describe(c *task.ModelConfig) string {
+	if c.Provider == task.ProviderOracle {
+		return string(c.Provider)
+	}
+	return string(c.Provider) + ":" + c.Model
 }
 
 func orDefault(v, d int) int {

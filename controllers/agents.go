@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
@@ -37,6 +38,11 @@ type ActorRequest struct {
 	// lives in this request and the actor only: never in a pod, status,
 	// event or log.
 	APIKey string
+	// Headers are the role's extra header values, read from their Secrets
+	// at attempt start; like APIKey, they live here and in the actor only.
+	Headers map[string]string
+	// Limits is the manager's shared per-model pacing registry.
+	Limits *llm.Limits
 	// Log is for the actor; it never receives the key.
 	Log logr.Logger
 }
@@ -49,7 +55,7 @@ type ActorFactory func(ctx context.Context, req ActorRequest) (host.Actor, error
 // OpenAI-compatible chat agent, and the LLM user simulator. A scripted user
 // with lines from the Trial is built by the driver, not here.
 func DefaultActors(_ context.Context, req ActorRequest) (host.Actor, error) {
-	opts := agents.Options{APIKey: req.APIKey, Log: req.Log}
+	opts := agents.Options{APIKey: req.APIKey, Headers: req.Headers, Limits: req.Limits, Log: req.Log}
 	switch req.Role {
 	case ActorAgent:
 		return agents.NewAgent(req.Spec, opts)

@@ -106,6 +106,7 @@ func addUsage(u *evalv1.Usage, r *host.AttemptResult) *evalv1.Usage {
 		dst.PromptTokens += src.PromptTokens
 		dst.CompletionTokens += src.CompletionTokens
 		dst.ReasoningTokens += src.ReasoningTokens
+		dst.CachedTokens += src.CachedTokens
 		dst.CostUSD += src.CostUSD
 	}
 	add(&u.Agent, r.AgentUsage)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -37,9 +38,12 @@ const dialTimeout = 30 * time.Second
 type Driver struct {
 	// APIReader reads API-key Secrets uncached at attempt start: the manager
 	// may get Secrets but never lists or watches them.
-	APIReader    client.Reader
-	Dial         RunnerDialer
-	Actors       ActorFactory
+	APIReader client.Reader
+	Dial      RunnerDialer
+	Actors    ActorFactory
+	// Limits is the manager's one registry of per-model pacing, passed to
+	// every actor of every Trial (nil: no shared pacing).
+	Limits       *llm.Limits
 	ArtifactsDir string
 	Metrics      *Metrics
 	Log          logr.Logger
@@ -77,8 +81,13 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	if err != nil {
 		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "agent API key: %v", err)
 	}
+	agentHeaders, err := d.headerValues(ctx, t.Namespace, t.Spec.Agent.ExtraHeaders)
+	if err != nil {
+		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "agent extra header: %v", err)
+	}
 	agent, err := d.Actors(ctx, ActorRequest{Role: ActorAgent, Trial: t, Attempt: in.Number, Spec: spec,
-		Task: spec.Task, Model: t.Spec.Agent, InitialUserMessage: in.Task.InitialUserMessage, APIKey: agentKey, Log: log.WithName("agent")})
+		Task: spec.Task, Model: t.Spec.Agent, InitialUserMessage: in.Task.InitialUserMessage, APIKey: agentKey,
+		Headers: agentHeaders, Limits: d.Limits, Log: log.WithName("agent")})
 	if err != nil {
 		return fail(evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, "agent: %v", err)
 	}
@@ -148,8 +157,13 @@ func (d *Driver) userActor(ctx context.Context, in *attemptInput, spec *task.Tri
 		if err != nil {
 			return nil, err
 		}
+		headers, err := d.headerValues(ctx, in.Trial.Namespace, u.Model.ExtraHeaders)
+		if err != nil {
+			return nil, err
+		}
 		return d.Actors(ctx, ActorRequest{Role: ActorUser, Trial: in.Trial, Attempt: in.Number, Spec: spec,
-			Task: spec.Task, Model: *u.Model, InitialUserMessage: in.Task.InitialUserMessage, APIKey: key, Log: log.WithName("user")})
+			Task: spec.Task, Model: *u.Model, InitialUserMessage: in.Task.InitialUserMessage, APIKey: key,
+			Headers: headers, Limits: d.Limits, Log: log.WithName("user")})
 	default:
 		if len(u.Lines) == 0 {
 			return nil, nil
@@ -187,6 +201,26 @@ func (d *Driver) secretValue(ctx context.Context, ns string, ref *corev1.SecretK
 		return "", &secretError{fmt.Errorf("secret %s/%s has no key %q", ns, ref.Name, ref.Key)}
 	}
 	return string(v), nil
+}
+
+// headerValues reads each extra header's Secret; errors name the header,
+// never its value.
+func (d *Driver) headerValues(ctx context.Context, ns string, hs []evalv1.ExtraHeader) (map[string]string, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(hs))
+	for _, h := range hs {
+		ref := h.ValueFrom.SecretKeyRef
+		v, err := d.secretValue(ctx, ns, &ref)
+		if err != nil {
+			return nil, fmt.Errorf("header %s: %w", h.Name, err)
+		}
+		if v != "" {
+			out[h.Name] = v
+		}
+	}
+	return out, nil
 }
 
 // observedRunner times registration and grading and tells the pool when the

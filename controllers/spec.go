@@ -82,8 +82,24 @@ func modelConfig(m evalv1.ModelSpec, keyEnv string) *task.ModelConfig {
 		v := int(*m.MaxTokens)
 		c.MaxTokens = &v
 	}
+	if m.MaxCompletionTokens != nil {
+		v := int(*m.MaxCompletionTokens)
+		c.MaxCompletionTokens = &v
+	}
+	c.ReasoningEffort = m.ReasoningEffort
+	if m.ExtraBody != nil && len(m.ExtraBody.Raw) > 0 {
+		c.ExtraBody = append(json.RawMessage(nil), m.ExtraBody.Raw...)
+	}
+	// ExtraHeaders stay out of the spec: their values are Secrets, read at
+	// attempt start into the actor (ActorRequest.Headers) and nowhere else.
+	if m.Timeout != nil {
+		c.RequestTimeoutSeconds = m.Timeout.Seconds()
+	}
+	if r := m.RateLimit; r != nil {
+		c.RateLimit = &task.RateLimit{RequestsPerMinute: int(r.RequestsPerMinute), TokensPerMinute: r.TokensPerMinute}
+	}
 	if p := m.Pricing; p != nil {
-		c.Pricing = &task.Pricing{InputUSDPerMTok: p.InputUSDPerMTok, OutputUSDPerMTok: p.OutputUSDPerMTok}
+		c.Pricing = &task.Pricing{InputUSDPerMTok: p.InputUSDPerMTok, OutputUSDPerMTok: p.OutputUSDPerMTok, CachedInputUSDPerMTok: p.CachedInputUSDPerMTok}
 	}
 	return c
 }

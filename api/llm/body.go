@@ -74,9 +74,9 @@ func (c *ConvCache) messages(conv []task.Message) ([]byte, error) {
 // requestBody assembles the chat-completions body around already encoded
 // messages and tools (what chatRequest would marshal to, without re-scanning
 // the conversation).
-func requestBody(model string, messages, tools []byte, c *task.ModelConfig) ([]byte, error) {
+func requestBody(model string, messages, tools []byte, c *task.ModelConfig, extra []byte) ([]byte, error) {
 	var b bytes.Buffer
-	b.Grow(len(messages) + len(tools) + 128)
+	b.Grow(len(messages) + len(tools) + len(extra) + 160)
 	m, err := marshal(model)
 	if err != nil {
 		return nil, err
@@ -101,9 +101,25 @@ func requestBody(model string, messages, tools []byte, c *task.ModelConfig) ([]b
 		b.WriteString(`,"max_tokens":`)
 		b.WriteString(strconv.Itoa(*c.MaxTokens))
 	}
+	if c.MaxCompletionTokens != nil {
+		b.WriteString(`,"max_completion_tokens":`)
+		b.WriteString(strconv.Itoa(*c.MaxCompletionTokens))
+	}
 	if c.Seed != nil {
 		b.WriteString(`,"seed":`)
 		b.WriteString(strconv.FormatInt(*c.Seed, 10))
+	}
+	if c.ReasoningEffort != "" {
+		e, err := marshal(c.ReasoningEffort)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString(`,"reasoning_effort":`)
+		b.Write(e)
+	}
+	if len(extra) > 0 {
+		b.WriteByte(',')
+		b.Write(extra)
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil

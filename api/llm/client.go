@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,9 +39,18 @@ type Options struct {
 	HTTPClient *http.Client
 	// Retry defaults to DefaultRetryPolicy.
 	Retry *RetryPolicy
-	// RequestTimeout bounds one try (0: DefaultRequestTimeout).
+	// RequestTimeout bounds one try (0: the model config's
+	// request_timeout_seconds, else DefaultRequestTimeout).
 	RequestTimeout time.Duration
-	Log            logr.Logger
+	// Headers are sent with every request (the model config's extra
+	// headers, values resolved by the caller). Their values are redacted
+	// like the key, since they are often credentials.
+	Headers map[string]string
+	// Limits, when set, paces calls per (model, base URL) across every
+	// client sharing it, with the model config's rate_limit, and spreads a
+	// 429's Retry-After to all of them. Nil: no shared pacing.
+	Limits *Limits
+	Log    logr.Logger
 	// Sleep waits between retries and Jitter draws in [0,1); tests replace
 	// them to observe the waits without spending them.
 	Sleep  func(ctx context.Context, d time.Duration) error
@@ -63,6 +74,8 @@ type Client struct {
 	client         openai.Client
 	model          string
 	cfg            task.ModelConfig
+	extraBody      []byte
+	bucket         *Bucket
 	retry          RetryPolicy
 	requestTimeout time.Duration
 	redact         redactor
@@ -122,6 +135,25 @@ func New(cfg *task.ModelConfig, opts Options) (*Client, error) {
 	if key != "" {
 		reqOpts = append(reqOpts, option.WithAPIKey(key))
 	}
+	secrets := []string{key}
+	for _, h := range sortedKeys(opts.Headers) {
+		if err := checkHeader(h); err != nil {
+			return nil, fmt.Errorf("%s model %q: extra header: %w", role, cfg.Model, err)
+		}
+		reqOpts = append(reqOpts, option.WithHeader(h, opts.Headers[h]))
+		secrets = append(secrets, opts.Headers[h])
+	}
+	extra, err := extraBody(cfg.ExtraBody)
+	if err != nil {
+		return nil, fmt.Errorf("%s model %q: extra_body: %w", role, cfg.Model, err)
+	}
+	if cfg.ReasoningEffort != "" && !slices.Contains(task.ReasoningEfforts, cfg.ReasoningEffort) {
+		return nil, fmt.Errorf("%s model %q: reasoning_effort %q is not one of %s", role, cfg.Model, cfg.ReasoningEffort, strings.Join(task.ReasoningEfforts, ", "))
+	}
+	var bucket *Bucket
+	if opts.Limits != nil {
+		bucket = opts.Limits.Bucket(cfg.Model, baseURL, cfg.RateLimit)
+	}
 	retry := DefaultRetryPolicy
 	if opts.Retry != nil {
 		retry = *opts.Retry
@@ -134,12 +166,17 @@ func New(cfg *task.ModelConfig, opts Options) (*Client, error) {
 		client:         openai.Client{Options: reqOpts},
 		model:          cfg.Model,
 		cfg:            *cfg,
+		extraBody:      extra,
+		bucket:         bucket,
 		retry:          retry.withDefaults(),
 		requestTimeout: opts.RequestTimeout,
-		redact:         newRedactor(key),
+		redact:         newRedactor(secrets...),
 		log:            opts.Log.WithValues("role", role, "model", cfg.Model),
 		sleep:          opts.Sleep,
 		jitter:         opts.Jitter,
+	}
+	if m.requestTimeout <= 0 && cfg.RequestTimeoutSeconds > 0 {
+		m.requestTimeout = time.Duration(cfg.RequestTimeoutSeconds * float64(time.Second))
 	}
 	if m.requestTimeout <= 0 {
 		m.requestTimeout = DefaultRequestTimeout
@@ -174,11 +211,19 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 	if err != nil {
 		return "", nil, usage, err
 	}
-	body, err := requestBody(m.model, msgs, tools, &m.cfg)
+	body, err := requestBody(m.model, msgs, tools, &m.cfg, m.extraBody)
 	if err != nil {
 		return "", nil, usage, fmt.Errorf("%s model %q: encode request: %w", m.role, m.model, err)
 	}
+	// What the prompt will cost against a tokens-per-minute cap, before the
+	// provider says: ~4 bytes a token, the usual rule of thumb for JSON text.
+	estimate := len(body) / 4
 	for try := 0; ; try++ {
+		if m.bucket != nil {
+			if err := m.bucket.Wait(ctx, estimate); err != nil {
+				return "", nil, usage, err
+			}
+		}
 		var (
 			httpResp *http.Response
 			resp     chatResponse
@@ -191,7 +236,11 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 			usage.PromptTokens = resp.Usage.PromptTokens
 			usage.CompletionTokens = resp.Usage.CompletionTokens
 			usage.ReasoningTokens = resp.Usage.CompletionTokensDetails.ReasoningTokens
-			usage.CostUSD = cost(m.cfg.Pricing, usage.PromptTokens, usage.CompletionTokens)
+			usage.CachedTokens = resp.Usage.PromptTokensDetails.CachedTokens
+			usage.CostUSD = cost(m.cfg.Pricing, usage.PromptTokens, usage.CachedTokens, usage.CompletionTokens)
+			if m.bucket != nil {
+				m.bucket.Charge(int(usage.PromptTokens+usage.CompletionTokens) - estimate)
+			}
 			content, calls := fromResponse(&resp)
 			return content, calls, usage, nil
 		}
@@ -215,6 +264,10 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 		ra, hasRA := time.Duration(0), false
 		if httpResp != nil {
 			ra, hasRA = retryAfter(httpResp.Header, time.Now())
+		}
+		if hasRA && f.status == http.StatusTooManyRequests && m.bucket != nil {
+			// The quota is the provider's, not this trial's: everyone waits.
+			m.bucket.Pause(min(ra, m.retry.MaxRetryAfter))
 		}
 		if hasRA && ra > m.retry.MaxRetryAfter {
 			return "", nil, usage, final(fmt.Sprintf("provider asked to wait %s, more than the %s allowed", ra, m.retry.MaxRetryAfter))
@@ -287,10 +340,68 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// cost prices tokens; reasoning tokens are part of completion tokens.
-func cost(p *task.Pricing, prompt, completion int64) float64 {
+// cost prices tokens: cached prompt tokens at the cached-input price when
+// the table gives one, the rest of the prompt at the input price; reasoning
+// tokens are part of completion tokens.
+func cost(p *task.Pricing, prompt, cached, completion int64) float64 {
 	if p == nil {
 		return 0
 	}
-	return float64(prompt)*p.InputUSDPerMTok/1e6 + float64(completion)*p.OutputUSDPerMTok/1e6
+	cachedPrice := p.InputUSDPerMTok
+	if p.CachedInputUSDPerMTok != nil {
+		cachedPrice = *p.CachedInputUSDPerMTok
+	}
+	cached = min(max(cached, 0), prompt)
+	return float64(prompt-cached)*p.InputUSDPerMTok/1e6 + float64(cached)*cachedPrice/1e6 + float64(completion)*p.OutputUSDPerMTok/1e6
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// checkHeader refuses a name that is no HTTP token or that the client sets.
+func checkHeader(h string) error {
+	if h == "" || strings.ContainsFunc(h, func(r rune) bool {
+		return r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\\]{}`, r)
+	}) {
+		return fmt.Errorf("%q is not a valid HTTP header name", h)
+	}
+	if slices.Contains(task.ReservedHeaders, strings.ToLower(h)) {
+		return fmt.Errorf("header %q is set by the client", h)
+	}
+	return nil
+}
+
+// extraBody checks raw is a JSON object naming no reserved key and returns
+// its members' text, to be spliced into the request object.
+func extraBody(raw []byte) ([]byte, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+		return nil, errors.New("not a JSON object")
+	}
+	for _, k := range task.ReservedBodyKeys {
+		if _, ok := obj[k]; ok {
+			return nil, fmt.Errorf("the client sets %q itself; use the model config's own field", k)
+		}
+	}
+	inner := bytes.TrimSpace(raw[1 : len(raw)-1])
+	if len(inner) == 0 {
+		return nil, nil
+	}
+	// Compact, so what is spliced in is exactly the members.
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return b[1 : len(b)-1], nil
 }

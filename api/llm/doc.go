@@ -22,6 +22,21 @@
 // that leaves this package (errors, logs) has the key replaced by
 // [REDACTED], because providers echo keys back in 401 bodies.
 //
-// Imports: the standard library, api/task, api/runnerpb, openai-go/v3 and
-// logr; never controllers/..., so the runner can use it.
+// Request fields come from task.ModelConfig: temperature, top_p, seed,
+// max_tokens and max_completion_tokens, reasoning_effort only when set
+// (reasoning models refuse max_tokens and non-default temperatures);
+// extra_body is spliced into the request object after checking it names no
+// key the client writes (task.ReservedBodyKeys); Options.Headers (values
+// resolved by the caller, redacted like the key) go on every request.
+//
+// Limits is the process-wide pacing: one Bucket per (model, base URL) with
+// the config's rate_limit (requests and tokens per minute, token buckets
+// from golang.org/x/time/rate; the latest config wins) and a pause that a
+// 429's Retry-After sets for every client sharing it. Usage counts
+// reasoning and cached tokens; cost prices cached prompt tokens at
+// pricing.cached_input_usd_per_mtok when given, else the input price.
+//
+// Imports: the standard library, api/task, api/runnerpb, openai-go/v3,
+// golang.org/x/time/rate and logr; never controllers/..., so the runner can
+// use it.
 package llm

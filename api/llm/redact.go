@@ -13,20 +13,23 @@ const Redacted = "[REDACTED]"
 // endpoint ("x", "none"); replacing it everywhere would mangle messages.
 const minSecretLen = 8
 
-type redactor struct{ secret string }
+type redactor struct{ secrets []string }
 
-func newRedactor(key string) redactor {
-	if len(key) < minSecretLen {
-		return redactor{}
+func newRedactor(secrets ...string) redactor {
+	var r redactor
+	for _, s := range secrets {
+		if len(s) >= minSecretLen {
+			r.secrets = append(r.secrets, s)
+		}
 	}
-	return redactor{secret: key}
+	return r
 }
 
 func (r redactor) apply(s string) string {
-	if r.secret == "" {
-		return s
+	for _, secret := range r.secrets {
+		s = strings.ReplaceAll(s, secret, Redacted)
 	}
-	return strings.ReplaceAll(s, r.secret, Redacted)
+	return s
 }
 
 func checkBaseURL(s string) error {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -120,7 +121,22 @@ func TestToWire(t *testing.T) {
 }
 
 func TestCost(t *testing.T) {
-	if c := cost(nil, 1e6, 1e6); c != 0 {
-		t.Fatalf("no pricing cost %g", c)
+	cached := 0.5
+	cases := []struct {
+		name                       string
+		p                          *task.Pricing
+		prompt, cached, completion int64
+		want                       float64
+	}{
+		{"no pricing", nil, 1e6, 0, 1e6, 0},
+		{"plain", &task.Pricing{InputUSDPerMTok: 2, OutputUSDPerMTok: 8}, 1e6, 0, 5e5, 6},
+		{"cached at input price when none given", &task.Pricing{InputUSDPerMTok: 2, OutputUSDPerMTok: 8}, 1e6, 4e5, 0, 2},
+		{"cached priced apart", &task.Pricing{InputUSDPerMTok: 2, OutputUSDPerMTok: 8, CachedInputUSDPerMTok: &cached}, 1e6, 4e5, 0, 1.2 + 0.2},
+		{"cached beyond prompt is capped", &task.Pricing{InputUSDPerMTok: 2, OutputUSDPerMTok: 8, CachedInputUSDPerMTok: &cached}, 1e6, 2e6, 0, 0.5},
+	}
+	for _, tc := range cases {
+		if got := cost(tc.p, tc.prompt, tc.cached, tc.completion); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: cost = %g, want %g", tc.name, got, tc.want)
+		}
 	}
 }

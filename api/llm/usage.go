@@ -12,7 +12,8 @@ type Usage struct {
 	Retries          int64
 	PromptTokens     int64
 	CompletionTokens int64
-	ReasoningTokens  int64
+	ReasoningTokens  int64 // part of CompletionTokens
+	CachedTokens     int64 // part of PromptTokens, served from the provider's cache
 	CostUSD          float64
 }
 
@@ -23,6 +24,7 @@ func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens
 	u.CompletionTokens += o.CompletionTokens
 	u.ReasoningTokens += o.ReasoningTokens
+	u.CachedTokens += o.CachedTokens
 	u.CostUSD += o.CostUSD
 }
 

@@ -23,10 +23,13 @@ type chatRequest struct {
 	Tools       json.RawMessage `json:"tools,omitempty"`
 	Temperature *float64        `json:"temperature,omitempty"`
 	TopP        *float64        `json:"top_p,omitempty"`
-	// max_tokens rather than max_completion_tokens: every OpenAI-compatible
-	// server this targets (vLLM, LiteLLM, Ollama, OpenRouter) reads it.
-	MaxTokens *int   `json:"max_tokens,omitempty"`
-	Seed      *int64 `json:"seed,omitempty"`
+	// max_tokens only when the config sets it (older servers and models
+	// read only it); reasoning models refuse it and take
+	// max_completion_tokens.
+	MaxTokens           *int   `json:"max_tokens,omitempty"`
+	MaxCompletionTokens *int   `json:"max_completion_tokens,omitempty"`
+	Seed                *int64 `json:"seed,omitempty"`
+	ReasoningEffort     string `json:"reasoning_effort,omitempty"`
 }
 
 type wireMessage struct {
@@ -58,8 +61,11 @@ type chatResponse struct {
 		} `json:"message"`
 	} `json:"choices"`
 	Usage struct {
-		PromptTokens            int64 `json:"prompt_tokens"`
-		CompletionTokens        int64 `json:"completion_tokens"`
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
 		CompletionTokensDetails struct {
 			ReasoningTokens int64 `json:"reasoning_tokens"`
 		} `json:"completion_tokens_details"`

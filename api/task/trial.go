@@ -19,17 +19,56 @@ type TrialSpec struct {
 }
 
 // ModelConfig names a model and how to reach it. A key never travels here:
-// APIKeyEnv names an environment variable of the process that calls the model.
+// APIKeyEnv names an environment variable of the process that calls the model,
+// and ExtraHeadersEnv likewise names, per header, the variable holding its
+// value (header values are credentials as often as not).
+//
+// Keys added for reasoning models and shared rate limits (all optional, all
+// additions to the runner protocol's model config): max_completion_tokens,
+// reasoning_effort, extra_body, extra_headers_env, request_timeout_seconds,
+// rate_limit, pricing.cached_input_usd_per_mtok.
 type ModelConfig struct {
 	Provider    Provider `json:"provider"`
 	Model       string   `json:"model,omitempty"`
 	BaseURL     string   `json:"base_url,omitempty"`
 	APIKeyEnv   string   `json:"api_key_env,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"` // unset: not sent
 	TopP        *float64 `json:"top_p,omitempty"`
-	MaxTokens   *int     `json:"max_tokens,omitempty"`
-	Seed        *int64   `json:"seed,omitempty"`
-	Pricing     *Pricing `json:"pricing,omitempty"`
+	// MaxTokens is sent as max_tokens, the legacy key older servers and
+	// models want; reasoning models refuse it. Set it only for those.
+	MaxTokens *int `json:"max_tokens,omitempty"`
+	// MaxCompletionTokens is sent as max_completion_tokens (reasoning and
+	// visible output together); both may be set for a server that reads either.
+	MaxCompletionTokens *int   `json:"max_completion_tokens,omitempty"`
+	Seed                *int64 `json:"seed,omitempty"`
+	// ReasoningEffort is sent as reasoning_effort: none, minimal, low,
+	// medium, high or xhigh.
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// ExtraBody is a JSON object merged into the request body; it may not
+	// name a key the client sets itself (ReservedBodyKeys).
+	ExtraBody json.RawMessage `json:"extra_body,omitempty"`
+	// ExtraHeadersEnv maps a header name to the environment variable
+	// holding its value.
+	ExtraHeadersEnv map[string]string `json:"extra_headers_env,omitempty"`
+	// RequestTimeoutSeconds bounds one try of a call (0: the client's default).
+	RequestTimeoutSeconds float64    `json:"request_timeout_seconds,omitempty"`
+	RateLimit             *RateLimit `json:"rate_limit,omitempty"`
+	Pricing               *Pricing   `json:"pricing,omitempty"`
+}
+
+// ReasoningEfforts are the values reasoning_effort takes.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// ReservedBodyKeys are the request keys the client writes itself, which
+// extra_body may not override (stream: the client reads whole answers only).
+var ReservedBodyKeys = []string{"model", "messages", "tools", "temperature", "top_p", "max_tokens",
+	"max_completion_tokens", "seed", "reasoning_effort", "stream"}
+
+// RateLimit caps the calls to one model at one base URL, shared by every
+// trial of the process that calls it. Zero means no cap on that measure.
+type RateLimit struct {
+	RequestsPerMinute int   `json:"requests_per_minute,omitempty"`
+	TokensPerMinute   int64 `json:"tokens_per_minute,omitempty"`
 }
 
 // Provider is a closed set: oracle | openai (any OpenAI-compatible endpoint).
@@ -40,10 +79,12 @@ const (
 	ProviderOpenAI Provider = "openai"
 )
 
-// Pricing costs tokens in USD per million.
+// Pricing costs tokens in USD per million. Cached prompt tokens cost
+// CachedInputUSDPerMTok when set, else the input price.
 type Pricing struct {
-	InputUSDPerMTok  float64 `json:"input_usd_per_mtok"`
-	OutputUSDPerMTok float64 `json:"output_usd_per_mtok"`
+	InputUSDPerMTok       float64  `json:"input_usd_per_mtok"`
+	OutputUSDPerMTok      float64  `json:"output_usd_per_mtok"`
+	CachedInputUSDPerMTok *float64 `json:"cached_input_usd_per_mtok,omitempty"`
 }
 
 // EnvEndpoints points the runner at the trial's services.

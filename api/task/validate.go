@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 // checker records the first validation failure. Checks run in declaration
@@ -123,6 +124,14 @@ func (s *TrialSpec) validate(c *checker) {
 	}
 }
 
+// Validate checks one model config on its own (a CLI's model-config file);
+// paths are rooted at path ("agent.reasoning_effort").
+func (m *ModelConfig) Validate(path string) error {
+	c := &checker{}
+	m.validate(c, path)
+	return c.result()
+}
+
 func (m *ModelConfig) validate(c *checker, path string) {
 	c.required(joinKey(path, "provider"), string(m.Provider))
 	c.enum(joinKey(path, "provider"), string(m.Provider), m.Provider.members())
@@ -133,11 +142,77 @@ func (m *ModelConfig) validate(c *checker, path string) {
 	if m.MaxTokens != nil && *m.MaxTokens < 1 {
 		c.failf(joinKey(path, "max_tokens"), "%d must be >= 1", *m.MaxTokens)
 	}
+	if m.MaxCompletionTokens != nil && *m.MaxCompletionTokens < 1 {
+		c.failf(joinKey(path, "max_completion_tokens"), "%d must be >= 1", *m.MaxCompletionTokens)
+	}
+	c.enum(joinKey(path, "reasoning_effort"), m.ReasoningEffort, ReasoningEfforts)
+	if m.ExtraBody != nil {
+		c.jsonObject(joinKey(path, "extra_body"), m.ExtraBody)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(m.ExtraBody, &obj) == nil {
+			keys := make([]string, 0, len(obj))
+			for k := range obj {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if isMember(k, ReservedBodyKeys) {
+					c.failf(joinKey(path, "extra_body."+k), "the client sets %q itself; use the model config's own field", k)
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(m.ExtraHeadersEnv))
+	for h := range m.ExtraHeadersEnv {
+		names = append(names, h)
+	}
+	sort.Strings(names)
+	for _, h := range names {
+		p := joinKey(path, "extra_headers_env."+h)
+		if !validHeaderName(h) {
+			c.failf(p, "%q is not a valid HTTP header name", h)
+		} else if reservedHeader(h) {
+			c.failf(p, "header %q is set by the client (authorization and content headers cannot be overridden)", h)
+		}
+		c.required(p, m.ExtraHeadersEnv[h])
+	}
+	if !(m.RequestTimeoutSeconds >= 0) {
+		c.failf(joinKey(path, "request_timeout_seconds"), "%v must be >= 0", m.RequestTimeoutSeconds)
+	}
+	if r := m.RateLimit; r != nil {
+		if r.RequestsPerMinute < 0 {
+			c.failf(joinKey(path, "rate_limit.requests_per_minute"), "%d must be >= 0", r.RequestsPerMinute)
+		}
+		if r.TokensPerMinute < 0 {
+			c.failf(joinKey(path, "rate_limit.tokens_per_minute"), "%d must be >= 0", r.TokensPerMinute)
+		}
+	}
 	if p := m.Pricing; p != nil {
 		c.nonNegative(joinKey(path, "pricing.input_usd_per_mtok"), p.InputUSDPerMTok)
 		c.nonNegative(joinKey(path, "pricing.output_usd_per_mtok"), p.OutputUSDPerMTok)
+		if p.CachedInputUSDPerMTok != nil {
+			c.nonNegative(joinKey(path, "pricing.cached_input_usd_per_mtok"), *p.CachedInputUSDPerMTok)
+		}
 	}
 }
+
+// validHeaderName: an RFC 9110 token.
+func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for _, r := range h {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReservedHeaders are the headers the client owns.
+var ReservedHeaders = []string{"authorization", "content-type", "content-length", "host", "accept"}
+
+func reservedHeader(h string) bool { return isMember(strings.ToLower(h), ReservedHeaders) }
 
 // Validate checks a TaskDescription after ApplyDefaults; paths are rooted at
 // the task ("grading.combine_method").

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -38,21 +39,86 @@ type ModelSpec struct {
 	// +kubebuilder:validation:Maximum=1
 	// +optional
 	TopP *float64 `json:"topP,omitempty"`
+	// MaxTokens is sent as max_tokens, the legacy key some servers and
+	// older models want; reasoning models refuse it. Set only for those.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	MaxTokens *int32 `json:"maxTokens,omitempty"`
+	// MaxCompletionTokens is sent as max_completion_tokens (reasoning and
+	// visible output together).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxCompletionTokens *int32 `json:"maxCompletionTokens,omitempty"`
+	// ReasoningEffort is sent as reasoning_effort.
+	// +kubebuilder:validation:Enum=none;minimal;low;medium;high;xhigh
+	// +optional
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// +optional
 	Seed *int64 `json:"seed,omitempty"`
+	// ExtraBody is a JSON object merged into every request body. It may not
+	// name a key the client sets itself (model, messages, tools, temperature,
+	// top_p, max_tokens, max_completion_tokens, seed, reasoning_effort,
+	// stream): such a Trial ends Invalid, naming the key. (Checked by the
+	// manager, not CEL: a rule over a schemaless object has no cost bound.)
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	ExtraBody *apiextensionsv1.JSON `json:"extraBody,omitempty"`
+	// ExtraHeaders are sent with every request; values come from Secrets only.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	ExtraHeaders []ExtraHeader `json:"extraHeaders,omitempty"`
+	// Timeout bounds one try of a model call (default 2m).
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// RateLimit paces the calls to this model at this base URL across every
+	// Trial of the manager (the latest Trial to start sets the caps). A 429's
+	// Retry-After pauses all of them, with or without a rate limit.
+	// +optional
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
 	// +optional
 	Pricing *Pricing `json:"pricing,omitempty"`
 }
 
-// Pricing costs tokens in USD per million tokens.
+// ExtraHeader is one extra request header whose value is read from a Secret
+// at attempt start (never stored in the Trial, a pod, status or an event).
+// +kubebuilder:validation:XValidation:rule="!(self.name.lowerAscii() in ['authorization','content-type','content-length','host','accept'])",message="authorization and content headers are set by the client"
+type ExtraHeader struct {
+	// +kubebuilder:validation:Pattern=`^[!#$%&'*+.^_|~0-9A-Za-z-]+$`
+	// +kubebuilder:validation:MaxLength=128
+	Name      string            `json:"name"`
+	ValueFrom HeaderValueSource `json:"valueFrom"`
+}
+
+// HeaderValueSource names where a header value comes from.
+type HeaderValueSource struct {
+	SecretKeyRef corev1.SecretKeySelector `json:"secretKeyRef"`
+}
+
+// RateLimit caps calls per minute; zero or unset means no cap on that measure.
+type RateLimit struct {
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RequestsPerMinute int32 `json:"requestsPerMinute,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TokensPerMinute int64 `json:"tokensPerMinute,omitempty"`
+}
+
+// Pricing costs tokens in USD per million tokens: the price table of a
+// model, given on the Trial's (or the Campaign's agent's) model spec.
 type Pricing struct {
 	// +kubebuilder:validation:Minimum=0
 	InputUSDPerMTok float64 `json:"inputUSDPerMTok"`
 	// +kubebuilder:validation:Minimum=0
 	OutputUSDPerMTok float64 `json:"outputUSDPerMTok"`
+	// CachedInputUSDPerMTok prices prompt tokens served from the provider's
+	// cache (default: the input price).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	CachedInputUSDPerMTok *float64 `json:"cachedInputUSDPerMTok,omitempty"`
 }
 
 // UserSimulatorMode says who plays the user.

@@ -159,6 +159,10 @@ type TokenUsage struct {
 	CompletionTokens int64 `json:"completionTokens,omitempty"`
 	// +optional
 	ReasoningTokens int64 `json:"reasoningTokens,omitempty"`
+	// CachedTokens are the prompt tokens served from the provider's cache
+	// (part of PromptTokens).
+	// +optional
+	CachedTokens int64 `json:"cachedTokens,omitempty"`
 	// +optional
 	CostUSD float64 `json:"costUSD,omitempty"`
 }

@@ -97,7 +97,8 @@ type Usage struct {
 	Retries          int64
 	PromptTokens     int64
 	CompletionTokens int64
-	ReasoningTokens  int64
+	ReasoningTokens  int64 // part of CompletionTokens
+	CachedTokens     int64 // part of PromptTokens
 	CostUSD          float64
 }
 
@@ -108,6 +109,7 @@ func (u *Usage) Add(o Usage) {
 	u.PromptTokens += o.PromptTokens
 	u.CompletionTokens += o.CompletionTokens
 	u.ReasoningTokens += o.ReasoningTokens
+	u.CachedTokens += o.CachedTokens
 	u.CostUSD += o.CostUSD
 }
 

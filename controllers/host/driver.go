@@ -113,7 +113,7 @@ func (r *run) artifactsOf(res *AttemptResult, end *ending) *artifacts.Attempt {
 
 func usageOf(u Usage) artifacts.Usage {
 	return artifacts.Usage{Calls: u.Calls, Retries: u.Retries, PromptTokens: u.PromptTokens,
-		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens, CostUSD: u.CostUSD}
+		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens, CachedTokens: u.CachedTokens, CostUSD: u.CostUSD}
 }
 
 // String summarises a result for logs and CLI output.

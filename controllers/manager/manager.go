@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"tolokaforge.io/operator/api/llm"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
@@ -199,6 +200,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			APIReader:    mgr.GetAPIReader(),
 			Dial:         opts.Dial,
 			Actors:       opts.Actors,
+			Limits:       llm.NewLimits(),
 			ArtifactsDir: opts.ArtifactsDir,
 			Metrics:      metrics,
 			Log:          opts.Logger.WithName("driver"),

@@ -190,3 +190,48 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+func TestReasoningModelRefusesMaxTokensAndTemperature(t *testing.T) {
+	s := startServer(t, Config{ReasoningModels: []string{"o-think"}, Script: []Reply{{Content: "a"}, {Content: "b"}, {Content: "c"}}})
+	url := s.URL() + "/chat/completions"
+	msgs := `"messages":[{"role":"user","content":"x"}]`
+	cases := []struct {
+		name, body           string
+		status               int
+		param, code, message string
+	}{
+		{"max_tokens refused", `{"model":"o-think",` + msgs + `,"max_tokens":64}`, 400, "max_tokens", "unsupported_parameter",
+			"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."},
+		{"temperature refused", `{"model":"o-think",` + msgs + `,"temperature":0.2}`, 400, "temperature", "unsupported_value",
+			"Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported."},
+		{"max_completion_tokens taken", `{"model":"o-think",` + msgs + `,"max_completion_tokens":64,"reasoning_effort":"high","temperature":1}`, 200, "", "", ""},
+		{"other models take max_tokens", `{"model":"gpt-4o",` + msgs + `,"max_tokens":64,"temperature":0.2}`, 200, "", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := post(t, url, http.MethodPost, tc.body, nil)
+			if r.status != tc.status {
+				t.Fatalf("status = %d, want %d (body %v)", r.status, tc.status, r.body)
+			}
+			if tc.status != 400 {
+				return
+			}
+			if got := errorField(t, r, "param"); got != tc.param {
+				t.Fatalf("param = %v, want %s", got, tc.param)
+			}
+			if got := errorField(t, r, "code"); got != tc.code {
+				t.Fatalf("code = %v, want %s", got, tc.code)
+			}
+			if got := errorField(t, r, "message"); got != tc.message {
+				t.Fatalf("message = %q, want %q", got, tc.message)
+			}
+		})
+	}
+	reqs := s.Requests()
+	if r := reqs[2]; r.MaxCompletionTokens == nil || *r.MaxCompletionTokens != 64 || r.LegacyMaxTokens != nil || r.ReasoningEffort != "high" {
+		t.Fatalf("recorded %+v", r)
+	}
+	if r := reqs[3]; r.LegacyMaxTokens == nil || *r.LegacyMaxTokens != 64 || r.MaxCompletionTokens != nil {
+		t.Fatalf("recorded %+v", r)
+	}
+}

@@ -13,19 +13,22 @@ import (
 
 // Request is one recorded call, parsed for assertions.
 type Request struct {
-	Seq               int // arrival order across the server, from 0
-	Path              string
-	Model             string
-	Messages          []Message
-	Tools             []Tool
-	ToolChoice        json.RawMessage
-	Temperature       *float64
-	TopP              *float64
-	MaxTokens         *int // max_completion_tokens, or the legacy max_tokens
-	Seed              *int64
-	ParallelToolCalls *bool
-	ReasoningEffort   string
-	Stream            bool
+	Seq         int // arrival order across the server, from 0
+	Path        string
+	Model       string
+	Messages    []Message
+	Tools       []Tool
+	ToolChoice  json.RawMessage
+	Temperature *float64
+	TopP        *float64
+	MaxTokens   *int // max_completion_tokens, or the legacy max_tokens
+	// MaxCompletionTokens and LegacyMaxTokens are the two keys as sent.
+	MaxCompletionTokens *int
+	LegacyMaxTokens     *int
+	Seed                *int64
+	ParallelToolCalls   *bool
+	ReasoningEffort     string
+	Stream              bool
 	// Raw is the body exactly as received.
 	Raw []byte
 	// Authorization is the Authorization header, kept for assertions only:
@@ -112,6 +115,9 @@ type wirePart struct {
 type requestError struct {
 	param string
 	msg   string
+	code  string
+	// verbatim: the answer's message is msg alone, as the provider words it.
+	verbatim bool
 }
 
 func (e *requestError) Error() string {
@@ -138,6 +144,7 @@ func parseRequest(body []byte, strictToolFlow bool) (Request, error) {
 		Model: w.Model, ToolChoice: w.ToolChoice, Temperature: w.Temperature, TopP: w.TopP,
 		Seed: w.Seed, ParallelToolCalls: w.ParallelToolCalls, ReasoningEffort: w.ReasoningEffort,
 		Stream: w.Stream, MaxTokens: w.MaxTokens,
+		MaxCompletionTokens: w.MaxCompletionTokens, LegacyMaxTokens: w.MaxTokens,
 	}
 	if w.MaxCompletionTokens != nil {
 		req.MaxTokens = w.MaxCompletionTokens
@@ -278,6 +285,20 @@ func checkToolFlow(msgs []Message) error {
 	// if the caller is not asking for a completion; the API rejects it too.
 	if pending != nil {
 		return flush(len(msgs))
+	}
+	return nil
+}
+
+// reasoningModelRefusal is what OpenAI answers a reasoning model's request
+// that carries a parameter those models do not take (wording as of 2025).
+func reasoningModelRefusal(req *Request) error {
+	if req.LegacyMaxTokens != nil {
+		return &requestError{param: "max_tokens", code: "unsupported_parameter", verbatim: true,
+			msg: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."}
+	}
+	if req.Temperature != nil && *req.Temperature != 1 {
+		return &requestError{param: "temperature", code: "unsupported_value", verbatim: true,
+			msg: fmt.Sprintf("Unsupported value: 'temperature' does not support %g with this model. Only the default (1) value is supported.", *req.Temperature)}
 	}
 	return nil
 }

@@ -26,7 +26,13 @@ type Config struct {
 	// Lenient accepts conversations the real API rejects (tool messages that
 	// answer no preceding tool call, tool calls left unanswered).
 	Lenient bool
-	Log     logr.Logger
+	// ReasoningModels answer like OpenAI's reasoning models (o1, o3, gpt-5):
+	// a request carrying max_tokens, or a temperature other than 1, is
+	// refused with 400 and the provider's own error (unsupported_parameter /
+	// unsupported_value), so a client that sends the wrong knob fails here
+	// as it would in production.
+	ReasoningModels []string
+	Log             logr.Logger
 }
 
 // maxBody bounds a request body; real prompts are far smaller.
@@ -255,6 +261,9 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, perr := parseRequest(body, !s.cfg.Lenient)
+	if perr == nil && slices.Contains(s.cfg.ReasoningModels, req.Model) {
+		perr = reasoningModelRefusal(&req)
+	}
 	req.Raw = body
 	req.Path = r.URL.Path
 	req.Authorization = r.Header.Get("Authorization")
@@ -271,12 +280,15 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	if perr != nil {
 		s.record(&req, perr.Error())
 		var re *requestError
-		param := ""
+		param, code, msg := "", "", perr.Error()
 		if errors.As(perr, &re) {
-			param = re.param
+			param, code = re.param, re.code
+			if re.verbatim {
+				msg = re.msg
+			}
 		}
 		s.log.V(1).Info("rejected request", "model", req.Model, "error", perr.Error())
-		writeError(w, http.StatusBadRequest, errorInfo{Message: perr.Error(), Type: "invalid_request_error", Param: param}, nil)
+		writeError(w, http.StatusBadRequest, errorInfo{Message: msg, Type: "invalid_request_error", Param: param, Code: code}, nil)
 		return
 	}
 

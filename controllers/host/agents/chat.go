@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"time"
@@ -53,6 +54,13 @@ type Options struct {
 	Jitter func() float64
 	// Getenv defaults to os.Getenv.
 	Getenv func(string) string
+	// Headers are extra header values already resolved (the Trial
+	// controller reads them from Secrets); they win over the model config's
+	// extra_headers_env, which names environment variables to read.
+	Headers map[string]string
+	// Limits is the process's shared per-model pacing (nil: none); the
+	// manager passes one registry to every actor of every trial.
+	Limits *llm.Limits
 }
 
 // NewChatModel builds the model of cfg for role ("agent", "user simulator"),
@@ -71,9 +79,31 @@ func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*ChatModel,
 			return nil, fmt.Errorf("%s model %q: environment variable %s (api_key_env) is unset or empty", role, cfg.Model, cfg.APIKeyEnv)
 		}
 	}
+	var headers map[string]string
+	for name, env := range cfg.ExtraHeadersEnv {
+		if _, given := opts.Headers[name]; given {
+			continue
+		}
+		v := getenv(env)
+		if v == "" {
+			return nil, fmt.Errorf("%s model %q: environment variable %s (extra_headers_env %s) is unset or empty", role, cfg.Model, env, name)
+		}
+		if headers == nil {
+			headers = map[string]string{}
+		}
+		headers[name] = v
+	}
+	if len(opts.Headers) > 0 {
+		if headers == nil {
+			headers = make(map[string]string, len(opts.Headers))
+		}
+		maps.Copy(headers, opts.Headers)
+	}
 	return llm.New(cfg, llm.Options{
 		Role:           role,
 		APIKey:         key,
+		Headers:        headers,
+		Limits:         opts.Limits,
 		HTTPClient:     opts.HTTPClient,
 		Retry:          opts.Retry,
 		RequestTimeout: opts.RequestTimeout,
@@ -109,6 +139,7 @@ func hostUsage(u llm.Usage) host.Usage {
 		PromptTokens:     u.PromptTokens,
 		CompletionTokens: u.CompletionTokens,
 		ReasoningTokens:  u.ReasoningTokens,
+		CachedTokens:     u.CachedTokens,
 		CostUSD:          u.CostUSD,
 	}
 }

@@ -274,3 +274,30 @@ func TestKeyFromEnvOrMemoryIsSentAndRedacted(t *testing.T) {
 		}
 	}
 }
+
+// A header value the controller read from a Secret wins over the config's
+// env name, which is then not read at all; others come from the env.
+func TestExtraHeadersFromOptionsThenEnv(t *testing.T) {
+	f := startFake(t, fakellm.Config{Script: []fakellm.Reply{{Content: "ok"}}})
+	cfg := modelCfg(f, "m")
+	cfg.ExtraHeadersEnv = map[string]string{"X-Given": "UNSET", "X-Env": "TEAM"}
+	opts := testOpts(&sleeps{})
+	opts.Headers = map[string]string{"X-Given": "from-secret"}
+	opts.Getenv = func(k string) string {
+		if k == "TEAM" {
+			return "evals"
+		}
+		return ""
+	}
+	m, err := agents.NewChatModel("agent", cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agents.NewLLMAgent(m).Next(ctxT(t), conv(), nil); err != nil {
+		t.Fatal(err)
+	}
+	h := f.Requests()[0].Header
+	if h.Get("X-Given") != "from-secret" || h.Get("X-Env") != "evals" {
+		t.Fatalf("headers %v", h)
+	}
+}

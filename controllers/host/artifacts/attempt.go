@@ -54,6 +54,7 @@ type Usage struct {
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
 	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	CachedTokens     int64   `json:"cached_tokens,omitempty"`
 	CostUSD          float64 `json:"cost_usd"`
 }
 
