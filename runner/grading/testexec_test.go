@@ -52,8 +52,8 @@ func TestTestExecution(t *testing.T) {
 				Reasons: `Test execution: score=0 (no reward file at {dir}/logs/reward.txt; verifier exit code 3); output tail: "FAILED test_answer"`},
 		},
 		{
-			name: "the reward file wins over the exit code",
-			te:   task.TestExecution{Command: sh("echo 0.75 > logs/reward.txt; exit 1"), RewardFile: "logs/reward.txt"},
+			name:      "the reward file wins over the exit code",
+			te:        task.TestExecution{Command: sh("echo 0.75 > logs/reward.txt; exit 1"), RewardFile: "logs/reward.txt"},
 			threshold: &half,
 			want: &runnerpb.Grade{BinaryPass: true, Score: 0.75, Components: unset,
 				Reasons: `Test execution: score=0.75 (reward 0.75 from {dir}/logs/reward.txt, verifier exit code 1)`},
