@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"tolokaforge.io/operator/runner/tools/builtin"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -302,9 +304,9 @@ var _ = Describe("Campaign", func() {
 	// Task runs on the Go shop server.
 	It("runs over a Task applied from pack import's stream", func() {
 		ns := newNamespace()
-		conv, err := pack.Convert("../../../shared/fixtures/tolokaforge/shop_orders_02", pack.Options{Namespace: ns})
+		conv, err := pack.Convert("../../../shared/fixtures/tolokaforge/shop_orders_02", pack.Options{Builtins: builtin.Catalog{}, Namespace: ns})
 		Expect(err).NotTo(HaveOccurred())
-		m, err := pack.Build(conv, pack.Options{Namespace: ns})
+		m, err := pack.Build(conv, pack.Options{Builtins: builtin.Catalog{}, Namespace: ns})
 		Expect(err).NotTo(HaveOccurred())
 		var stream bytes.Buffer
 		Expect(pack.WriteStream(&stream, []*pack.Manifests{m})).To(Succeed())
