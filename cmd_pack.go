@@ -23,11 +23,12 @@ func packMain(ctx context.Context, args []string) error {
 }
 
 const packUsage = `usage:
-  tolokaforge pack import DIR... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES]
+  tolokaforge pack import DIR... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
       pack.Convert Tolokaforge native task directories to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
-      reported on stderr with their path.
+      reported on stderr with their path; when a grading key is among them
+      nothing is written (exit 1) unless --allow-lossy.
   tolokaforge pack validate DIR... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]...
       Run each task's golden path with the oracle agent on a local runner and
       DB service. A task fails unless the oracle's trial is graded and the
@@ -100,6 +101,7 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 	limit := fs.Int("inline-limit", pack.DefaultInlineLimit, "largest initial state kept inline in the Task, in bytes of compact JSON")
 	fs.Var(&labels, "label", "KEY=VALUE label on every Task (repeatable), e.g. suite=shop for a Campaign's selector")
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
+	allowLossy := fs.Bool("allow-lossy", false, "write the manifests even when grading keys are dropped (they are listed on stderr either way)")
 	dirs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return fmt.Errorf("pack import: %w", err)
@@ -126,9 +128,10 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		opts.Labels[k] = v
 	}
 	var (
-		ms    []*pack.Manifests
-		errs  []error
-		names = map[string]string{}
+		ms      []*pack.Manifests
+		errs    []error
+		names   = map[string]string{}
+		dropped int
 	)
 	for _, dir := range dirs {
 		conv, err := pack.Convert(dir, opts)
@@ -138,6 +141,9 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		}
 		for _, d := range conv.Diagnostics {
 			fmt.Fprintln(stderr, d.String())
+			if d.DropsGrading() {
+				dropped++
+			}
 		}
 		if prev, dup := names[conv.Name]; dup {
 			errs = append(errs, fmt.Errorf("%s: Task name %q is also %s's", dir, conv.Name, prev))
@@ -155,6 +161,11 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		// Nothing is written: a partial stream applied by kubectl would
 		// leave a half-imported pack behind.
 		return fmt.Errorf("pack import: %w", errors.Join(errs...))
+	}
+	if dropped > 0 && !*allowLossy {
+		// A pack graded on less than its author wrote would report scores
+		// nobody asked for; nothing is written unless the loss is accepted.
+		return &exitError{code: 1, msg: fmt.Sprintf("pack import: %d grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them", dropped)}
 	}
 	return pack.WriteStream(stdout, ms)
 }

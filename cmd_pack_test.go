@@ -12,9 +12,23 @@ import (
 
 func TestImportCommand(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := runPack(context.Background(), []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic")}, &out, &errb, "")
-	if err != nil {
+	args := []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic")}
+	// calc_basic's grading.yaml has two keys the Go runner cannot grade:
+	// without --allow-lossy nothing is written and the exit status says so.
+	err := runPack(context.Background(), args, &out, &errb, "")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		ee.Error() != "pack import: 2 grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them" || out.Len() != 0 {
+		t.Fatalf("lossy import without --allow-lossy: %v, %d bytes written", err, out.Len())
+	}
+	lossReport := errb.String()
+	out.Reset()
+	errb.Reset()
+	if err := runPack(context.Background(), append(args, "--allow-lossy"), &out, &errb, ""); err != nil {
 		t.Fatal(err)
+	}
+	if errb.String() != lossReport {
+		t.Fatalf("the loss report differs with --allow-lossy:\n%s\nvs\n%s", errb.String(), lossReport)
 	}
 	tasks, cms := readStream(t, out.Bytes())
 	if len(tasks) != 2 || len(cms) != 1 || tasks[0].Name != "shop-orders-02" || tasks[1].Name != "calc-basic" || tasks[1].Labels["suite"] != "shop" || cms[0].Namespace != "evals" {

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -127,16 +126,9 @@ func EncodeTools(tools []*runnerpb.ToolSchema) (json.RawMessage, error) {
 	return marshal(out)
 }
 
-// marshal encodes without HTML escaping, so "<" in a prompt crosses as "<".
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// marshal encodes without HTML escaping, so "<" in a prompt crosses as "<"
+// (task.Encode, the one such encoder).
+func marshal(v any) ([]byte, error) { return task.Encode(v) }
 
 // fromResponse turns the first choice into a turn's content and calls. A
 // refusal is what the model said, so it stands in for empty content.

@@ -258,7 +258,7 @@ type CampaignStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=tolokaforge
+// +kubebuilder:resource:categories=tolokaforge,shortName=camp
 // +kubebuilder:printcolumn:name="Agents",type=integer,JSONPath=`.status.agentCount`
 // +kubebuilder:printcolumn:name="Tasks",type=integer,JSONPath=`.status.taskCount`
 // +kubebuilder:printcolumn:name="Done/Total",type=string,JSONPath=`.status.progress`

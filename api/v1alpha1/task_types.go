@@ -69,7 +69,7 @@ type TaskStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=tolokaforge
+// +kubebuilder:resource:categories=tolokaforge,shortName=tk
 // +kubebuilder:printcolumn:name="Task ID",type=string,JSONPath=`.status.taskID`
 // +kubebuilder:printcolumn:name="Category",type=string,JSONPath=`.status.category`
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.agentTools`

@@ -219,7 +219,7 @@ type TrialStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=tolokaforge
+// +kubebuilder:resource:categories=tolokaforge,shortName=tr
 // +kubebuilder:printcolumn:name="Task",type=string,JSONPath=`.status.taskID`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agent`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`

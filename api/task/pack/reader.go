@@ -3,8 +3,10 @@ package pack
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -15,6 +17,12 @@ type Diagnostic struct {
 	File string // the file, relative to the pack's parent directory
 	Path string // the key path inside it ("state_checks.files")
 	Msg  string
+}
+
+// DropsGrading says the diagnostic reports a grading.yaml key the import
+// leaves out: the imported task would be graded on less than its author wrote.
+func (d Diagnostic) DropsGrading() bool {
+	return path.Base(d.File) == "grading.yaml" && strings.HasPrefix(d.Msg, "not mapped")
 }
 
 func (d Diagnostic) String() string {
