@@ -35,6 +35,10 @@ type Config struct {
 	// DrainTimeout bounds GracefulStop on shutdown before in-flight RPCs are
 	// cut (default 10 s).
 	DrainTimeout time.Duration
+	// MaxToolTimeout caps every tool call's budget, whatever the task's
+	// timeout_s, the trial default or the call's override ask for (default
+	// DefaultMaxToolTimeout): a pack cannot hold a runner slot for a day.
+	MaxToolTimeout time.Duration
 	// ExtraBuiltins are compiled-in tools in addition to package builtin's; a
 	// name here shadows a catalog tool of the same name. Embedders and tests
 	// use it to add tools without an MCP server.
@@ -53,6 +57,8 @@ type Config struct {
 const (
 	DefaultListen       = "127.0.0.1:50051"
 	DefaultDrainTimeout = 10 * time.Second
+	// DefaultMaxToolTimeout is the longest one tool call may run.
+	DefaultMaxToolTimeout = 10 * time.Minute
 	// maxMessageBytes matches the Python runner's 50 MiB gRPC limit with room
 	// for large initial states.
 	maxMessageBytes = 64 << 20
@@ -84,6 +90,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.DrainTimeout <= 0 {
 		out.DrainTimeout = DefaultDrainTimeout
+	}
+	if out.MaxToolTimeout <= 0 {
+		out.MaxToolTimeout = DefaultMaxToolTimeout
 	}
 	if out.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

@@ -136,7 +136,7 @@ func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToo
 	}
 	rec.Arguments = args
 
-	budget := tools.Budget(req.GetTimeoutSeconds(), e.Timeout, t.defaultTimeout)
+	budget := min(tools.Budget(req.GetTimeoutSeconds(), e.Timeout, t.defaultTimeout), s.cfg.MaxToolTimeout)
 	tctx, done := s.toolContext(ctx)
 	defer done()
 	// Whatever this tool reads must include what earlier read calls left

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -11,6 +12,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner"
 )
 
 const (
@@ -163,6 +165,19 @@ func TestExecuteTimeoutBudgetResolution(t *testing.T) {
 		r := h.exec(t, tc.trial, call{tool: "nap", args: "{}", callID: "n" + string(rune('0'+i)), timeout: tc.timeout})
 		if r.GetStatus() != stTimeout || r.GetErrorMessage() != tc.want {
 			t.Errorf("case %d: %s %q, want TIMEOUT %q", i, r.GetStatus(), r.GetErrorMessage(), tc.want)
+		}
+	}
+}
+
+// A pack asking for a day (or 1e9 s) per tool call gets the runner's cap, so
+// one trial cannot hold a runner's slot indefinitely.
+func TestExecuteToolBudgetIsCapped(t *testing.T) {
+	h := startRunner(t, nil, withExtra(napTool), func(c *runner.Config) { c.MaxToolTimeout = 120 * time.Millisecond })
+	h.mustRegister(t, "capped", baseTask([]any{tool("nap", "timeout_s", 1e9)}, nil, nil))
+	for i, override := range []float64{0, 86400} { // the tool's timeout_s, then a call override
+		r := h.exec(t, "capped", call{tool: "nap", args: "{}", callID: "c" + string(rune('0'+i)), timeout: override})
+		if r.GetStatus() != stTimeout || r.GetErrorMessage() != "Tool execution timed out after 0.12s" {
+			t.Errorf("override %g: %s %q, want TIMEOUT after the 0.12s cap", override, r.GetStatus(), r.GetErrorMessage())
 		}
 	}
 }

@@ -40,6 +40,7 @@ type flags struct {
 	minProtocol  int
 	workDir      string
 	drainTimeout time.Duration
+	maxTool      time.Duration
 	logLevel     int
 	secretsDir   string
 }
@@ -53,6 +54,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.IntVar(&f.minProtocol, "min-engine-protocol", task.EngineProtocolVersion, "lowest engine_protocol_version RegisterTrial accepts")
 	fs.StringVar(&f.workDir, "work-dir", "", "directory for per-trial directories (default: the system temp dir)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
+	fs.DurationVar(&f.maxTool, "max-tool-timeout", DefaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
 	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
@@ -66,6 +68,9 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	}
 	if f.drainTimeout <= 0 {
 		return nil, fmt.Errorf("runner flags: --drain-timeout must be positive, got %s", f.drainTimeout)
+	}
+	if f.maxTool <= 0 {
+		return nil, fmt.Errorf("runner flags: --max-tool-timeout must be positive, got %s", f.maxTool)
 	}
 	if f.dbURL != "" && !strings.HasPrefix(f.dbURL, "http://") && !strings.HasPrefix(f.dbURL, "https://") {
 		return nil, fmt.Errorf("runner flags: --db-service-url %q: want an http:// or https:// URL", f.dbURL)
@@ -93,6 +98,7 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.MinEngineProtocol = int32(f.minProtocol)
 	cfg.WorkDir = f.workDir
 	cfg.DrainTimeout = f.drainTimeout
+	cfg.MaxToolTimeout = f.maxTool
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
 	}

@@ -16,7 +16,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.listen != "127.0.0.1:50051" || f.minProtocol != 2 || f.drainTimeout != 10*time.Second || f.logLevel != 0 || f.dbURL != "" || f.workDir != "" {
+	if f.listen != "127.0.0.1:50051" || f.minProtocol != 2 || f.drainTimeout != 10*time.Second || f.maxTool != 10*time.Minute || f.logLevel != 0 || f.dbURL != "" || f.workDir != "" {
 		t.Fatalf("defaults: %+v", f)
 	}
 	f, err = parseFlags([]string{"--listen", ":0", "--db-service-url", "http://db:8000", "--min-engine-protocol", "3", "--work-dir", "/w", "--drain-timeout", "2s", "--log-level", "debug"}, io.Discard)
@@ -29,6 +29,7 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{[]string{"--min-engine-protocol", "0"}, "runner flags: --min-engine-protocol must be >= 1, got 0"},
 		{[]string{"--drain-timeout", "0s"}, "runner flags: --drain-timeout must be positive, got 0s"},
+		{[]string{"--max-tool-timeout", "-1s"}, "runner flags: --max-tool-timeout must be positive, got -1s"},
 		{[]string{"--db-service-url", "db:8000"}, `runner flags: --db-service-url "db:8000": want an http:// or https:// URL`},
 		{[]string{"--log-level", "loud"}, `runner flags: --log-level "loud": want error, info, debug or a verbosity >= 0`},
 		{[]string{"extra"}, `runner flags: unexpected arguments ["extra"]`},
