@@ -254,6 +254,11 @@ func (p *plan) complete(w *world, phase evalv1.TrialPhase, msg string) {
 	// The Completed reason is the phase, so events, conditions and the
 	// Status column agree.
 	p.cond(evalv1.TrialCompleted, true, string(phase), msg)
+	if phase == evalv1.PhasePassed {
+		p.cond(evalv1.TrialSucceeded, true, string(phase), msg)
+	} else {
+		p.cond(evalv1.TrialFailed, true, string(phase), msg)
+	}
 	p.CompletedReason = string(phase)
 	typ := warningEvent
 	if phase == evalv1.PhasePassed {

@@ -101,6 +101,9 @@ func TestPlanStartsTheFirstAttempt(t *testing.T) {
 	if st.Phase != evalv1.PhaseStarting || st.TaskID != "shop_orders_02" || st.Agent != "oracle" || st.AttemptCount != 1 {
 		t.Errorf("status = phase %s task %q agent %q count %d", st.Phase, st.TaskID, st.Agent, st.AttemptCount)
 	}
+	if s, f := cond(&st, evalv1.TrialSucceeded), cond(&st, evalv1.TrialFailed); s.Type != "" || f.Type != "" {
+		t.Errorf("a starting trial has Succeeded %+v / Failed %+v", s, f)
+	}
 	if c := cond(&st, evalv1.TrialCompleted); c.Status != metav1.ConditionFalse || c.Reason != evalv1.ReasonStarting {
 		t.Errorf("Completed = %+v", c)
 	}
@@ -337,6 +340,9 @@ func TestPlanActiveAttempt(t *testing.T) {
 					c.Message != "all 3 attempts failed on infrastructure; attempt 3: RunnerUnavailable: runner unreachable" {
 					t.Errorf("Completed = %+v", c)
 				}
+				if f, s := cond(&p.Status, evalv1.TrialFailed), cond(&p.Status, evalv1.TrialSucceeded); f.Status != metav1.ConditionTrue || f.Reason != "InfraFailed" || s.Type != "" {
+					t.Errorf("Failed = %+v, Succeeded = %+v", f, s)
+				}
 				if p.CompletedReason != "InfraFailed" || len(p.AttemptsEnded) != 1 || p.Claim != nil {
 					t.Errorf("effects: completed %q ended %v claim %v", p.CompletedReason, p.AttemptsEnded, p.Claim != nil)
 				}
@@ -379,6 +385,9 @@ func TestPlanRecordsTheGradeOnce(t *testing.T) {
 	if c := cond(&st, evalv1.TrialCompleted); c.Status != metav1.ConditionTrue || c.Reason != "Passed" ||
 		c.Message != "attempt 2 graded: score 1, pass true: State: hash match" {
 		t.Errorf("Completed = %+v", c)
+	}
+	if s, f := cond(&st, evalv1.TrialSucceeded), cond(&st, evalv1.TrialFailed); s.Status != metav1.ConditionTrue || s.Reason != "Passed" || f.Type != "" {
+		t.Errorf("Succeeded = %+v, Failed = %+v", s, f)
 	}
 	if p.Release != "uid-1-2" || p.CompletedReason != "Passed" {
 		t.Errorf("release %q completed %q", p.Release, p.CompletedReason)

@@ -79,6 +79,13 @@ const (
 	// TrialCompleted is terminal: True once the trial has its final outcome
 	// (its reason says which), so `kubectl wait --for=condition=Completed` works.
 	TrialCompleted = "Completed"
+	// TrialSucceeded and TrialFailed answer pass/fail without reading the
+	// phase, as a Job's Complete and Failed do: exactly one of them is True
+	// once the trial has completed (Failed's reason says how: Failed,
+	// GradingFailed, InfraFailed, Invalid or ProtocolSkew); neither exists
+	// before. `kubectl wait --for=condition=Succeeded` waits for a pass.
+	TrialSucceeded = "Succeeded"
+	TrialFailed    = "Failed"
 )
 
 // AttemptOutcome is how one attempt ended.
