@@ -300,7 +300,12 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 	var errs []error
 	if p.EnsureNP {
 		if err := r.Client.Create(ctx, NetworkPolicy(t, r.ManagerPeer), client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			errs = append(errs, fmt.Errorf("create network policy of trial %s: %w", key, err))
+			// Pods without their fence would take traffic from anyone: none
+			// is created until the policy exists. The event says why; the
+			// create is retried until timeouts.podsReady ends the attempt.
+			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonNetworkPolicyUnavailable, ActionStartAttempt,
+				fmt.Sprintf("create network policy %s: %v; no pods are created without it", NetworkPolicyName(t.Name), err))})
+			return fmt.Errorf("create network policy of trial %s: %w", key, err)
 		}
 	}
 	if a := activeAttempt(&t.Status); a != nil {

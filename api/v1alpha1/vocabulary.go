@@ -73,6 +73,9 @@ const (
 	ReasonPodsNotReady      = "PodsNotReady"     // timeouts.podsReady elapsed
 	ReasonManagerRestarted  = "ManagerRestarted" // the attempt's driver died with its process
 	ReasonAPIKeyUnavailable = "APIKeyUnavailable"
+	// ReasonNetworkPolicyUnavailable: the trial's NetworkPolicy could not be
+	// created, so its pods are not either.
+	ReasonNetworkPolicyUnavailable = "NetworkPolicyUnavailable"
 
 	// Why the host's driver ended an attempt.
 	ReasonPassed            = "Passed"
