@@ -26,7 +26,12 @@ func fmtCost(usd float64, costed bool) string {
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "%s (k=%d; n counts measured trials: infra failures and invalid tasks are left out)\n\n", r.Title, r.K)
-	fmt.Fprintf(tw, "TASK\tAGENT\tTRIALS\tN\tPASSES\tPASS@1\tPASS^%d\tCOST\tTOP FAILURE REASONS\n", r.K)
+	// At k=1, pass@1, pass@k and pass^k are one number: it is printed once.
+	hatK := fmt.Sprintf("\tPASS^%d", r.K)
+	if r.K == 1 {
+		hatK = ""
+	}
+	fmt.Fprintf(tw, "TASK\tAGENT\tTRIALS\tN\tPASSES\tPASS@1%s\tCOST\tTOP FAILURE REASONS\n", hatK)
 	costed := map[string]bool{}
 	for _, t := range r.Trials {
 		if t.Costed {
@@ -44,18 +49,30 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if reasons == "" {
 			reasons = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", row.Task, row.Agent, row.Trials, row.N, row.C,
-			fmtRate(row.PassAt1), fmtRate(row.PassHat), fmtCost(row.CostUSD, costed[row.Task+"\x00"+row.Agent]), reasons)
+		hat := "\t" + fmtRate(row.PassHat)
+		if r.K == 1 {
+			hat = ""
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s%s\t%s\t%s\n", row.Task, row.Agent, row.Trials, row.N, row.C,
+			fmtRate(row.PassAt1), hat, fmtCost(row.CostUSD, costed[row.Task+"\x00"+row.Agent]), reasons)
 	}
-	fmt.Fprintf(tw, "\nAGENT\tN\tPASSES\tPASS@1\tPASS@%d\tPASS^%d\tMEAN SCORE\tTOKENS\tCOST\n", r.K, r.K)
+	atK := fmt.Sprintf("\tPASS@%d", r.K)
+	if r.K == 1 {
+		atK = ""
+	}
+	fmt.Fprintf(tw, "\nAGENT\tN\tPASSES\tPASS@1%s%s\tMEAN SCORE\tTOKENS\tCOST\n", atK, hatK)
 	for _, a := range r.AgentSummaries() {
 		s := a.Summary
 		key := a.Agent
 		if key == "(all)" {
 			key = ""
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\n", a.Agent, s.Trials, s.Passes,
-			fmtRate(s.PassAt1), fmtRate(s.PassAtK), fmtRate(s.PassHatK), fmtRate(s.MeanScore), s.Tokens, fmtCost(s.CostUSD, costed[key]))
+		kCols := "\t" + fmtRate(s.PassAtK) + "\t" + fmtRate(s.PassHatK)
+		if r.K == 1 {
+			kCols = ""
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s%s\t%s\t%d\t%s\n", a.Agent, s.Trials, s.Passes,
+			fmtRate(s.PassAt1), kCols, fmtRate(s.MeanScore), s.Tokens, fmtCost(s.CostUSD, costed[key]))
 	}
 	return tw.Flush()
 }
