@@ -306,6 +306,9 @@ var _ = Describe("in-process mode", func() {
 		Consistently(func() int64 { return sim.StatusWrites() - before }, "500ms", "50ms").Should(Equal(int64(1)))
 		Expect(sim.Kill(ns, "quiet")).To(Succeed())
 		Eventually(getPod(ns, "quiet")).Should(HavePhase(corev1.PodFailed))
+		// As above: the API server may serve Failed before the update call
+		// that wrote it has returned and counted.
+		Eventually(func() int64 { return sim.StatusWrites() - before }).Should(Equal(int64(2)))
 		Consistently(func() int64 { return sim.StatusWrites() - before }, "300ms", "50ms").Should(Equal(int64(2)))
 	})
 
