@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"tolokaforge.io/operator/api/llm"
+
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"github.com/go-logr/logr"
@@ -92,26 +94,7 @@ type Turn struct {
 // Usage is token spend of one or more LLM calls. Calls and tokens count what
 // the provider billed: a call retried after a 429 or 5xx counts once, with
 // the usage of the response that succeeded; Retries counts the refused ones.
-type Usage struct {
-	Calls            int64
-	Retries          int64
-	PromptTokens     int64
-	CompletionTokens int64
-	ReasoningTokens  int64 // part of CompletionTokens
-	CachedTokens     int64 // part of PromptTokens
-	CostUSD          float64
-}
-
-// Add accumulates o into u.
-func (u *Usage) Add(o Usage) {
-	u.Calls += o.Calls
-	u.Retries += o.Retries
-	u.PromptTokens += o.PromptTokens
-	u.CompletionTokens += o.CompletionTokens
-	u.ReasoningTokens += o.ReasoningTokens
-	u.CachedTokens += o.CachedTokens
-	u.CostUSD += o.CostUSD
-}
+type Usage = llm.Usage
 
 // TurnEvent reports loop progress: one per agent turn and one per user
 // message. Turn is the agent turn count so far.

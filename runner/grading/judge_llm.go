@@ -28,6 +28,5 @@ type llmJudge struct{ c *llm.Client }
 
 func (m llmJudge) Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, JudgeUsage, error) {
 	content, calls, u, err := m.c.Complete(ctx, conv, tools)
-	return content, calls, JudgeUsage{Calls: u.Calls, Retries: u.Retries, PromptTokens: u.PromptTokens,
-		CompletionTokens: u.CompletionTokens, ReasoningTokens: u.ReasoningTokens, CostUSD: u.CostUSD}, err
+	return content, calls, u, err
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"tolokaforge.io/operator/api/llm"
+
 	"tolokaforge.io/operator/api/task"
 )
 
@@ -28,14 +30,7 @@ const maxKeyFileBytes = 16 << 10
 // JudgeUsage is what one judge call consumed. Calls is 1 for a call the provider
 // answered (however many refused tries preceded it: a retried call is billed once) and
 // Retries counts the refused tries.
-type JudgeUsage struct {
-	Calls            int64
-	Retries          int64
-	PromptTokens     int64
-	CompletionTokens int64
-	ReasoningTokens  int64
-	CostUSD          float64
-}
+type JudgeUsage = llm.Usage
 
 // JudgeModel is one chat model the judge calls: one billed provider round trip per
 // Complete, retried on provider faults inside it. tools is nil when none are offered.

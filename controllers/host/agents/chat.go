@@ -113,15 +113,14 @@ func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*ChatModel,
 	})
 }
 
-// complete is one turn of an LLM actor: the transport's usage becomes the
-// host's, and its classed failure a *host.ActorError.
+// complete is one turn of an LLM actor: the transport's classed failure
+// becomes a *host.ActorError (host.Usage is the transport's llm.Usage).
 func complete(ctx context.Context, m *ChatModel, tc *llm.ToolCache, cc *llm.ConvCache, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {
 	tl, err := tc.Get(tools)
 	if err != nil {
 		return host.Turn{}, err
 	}
-	content, calls, u, err := m.CompleteCached(ctx, cc, conv, tl)
-	usage := hostUsage(u)
+	content, calls, usage, err := m.CompleteCached(ctx, cc, conv, tl)
 	if err != nil {
 		var le *llm.Error
 		if errors.As(err, &le) {
@@ -130,16 +129,4 @@ func complete(ctx context.Context, m *ChatModel, tc *llm.ToolCache, cc *llm.Conv
 		return host.Turn{Usage: usage}, err
 	}
 	return host.Turn{Content: content, ToolCalls: calls, Usage: usage}, nil
-}
-
-func hostUsage(u llm.Usage) host.Usage {
-	return host.Usage{
-		Calls:            u.Calls,
-		Retries:          u.Retries,
-		PromptTokens:     u.PromptTokens,
-		CompletionTokens: u.CompletionTokens,
-		ReasoningTokens:  u.ReasoningTokens,
-		CachedTokens:     u.CachedTokens,
-		CostUSD:          u.CostUSD,
-	}
 }
