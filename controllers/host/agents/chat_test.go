@@ -2,10 +2,8 @@ package agents_test
 
 import (
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
@@ -26,6 +24,11 @@ func conv() []task.Message {
 	}
 }
 
+// The transport itself (request body, history, retries, unreachable
+// providers, waits beyond the deadline) is tested once, in api/llm; these
+// cases cover only what the adapter adds: the host.Turn it builds, the
+// classed failure becoming a *host.ActorError with its termination reason,
+// and where the key and headers come from.
 func TestAgentRequestAndTurn(t *testing.T) {
 	f := startFake(t, fakellm.Config{Scripts: map[string][]fakellm.Reply{"m": {{
 		Content:   "let me compute",
@@ -71,53 +74,6 @@ func TestAgentRequestAndTurn(t *testing.T) {
 	}
 	if r.Authorization != "" {
 		t.Fatalf("keyless model sent Authorization %q", r.Authorization)
-	}
-}
-
-func TestAssistantHistoryRoundTrips(t *testing.T) {
-	f := startFake(t, fakellm.Config{Script: []fakellm.Reply{{Content: "5"}}})
-	m, err := agents.NewChatModel("agent", modelCfg(f, "m"), testOpts(&sleeps{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := append(conv(),
-		task.Message{Role: task.RoleAssistant, ToolCalls: []task.ToolCall{{ID: "call_a#1", Type: "function", Function: task.FunctionCall{Name: "calculator", Arguments: `{"expression":"2+3"}`}}}},
-		task.Message{Role: task.RoleTool, Content: "5", ToolCallID: "call_a#1"},
-	)
-	if _, err := agents.NewLLMAgent(m).Next(ctxT(t), c, calcTool); err != nil {
-		t.Fatal(err)
-	}
-	got := f.Requests()[0].Messages
-	if len(got) != 4 || got[2].Role != "assistant" || len(got[2].ToolCalls) != 1 || got[2].ToolCalls[0].ID != "call_a#1" ||
-		got[3].Role != "tool" || got[3].ToolCallID != "call_a#1" || got[3].Content != "5" {
-		t.Fatalf("history sent = %+v", got)
-	}
-}
-
-func TestRetriesHonourRetryAfterAndBillOnce(t *testing.T) {
-	f := startFake(t, fakellm.Config{Scripts: map[string][]fakellm.Reply{"m": {
-		{Status: http.StatusTooManyRequests, RetryAfter: "7"},
-		{Status: http.StatusTooManyRequests, RetryAfter: "0"},
-		{Content: "ok", Usage: fakellm.Usage{PromptTokens: 10, CompletionTokens: 3}},
-	}}})
-	sl := &sleeps{}
-	m, err := agents.NewChatModel("agent", modelCfg(f, "m"), testOpts(sl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn, err := agents.NewLLMAgent(m).Next(ctxT(t), conv(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (host.Usage{Calls: 1, Retries: 2, PromptTokens: 10, CompletionTokens: 3}); turn.Usage != want {
-		t.Fatalf("usage = %+v, want %+v (billed once)", turn.Usage, want)
-	}
-	// Backoff floor (jitter 0) is BaseDelay/2 = 500ms, then 1s; Retry-After 7s wins first.
-	if got := sl.waits(); len(got) != 2 || got[0] != 7*time.Second || got[1] != time.Second {
-		t.Fatalf("waits = %v, want [7s 1s]", got)
-	}
-	if n := len(f.Requests()); n != 3 {
-		t.Fatalf("%d requests, want 3", n)
 	}
 }
 
@@ -169,42 +125,6 @@ func TestProviderFaults(t *testing.T) {
 				t.Fatalf("usage = %+v: nothing billed, %d retries", turn.Usage, tc.requests-1)
 			}
 		})
-	}
-}
-
-func TestUnreachableProviderIsAPIError(t *testing.T) {
-	f := startFake(t, fakellm.Config{})
-	cfg := modelCfg(f, "m")
-	_ = f.Close() // nothing listens there any more
-	retry := agents.RetryPolicy{MaxRetries: 2}
-	m, err := agents.NewChatModel("agent", cfg, agents.Options{Retry: &retry, Sleep: (&sleeps{}).sleep})
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn, err := agents.NewLLMAgent(m).Next(ctxT(t), conv(), nil)
-	var ae *host.ActorError
-	if !errors.As(err, &ae) || ae.Termination != task.TerminationAPIError ||
-		!strings.HasPrefix(ae.Err.Error(), `agent model "m": transport: `) || !strings.HasSuffix(ae.Err.Error(), "(gave up after 3 tries)") {
-		t.Fatalf("err = %v", err)
-	}
-	if turn.Usage.Retries != 2 {
-		t.Fatalf("retries = %d, want 2", turn.Usage.Retries)
-	}
-}
-
-func TestRetryWaitBeyondDeadlineFailsAtOnce(t *testing.T) {
-	f := startFake(t, fakellm.Config{Script: []fakellm.Reply{{Status: 429, RetryAfter: "60"}}})
-	m, err := agents.NewChatModel("agent", modelCfg(f, "m"), testOpts(&sleeps{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := contextWithTimeout(t, 10*time.Second)
-	defer cancel()
-	_, err = agents.NewLLMAgent(m).Next(ctx, conv(), nil)
-	var ae *host.ActorError
-	if !errors.As(err, &ae) || ae.Termination != task.TerminationRateLimit ||
-		!strings.HasSuffix(ae.Err.Error(), "(retry wait 1m0s exceeds the time left to the trial)") {
-		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -37,12 +37,6 @@ func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-func (s *sleeps) waits() []time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Duration(nil), s.d...)
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // modelCfg is an openai model config against the fake.
@@ -59,8 +53,4 @@ func ctxT(tb testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	tb.Cleanup(cancel)
 	return ctx
-}
-
-func contextWithTimeout(tb testing.TB, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), d)
 }
