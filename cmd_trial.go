@@ -80,35 +80,35 @@ type modelFile struct {
 func loadModelFile(path string) (*modelFile, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("trial run: --model-config: %w", err)
+		return nil, fmt.Errorf("--model-config: %w", err)
 	}
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+		return nil, fmt.Errorf("--model-config %s: %w", path, err)
 	}
 	var mf modelFile
 	if err := task.DecodeStrict(js, &mf); err != nil {
-		return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+		return nil, fmt.Errorf("--model-config %s: %w", path, err)
 	}
 	if mf.Agent != nil {
 		if err := mf.Agent.Validate("agent"); err != nil {
-			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+			return nil, fmt.Errorf("--model-config %s: %w", path, err)
 		}
 	}
 	if u := mf.UserSimulatorModel; u != nil {
 		if err := u.Validate("user_simulator_model"); err != nil {
-			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+			return nil, fmt.Errorf("--model-config %s: %w", path, err)
 		}
 		if u.Provider != task.ProviderOpenAI {
-			return nil, fmt.Errorf("trial run: --model-config %s: user_simulator_model.provider: %q cannot play the user (want openai)", path, u.Provider)
+			return nil, fmt.Errorf("--model-config %s: user_simulator_model.provider: %q cannot play the user (want openai)", path, u.Provider)
 		}
 	}
 	if j := mf.Judge; j != nil {
 		if err := j.Validate("judge"); err != nil {
-			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+			return nil, fmt.Errorf("--model-config %s: %w", path, err)
 		}
 		if j.Provider != task.ProviderOpenAI {
-			return nil, fmt.Errorf("trial run: --model-config %s: judge.provider: %q cannot judge (want openai)", path, j.Provider)
+			return nil, fmt.Errorf("--model-config %s: judge.provider: %q cannot judge (want openai)", path, j.Provider)
 		}
 	}
 	return &mf, nil
@@ -165,7 +165,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.modelConfig != "" {
 		mf, err := loadModelFile(f.modelConfig)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("trial run: %w", err)
 		}
 		f.models = mf
 	}
