@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -101,7 +103,7 @@ func TestRunFullyGradedShopPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"criterion_results:", "id: polite", "id: accurate", "judge_status: JUDGE_STATUS_COMPLETED", "trace_checks:", "custom_checks:"} {
+	for _, want := range []string{"component_results:", "passed: true", "criterion_results:", "id: polite", "id: accurate", "judge_status: JUDGE_STATUS_COMPLETED", "trace_checks:", "custom_checks:"} {
 		if !strings.Contains(string(grade), want) {
 			t.Errorf("grade.yaml lacks %q:\n%s", want, grade)
 		}
@@ -111,7 +113,7 @@ func TestRunFullyGradedShopPasses(t *testing.T) {
 // A wrong run (the order placed but paid under a wrong id, the customer never looked
 // up, the payment failure blurted out) fails, and every component is named failing.
 func TestRunFullyGradedShopWrongRunNamesEveryFailingComponent(t *testing.T) {
-	out, err, _, _ := judgeRun(t, []fakellm.Reply{
+	out, err, _, trialDir := judgeRun(t, []fakellm.Reply{
 		{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "place_order", Arguments: `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`}}},
 		{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "confirm_payment", Arguments: `{"order_id":"O-999"}`}}},
 		{Content: "Sorry, payment failed. Try again later."},
@@ -134,6 +136,27 @@ func TestRunFullyGradedShopWrongRunNamesEveryFailingComponent(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// grade.yaml records each component failing, with its own reasons.
+	b, err := os.ReadFile(filepath.Join(trialDir, "grade.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		ComponentResults map[string]struct {
+			Status  string   `json:"status"`
+			Passed  bool     `json:"passed"`
+			Reasons []string `json:"reasons"`
+		} `json:"component_results"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"state_checks", "transcript_rules", "trace_checks", "llm_judge", "custom_checks"} {
+		r, ok := doc.ComponentResults[c]
+		if !ok || r.Status != "scored" || r.Passed || len(r.Reasons) == 0 {
+			t.Errorf("component_results.%s = %+v (present %t), want scored, not passed, with reasons", c, r, ok)
 		}
 	}
 
