@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
 )
