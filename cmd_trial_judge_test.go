@@ -208,3 +208,25 @@ func TestRunJudgedTaskWithoutJudgeConfigIsRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A judge billed and then failed leaves no grade; its spend is still the trial's.
+func TestRunFullyGradedShopFailedJudgeSpendIsCounted(t *testing.T) {
+	out, err, _, trialDir := judgeRun(t, []fakellm.Reply{
+		{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "place_order", Arguments: `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99}]}`}}},
+		{Content: "Done."},
+	}, fakellm.Reply{Content: "Looks fine.", Usage: fakellm.Usage{PromptTokens: 500, CompletionTokens: 20}})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.HasPrefix(ee.Error(), "trial ended without a grade: GradingFailed: Grading error: llm_judge: JUDGE_STATUS_ERRORED") {
+		t.Fatalf("err = %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "judge usage: 1 calls (0 retries), 500 prompt + 20 completion tokens, $0.000580\n") {
+		t.Fatalf("output lacks the failed judge's usage:\n%s", out)
+	}
+	metrics, err := os.ReadFile(filepath.Join(trialDir, "metrics.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(metrics), "prompt_tokens: 500") {
+		t.Fatalf("metrics.yaml lacks the judge's tokens:\n%s", metrics)
+	}
+}
