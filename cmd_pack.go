@@ -13,6 +13,7 @@ import (
 	"tolokaforge.io/operator/runner/tools/builtin"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host/local"
 )
@@ -29,11 +30,15 @@ const packUsage = `usage:
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
       nothing is written (exit 1) unless --allow-lossy.
-  tolokaforge pack validate DIR... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]...
+  tolokaforge pack validate DIR... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR]
       Run each task's golden path with the oracle agent on a local runner and
-      DB service. A task fails unless the oracle's trial is graded and the
-      state checks (what a golden replay decides) score 1.0; --strict also
-      requires the whole grade to be 1.0.`
+      DB service, graded by every component the task configures. A task fails
+      unless the state checks (what a golden replay decides) score 1.0 and
+      every other configured component (transcript rules, trace checks, custom
+      checks, the judge) grades the oracle's transcript; --strict also requires
+      the whole grade to be 1.0. The judge runs against an in-process fake
+      model answering every criterion met, unless --model-config gives a
+      "judge" model config (its api_key_env names a key file in --secrets-dir).`
 
 // runPack is packMain with its outputs and the runner's executable injectable.
 func runPack(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe string) error {
@@ -178,9 +183,22 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	artifacts := fs.String("artifacts", "", "write each trial's artifacts (trials/<task_id>/0/...) under this directory")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound of one task's trial")
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
+	modelConfig := fs.String("model-config", "", "JSON/YAML file whose \"judge\" model config judges the tasks with llm_judge (default: an in-process fake judge)")
+	secretsDir := fs.String("secrets-dir", "", "directory of the judge's key file (the judge config's api_key_env names a file in it)")
 	dirs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
+	}
+	var realJudge *task.ModelConfig
+	if *modelConfig != "" {
+		mf, err := loadModelFile(*modelConfig)
+		if err != nil {
+			return fmt.Errorf("pack validate: %w", err)
+		}
+		if mf.Judge == nil {
+			return fmt.Errorf("pack validate: --model-config %s: no \"judge\" model config", *modelConfig)
+		}
+		realJudge = mf.Judge
 	}
 	if len(dirs) == 0 {
 		return errors.New("pack validate: name at least one task directory")
@@ -189,14 +207,24 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
-	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe})
+	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe, SecretsDir: *secretsDir})
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
 	defer func() { _ = l.Stop() }()
+	judgeFor := func(desc *task.TaskDescription) (*task.ModelConfig, error) { return realJudge, nil }
+	if realJudge == nil {
+		fake, err := newStandInJudge(stderr)
+		if err != nil {
+			return fmt.Errorf("pack validate: %w", err)
+		}
+		defer func() { _ = fake.Close() }()
+		judgeFor = fake.For
+	}
 	failed := 0
 	for _, dir := range dirs {
-		v := local.ValidatePack(ctx, l, dir, pack.Options{Builtins: builtin.Catalog{}, MCPCommands: cmds}, local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout}, *strict, stderr)
+		v := local.ValidatePack(ctx, l, dir, pack.Options{Builtins: builtin.Catalog{}, MCPCommands: cmds},
+			local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout, JudgeFor: judgeFor}, *strict, stderr)
 		status := "PASS"
 		if !v.Pass {
 			status = "FAIL"

@@ -22,7 +22,7 @@ import (
 
 // trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
 // --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
-// [--model-config FILE] [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
+// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
 // trial passed, an *exitError with code 1 when it ran and did not pass (a
 // failing grade, or an attempt that ended without one), and a plain error for
 // bad flags or a task file that cannot be used.
@@ -58,6 +58,7 @@ type runFlags struct {
 	temperature   float64
 	seed          int64
 	modelConfig   string
+	secretsDir    string
 	models        *modelFile
 }
 
@@ -66,36 +67,48 @@ type runFlags struct {
 // not reach (max_completion_tokens, reasoning_effort, extra_body,
 // extra_headers_env, request_timeout_seconds, rate_limit, pricing). A role
 // present in the file is configured by the file alone; --agent/--user and
-// the flags that shape them apply to the roles it leaves out.
+// the flags that shape them apply to the roles it leaves out. "judge" is the
+// model of the task's llm_judge (TrialSpec.judge), run by the in-process runner:
+// its api_key_env names a key file in --secrets-dir, never an environment
+// variable, as in the runner pod.
 type modelFile struct {
 	Agent              *task.ModelConfig `json:"agent,omitempty"`
 	UserSimulatorModel *task.ModelConfig `json:"user_simulator_model,omitempty"`
+	Judge              *task.ModelConfig `json:"judge,omitempty"`
 }
 
 func loadModelFile(path string) (*modelFile, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("trial run: --model-config: %w", err)
+		return nil, fmt.Errorf("--model-config: %w", err)
 	}
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+		return nil, fmt.Errorf("--model-config %s: %w", path, err)
 	}
 	var mf modelFile
 	if err := task.DecodeStrict(js, &mf); err != nil {
-		return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+		return nil, fmt.Errorf("--model-config %s: %w", path, err)
 	}
 	if mf.Agent != nil {
 		if err := mf.Agent.Validate("agent"); err != nil {
-			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+			return nil, fmt.Errorf("--model-config %s: %w", path, err)
 		}
 	}
 	if u := mf.UserSimulatorModel; u != nil {
 		if err := u.Validate("user_simulator_model"); err != nil {
-			return nil, fmt.Errorf("trial run: --model-config %s: %w", path, err)
+			return nil, fmt.Errorf("--model-config %s: %w", path, err)
 		}
 		if u.Provider != task.ProviderOpenAI {
-			return nil, fmt.Errorf("trial run: --model-config %s: user_simulator_model.provider: %q cannot play the user (want openai)", path, u.Provider)
+			return nil, fmt.Errorf("--model-config %s: user_simulator_model.provider: %q cannot play the user (want openai)", path, u.Provider)
+		}
+	}
+	if j := mf.Judge; j != nil {
+		if err := j.Validate("judge"); err != nil {
+			return nil, fmt.Errorf("--model-config %s: %w", path, err)
+		}
+		if j.Provider != task.ProviderOpenAI {
+			return nil, fmt.Errorf("--model-config %s: judge.provider: %q cannot judge (want openai)", path, j.Provider)
 		}
 	}
 	return &mf, nil
@@ -123,7 +136,9 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Float64Var(&f.temperature, "temperature", -1, "sampling temperature of the models (default: the provider's)")
 	fs.Int64Var(&f.seed, "seed", -1, "sampling seed of the models (default: none)")
 	fs.StringVar(&f.modelConfig, "model-config", "", "JSON/YAML file with \"agent\" and/or \"user_simulator_model\" model configs in TrialSpec keys "+
-		"(max_completion_tokens, reasoning_effort, extra_body, extra_headers_env, request_timeout_seconds, rate_limit, pricing, ...); overrides --agent/--user for the roles it sets")
+		"(max_completion_tokens, reasoning_effort, extra_body, extra_headers_env, request_timeout_seconds, rate_limit, pricing, ...); overrides --agent/--user for the roles it sets; "+
+		"\"judge\" configures the task's llm_judge")
+	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the judge's key file: the judge config's api_key_env names a file in it (the runner's --secrets-dir; default the runner's)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("trial run: %w", err)
 	}
@@ -150,9 +165,16 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.modelConfig != "" {
 		mf, err := loadModelFile(f.modelConfig)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("trial run: %w", err)
 		}
 		f.models = mf
+	}
+	if f.secretsDir != "" {
+		if st, err := os.Stat(f.secretsDir); err != nil {
+			return nil, fmt.Errorf("trial run: --secrets-dir: %w", err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("trial run: --secrets-dir %s: not a directory", f.secretsDir)
+		}
 	}
 	return f, nil
 }
@@ -215,7 +237,9 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	agentCfg, _ := modelConfig("--agent", f.agent, true, f)
 	userCfg, _ := modelConfig("--user", f.user, false, f)
 	agentName, userName := f.agent, f.user
+	var judgeCfg *task.ModelConfig
 	if mf := f.models; mf != nil {
+		judgeCfg = mf.Judge
 		if mf.Agent != nil {
 			agentCfg, agentName = mf.Agent, describe(mf.Agent)
 		}
@@ -233,6 +257,11 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if opening == "" {
 		opening = lt.InitialUserMessage
 	}
+	if g := lt.Task.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution && judgeCfg == nil {
+		// Refused before any token: the runner would refuse the registration anyway.
+		return fmt.Errorf("trial run: task %s grades with llm_judge (model_ref %q), which needs a judge model: "+
+			"add a \"judge\" model config to --model-config (its api_key_env names a key file in --secrets-dir)", lt.Task.TaskID, g.LLMJudge.ModelRef)
+	}
 	maxTurns := f.maxTurns
 	if maxTurns == 0 {
 		maxTurns = lt.MaxTurns
@@ -246,6 +275,7 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		Task:               lt.Task,
 		Agent:              agentCfg,
 		UserSimulatorModel: userCfg,
+		Judge:              judgeCfg,
 	}
 	opts := env.AgentOptions
 	if opts.Getenv == nil {
@@ -270,7 +300,7 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		}
 	}
 
-	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, Log: env.Log})
+	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log})
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
 	}
@@ -282,6 +312,9 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
 
 	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", spec.TrialID, agentName, userName, orDefault(maxTurns, host.DefaultMaxTurns))
+	if judgeCfg != nil {
+		fmt.Fprintf(env.Stdout, "judge %s\n", describe(judgeCfg))
+	}
 	res := host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
 		Spec:               spec,

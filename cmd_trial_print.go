@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/controllers/host"
 )
 
@@ -52,8 +53,15 @@ func printResult(w io.Writer, res host.AttemptResult) error {
 		fmt.Fprintf(w, "user usage: %d calls (%d retries), %d prompt + %d completion tokens, $%.6f\n",
 			u.Calls, u.Retries, u.PromptTokens, u.CompletionTokens, u.CostUSD)
 	}
+	if u := res.JudgeUsage; u.Calls > 0 || u.Retries > 0 || u.PromptTokens > 0 {
+		fmt.Fprintf(w, "judge usage: %d calls (%d retries), %d prompt + %d completion tokens, $%.6f\n",
+			u.Calls, u.Retries, u.PromptTokens, u.CompletionTokens, u.CostUSD)
+	}
 	if g := res.Grade; g != nil {
 		fmt.Fprintf(w, "grade: score %g, pass %t\n", g.GetScore(), g.GetBinaryPass())
+		if st := g.GetJudgeStatus(); st != runnerpb.JudgeStatus_JUDGE_STATUS_UNSPECIFIED {
+			fmt.Fprintf(w, "judge: %s\n", strings.TrimPrefix(st.String(), "JUDGE_STATUS_"))
+		}
 		if g.GetReasons() != "" {
 			fmt.Fprintf(w, "reasons: %s\n", g.GetReasons())
 		}

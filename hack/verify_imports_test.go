@@ -44,8 +44,8 @@ func TestPlantedBadImportsFail(t *testing.T) {
 			"import rule broken: controllers imports runner/grading"},
 		{"production code links a test stand-in", m + "/controllers/manager " + m + "/test/podsim",
 			"import rule broken: controllers/manager imports test/podsim"},
-		{"the root links the fake LLM", m + " " + m + "/test/fakellm",
-			"import rule broken: . imports test/fakellm"},
+		{"the root links the pod simulator", m + " " + m + "/test/podsim",
+			"import rule broken: . imports test/podsim"},
 		{"dbservice reaches controllers", m + "/dbservice " + m + "/controllers",
 			"import rule broken: dbservice imports controllers"},
 	}
@@ -58,7 +58,7 @@ func TestPlantedBadImportsFail(t *testing.T) {
 		})
 	}
 	// The stated exceptions pass.
-	ok := m + " " + m + "/test/devcluster fmt\n" + m + "/controllers/host/local " + m + "/runner " + m + "/dbservice\n"
+	ok := m + " " + m + "/test/devcluster " + m + "/test/fakellm fmt\n" + m + "/controllers/host/local " + m + "/runner " + m + "/dbservice\n"
 	if out, err := verifyImports(t, ok); err != nil {
 		t.Fatalf("exceptions refused: %v\n%s", err, out)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"google.golang.org/grpc"
+
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
@@ -43,6 +45,14 @@ func (s *Server) GradeTrial(ctx context.Context, req *runnerpb.GradeTrialRequest
 	})
 	if err != nil {
 		t.log.Info("grading failed", "error", err.Error())
+		if jr := grading.JudgeReportOf(err); jr != nil {
+			// No grade on failure, but the judge was billed: its spend rides in the trailer.
+			if md, merr := runnerpb.JudgeReportMD(jr); merr != nil {
+				t.log.Error(merr, "encode the failed judge's report")
+			} else if serr := grpc.SetTrailer(ctx, md); serr != nil {
+				t.log.Error(serr, "send the failed judge's report")
+			}
+		}
 		return &runnerpb.GradeTrialResponse{Success: false, Error: err.Error()}, nil
 	}
 	return &runnerpb.GradeTrialResponse{Success: true, Grade: grade}, nil

@@ -34,7 +34,7 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	res.Grade = end.grade
 	res.Turns = r.turns
 	res.AgentUsage, res.UserUsage = r.agentUsage, r.userUsage
-	res.JudgeUsage = judgeUsage(end.grade)
+	res.JudgeUsage = judgeUsage(end)
 	res.Transcript, res.ToolCalls = r.transcript, r.records
 	r.log.Info("attempt ended", "outcome", res.Outcome, "reason", res.Reason,
 		"termination", res.TerminationReason, "turns", res.Turns)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"tolokaforge.io/operator/api/runnerpb"
@@ -25,12 +28,13 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	gctx, cancel := context.WithTimeout(ctx, r.gradingTimeout)
 	defer cancel()
 	start := time.Now()
+	var trailer metadata.MD
 	resp, err := r.cfg.Runner.GradeTrial(gctx, &runnerpb.GradeTrialRequest{
 		TrialId:           r.trialID,
 		LlmMessagesJson:   string(wire),
 		GradingComponents: gradingComponents(r.cfg),
 		TerminationReason: string(end.termination),
-	})
+	}, grpc.Trailer(&trailer))
 	r.timing.grading = time.Since(start)
 	if err != nil {
 		e := r.transportEnding(ctx, "grade trial", err)
@@ -42,8 +46,13 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 			return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonTrialLost, termination: end.termination,
 				message: fmt.Sprintf("grade trial %q: %s", r.trialID, resp.GetError())}
 		}
+		// A judge that ran before grading failed was billed all the same.
+		jr, jerr := runnerpb.JudgeReportFromMD(trailer)
+		if jerr != nil {
+			r.log.Error(jerr, "read the failed judge's spend from the GradeTrial trailer")
+		}
 		return &ending{outcome: evalv1.OutcomeGradingFailed, reason: evalv1.ReasonGradingFailed, termination: end.termination,
-			message: resp.GetError()}
+			message: resp.GetError(), failedJudge: jr}
 	}
 	if resp.GetGrade() == nil {
 		return &ending{outcome: evalv1.OutcomeGradingFailed, reason: evalv1.ReasonGradingFailed, termination: end.termination,
@@ -86,9 +95,13 @@ func selfGrade(end *ending) *runnerpb.Grade {
 	}
 }
 
-// judgeUsage reads the runner's report of the judge's spend.
-func judgeUsage(g *runnerpb.Grade) Usage {
-	jr := g.GetJudgeReport()
+// judgeUsage reads the runner's report of the judge's spend: the grade's, or when
+// grading failed, the one the runner's trailer carried.
+func judgeUsage(end *ending) Usage {
+	jr := end.grade.GetJudgeReport()
+	if jr == nil {
+		jr = end.failedJudge
+	}
 	if jr == nil {
 		return Usage{}
 	}

@@ -23,6 +23,8 @@ type ending struct {
 	termination task.TerminationReason
 	grade       *runnerpb.Grade
 	gradedBy    string
+	// failedJudge is the judge's spend on a GradeTrial that failed (no grade).
+	failedJudge *runnerpb.JudgeReport
 }
 
 // errTrialTimeout is the cause of the loop context's deadline, so a deadline

@@ -3,6 +3,8 @@ package grading
 import (
 	"errors"
 	"fmt"
+
+	"tolokaforge.io/operator/api/runnerpb"
 )
 
 // Error is a grading failure whose Error() is exactly the GradeTrialResponse.error text
@@ -49,4 +51,37 @@ func gradingError(cause error) error {
 		return cause
 	}
 	return &Error{Msg: "Grading error: " + cause.Error(), Cause: cause}
+}
+
+// judgeSpentError is a failed grade whose judge spent before the failure: the message
+// is the grade's error, unchanged; the report is what the provider billed.
+type judgeSpentError struct {
+	err    error
+	report *runnerpb.JudgeReport
+}
+
+func (e *judgeSpentError) Error() string { return e.err.Error() }
+func (e *judgeSpentError) Unwrap() error { return e.err }
+
+// JudgeReportOf returns the judge's spend a failed Grade carries (nil when the judge
+// made no call or did not run): the GradeTrial handler forwards it so the trial's usage
+// counts what a failed judge cost.
+func JudgeReportOf(err error) *runnerpb.JudgeReport {
+	var js *judgeSpentError
+	if errors.As(err, &js) {
+		return js.report
+	}
+	return nil
+}
+
+// withJudgeSpend attaches the judge's report to err when the judge spent anything.
+func withJudgeSpend(err error, o *judgeOutcome) error {
+	if o == nil || o.report == nil {
+		return err
+	}
+	r := o.report
+	if r.Calls == 0 && r.PromptTokens == 0 && r.CompletionTokens == 0 && r.ReasoningTokens == 0 && r.CostUsd == 0 {
+		return err
+	}
+	return &judgeSpentError{err: err, report: r}
 }

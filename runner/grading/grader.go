@@ -44,7 +44,7 @@ func (gr *grader) Grade(ctx context.Context, env Env, req Request) (grade *runne
 		grade, err = gr.run(ctx, g)
 	}
 	if err != nil {
-		err = gradingError(err)
+		err = withJudgeSpend(gradingError(err), g.judge)
 		gr.opts.log.V(1).Info("grading failed", "trial", g.id, "error", err.Error())
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package grading
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -337,5 +338,33 @@ func TestLLMJudgeModelsRefusesABadConfig(t *testing.T) {
 	_, err := LLMJudgeModels(llm.Options{})(&task.ModelConfig{Provider: task.ProviderOpenAI}, "")
 	if err == nil || !strings.Contains(err.Error(), "judge model: model is empty") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// A judge billed before it failed leaves its spend on the error (the GradeTrial
+// handler forwards it in a trailer); one that never reached the provider leaves none.
+func TestFailedJudgeErrorCarriesItsSpend(t *testing.T) {
+	r := newJudgeRig(t, nil)
+	if err := r.llm.Enqueue(judgeModel, fakellm.Reply{Content: "not json", Usage: fakellm.Usage{PromptTokens: 800, CompletionTokens: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.grade(t)
+	if err == nil || !strings.Contains(err.Error(), "JUDGE_STATUS_ERRORED") {
+		t.Fatalf("err = %v", err)
+	}
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Error() != err.Error() {
+		t.Fatalf("the spend wrapper changed the error: %T %v", err, err)
+	}
+	jr := JudgeReportOf(err)
+	if jr.GetCalls() != 1 || jr.GetPromptTokens() != 800 || jr.GetCompletionTokens() != 100 || math.Abs(jr.GetCostUsd()-0.0012) > 1e-12 ||
+		!strings.Contains(jr.GetTranscriptJson(), "not json") {
+		t.Fatalf("judge report = %v, want 1 call, 800+100 tokens, $0.0012 and the transcript", jr)
+	}
+
+	r = newJudgeRig(t, func(*task.GradingConfig) {})
+	r.env.spec.Judge.APIKeyEnv = "missing-key"
+	if _, err := r.grade(t); err == nil || JudgeReportOf(err) != nil {
+		t.Fatalf("err = %v, report %v: a judge that made no call spent nothing", err, JudgeReportOf(err))
 	}
 }

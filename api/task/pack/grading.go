@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
 
@@ -38,6 +39,7 @@ func (c *converter) grading(t *mapping) error {
 		return err
 	}
 	cfg := &task.GradingConfig{}
+	hasCombine := g.has("combine")
 	if err := c.combine(g, cfg); err != nil {
 		return err
 	}
@@ -50,9 +52,40 @@ func (c *converter) grading(t *mapping) error {
 	if err := c.judge(g, cfg); err != nil {
 		return err
 	}
+	if !hasCombine {
+		c.upstreamDefaultWeights(g.file, cfg)
+	}
 	g.leftovers(&c.rep, "custom_checks are Python @check functions the Go runner cannot run; other keys have no TaskDescription field")
 	c.td.Grading = cfg
 	return nil
+}
+
+// upstreamDefaultWeights gives a grading.yaml without a combine block the shares
+// Tolokaforge grades it with (notes §5.1, §5.3): its native adapter sends weights
+// {state_checks: 1} with pass_threshold 1.0 under the weighted method, and its
+// runner's weighted fold reads weights.get(name, 1.0), so every other component the
+// file declares (transcript_rules, llm_judge) counts at 1.0. Writing those shares
+// out keeps the components: our fold refuses a component without a weight rather
+// than inventing one.
+func (c *converter) upstreamDefaultWeights(file string, cfg *task.GradingConfig) {
+	one := 1.0
+	cfg.CombineMethod = task.CombineWeighted
+	cfg.PassThreshold = &one
+	cfg.Weights = map[string]float64{task.ComponentStateChecks: 1}
+	if cfg.TranscriptRules != nil {
+		cfg.Weights[task.ComponentTranscriptRules] = 1
+	}
+	if cfg.LLMJudge != nil {
+		cfg.Weights[task.ComponentLLMJudge] = 1
+	}
+	var shares []string
+	for _, name := range task.ComponentNames() {
+		if w, ok := cfg.Weights[name]; ok {
+			shares = append(shares, fmt.Sprintf("%s=%g", name, w))
+		}
+	}
+	c.rep.add(file, "combine", "absent: weighted with %s and pass_threshold 1, as Tolokaforge grades a grading.yaml without one "+
+		"(its native adapter's weights {state_checks: 1}, its runner's default share 1.0 for every other component)", strings.Join(shares, ", "))
 }
 
 // Tolokaforge's combine methods: all_pass and any_pass are its spellings of
@@ -64,11 +97,8 @@ var combineMethods = map[string]task.CombineMethod{
 
 func (c *converter) combine(g *mapping, cfg *task.GradingConfig) error {
 	if !g.has("combine") {
+		// The shares are set once every component is read (upstreamDefaultWeights).
 		g.take("combine")
-		// Tolokaforge's native adapter without a combine block.
-		one := 1.0
-		cfg.Weights = map[string]float64{task.ComponentStateChecks: 1}
-		cfg.PassThreshold = &one
 		return nil
 	}
 	m, err := g.sub("combine")

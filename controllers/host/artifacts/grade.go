@@ -3,6 +3,7 @@ package artifacts
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -55,7 +56,10 @@ type grade struct {
 	BinaryPass bool       `json:"binary_pass"`
 	Score      float64    `json:"score"`
 	Components Components `json:"components"`
-	Reasons    string     `json:"reasons"`
+	// ComponentResults is each component's result with its own reasons, so a report
+	// can count per-component pass rates without parsing the joined reasons.
+	ComponentResults ComponentResults `json:"component_results"`
+	Reasons          string           `json:"reasons"`
 	// StateDiff is state_diff_json decoded so the diff reads as YAML;
 	// StateDiffJSON keeps a payload that is not JSON verbatim.
 	StateDiff          json.RawMessage   `json:"state_diff,omitempty"`
@@ -80,6 +84,7 @@ func gradeDoc(a *Attempt) (grade, error) {
 		Components: EvaluatedComponents(g.GetComponents()),
 		Reasons:    g.GetReasons(),
 	}
+	doc.ComponentResults = ComponentResultsOf(g)
 	if d := g.GetStateDiffJson(); d != "" {
 		if json.Valid([]byte(d)) {
 			doc.StateDiff = json.RawMessage(d)
@@ -129,4 +134,85 @@ func messages[M proto.Message](ms []M) ([]json.RawMessage, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// Component statuses in grade.yaml's component_results.
+const (
+	ComponentScored = "scored" // a score in [0, 1]
+	// ComponentErrored: the judge ran and failed (JUDGE_STATUS_ERRORED) under a weight
+	// share that let the grade stand without it.
+	ComponentErrored = "errored"
+	// ComponentNotScored: the reasons mention the component (a recorded skip, an error
+	// under fail_on_error false) but it has no score.
+	ComponentNotScored = "not_scored"
+)
+
+// ComponentResult is one component's outcome in a grade: status, score (absent when
+// not scored), passed (score 1.0: every check of the component held) and the reasons
+// segments that are the component's own.
+type ComponentResult struct {
+	Status  string   `json:"status"`
+	Score   *float64 `json:"score,omitempty"`
+	Passed  bool     `json:"passed"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// ComponentResults holds a ComponentResult per component the grade mentions, in
+// component order; a component the grade neither scored nor mentioned is absent.
+type ComponentResults struct {
+	StateChecks     *ComponentResult `json:"state_checks,omitempty"`
+	TranscriptRules *ComponentResult `json:"transcript_rules,omitempty"`
+	TraceChecks     *ComponentResult `json:"trace_checks,omitempty"`
+	LLMJudge        *ComponentResult `json:"llm_judge,omitempty"`
+	CustomChecks    *ComponentResult `json:"custom_checks,omitempty"`
+}
+
+// segmentOwners maps a reasons segment's prefix to its component: the evaluators'
+// segment heads, and the ledger's skip notes, which start with the component's key.
+var segmentOwners = []struct{ prefix, component string }{
+	{"State:", "state_checks"}, {"JSONPath:", "state_checks"}, {"DB probes:", "state_checks"}, {"state_checks.", "state_checks"},
+	{"Transcript:", "transcript_rules"}, {"transcript_rules.", "transcript_rules"},
+	{"Trace checks:", "trace_checks"}, {"Trace check ", "trace_checks"}, {"trace_checks.", "trace_checks"},
+	{"Judge:", "llm_judge"}, {"llm_judge", "llm_judge"},
+	{"Custom checks:", "custom_checks"}, {"custom_checks.", "custom_checks"},
+}
+
+// ComponentResultsOf splits g's reasons by component and pairs them with the scores.
+func ComponentResultsOf(g *runnerpb.Grade) ComponentResults {
+	var out ComponentResults
+	if g == nil {
+		return out
+	}
+	reasons := map[string][]string{}
+	if r := g.GetReasons(); r != "" {
+		for _, seg := range strings.Split(r, " | ") {
+			for _, o := range segmentOwners {
+				if strings.HasPrefix(seg, o.prefix) {
+					reasons[o.component] = append(reasons[o.component], seg)
+					break
+				}
+			}
+		}
+	}
+	c := EvaluatedComponents(g.GetComponents())
+	result := func(name string, score *float64) *ComponentResult {
+		r := &ComponentResult{Score: score, Reasons: reasons[name]}
+		switch {
+		case score != nil:
+			r.Status, r.Passed = ComponentScored, *score == 1
+		case name == "llm_judge" && g.GetJudgeStatus() == runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED:
+			r.Status = ComponentErrored
+		case len(r.Reasons) > 0:
+			r.Status = ComponentNotScored
+		default:
+			return nil
+		}
+		return r
+	}
+	out.StateChecks = result("state_checks", c.StateChecks)
+	out.TranscriptRules = result("transcript_rules", c.TranscriptRules)
+	out.TraceChecks = result("trace_checks", c.TraceChecks)
+	out.LLMJudge = result("llm_judge", c.LLMJudge)
+	out.CustomChecks = result("custom_checks", c.CustomChecks)
+	return out
 }

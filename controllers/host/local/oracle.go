@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
 	"tolokaforge.io/operator/api/task"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
 )
@@ -20,7 +22,14 @@ type OracleRun struct {
 	ArtifactsDir string
 	// TrialTimeout bounds the trial (0: DefaultOracleTimeout).
 	TrialTimeout time.Duration
-	Log          logr.Logger
+	// AllComponents grades the oracle's trial with every configured component, not
+	// only the state checks: the oracle's episode is the synthetic golden transcript
+	// trace checks, custom checks, transcript rules and the judge are exercised on.
+	AllComponents bool
+	// JudgeFor gives the judge model config (TrialSpec.judge) of a task that grades
+	// with llm_judge; nil leaves the trial without one (RegisterTrial refuses it).
+	JudgeFor func(desc *task.TaskDescription) (*task.ModelConfig, error)
+	Log      logr.Logger
 }
 
 // RunOracle runs one trial of desc with the oracle agent and the task's
@@ -33,12 +42,26 @@ func (s *Stack) RunOracle(ctx context.Context, desc *task.TaskDescription, initi
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()
 	}
+	var judge *task.ModelConfig
+	if g := desc.Grading; g != nil && g.LLMJudge != nil && o.JudgeFor != nil {
+		j, err := o.JudgeFor(desc)
+		if err != nil {
+			return host.AttemptResult{Outcome: evalv1.OutcomeInvalid, Reason: evalv1.ReasonInvalidConfig,
+				Message: fmt.Sprintf("judge model of task %s: %v", desc.TaskID, err)}
+		}
+		judge = j
+	}
+	var components []string
+	if o.AllComponents {
+		components = task.ComponentNames()
+	}
 	spec := &task.TrialSpec{
 		TrialID:      fmt.Sprintf("%s:%d", desc.TaskID, trialIndex),
 		RunID:        "oracle",
 		AttemptID:    fmt.Sprintf("oracle-%s-%d", desc.TaskID, trialIndex),
 		Task:         desc,
 		Agent:        &task.ModelConfig{Provider: task.ProviderOracle},
+		Judge:        judge,
 		EnvEndpoints: &task.EnvEndpoints{DBServiceURL: s.DBServiceURL},
 	}
 	return host.RunAttempt(ctx, host.AttemptConfig{
@@ -47,6 +70,7 @@ func (s *Stack) RunOracle(ctx context.Context, desc *task.TaskDescription, initi
 		InitialUserMessage: initialUserMessage,
 		MaxTurns:           maxTurns,
 		TrialTimeout:       o.TrialTimeout,
+		GradingComponents:  components,
 		Agent:              agents.NewOracle(desc),
 		ArtifactsDir:       o.ArtifactsDir,
 		TrialIndex:         trialIndex,

@@ -29,7 +29,11 @@ type StackConfig struct {
 	MinEngineProtocol int32
 	// ReadyTimeout bounds the wait for the runner's health (default 30s).
 	ReadyTimeout time.Duration
-	Log          logr.Logger
+	// SecretsDir is where the runner's judge reads its key file (TrialSpec.judge
+	// .api_key_env names a file in it), as the runner pod's --secrets-dir; empty keeps
+	// the grader's default.
+	SecretsDir string
+	Log        logr.Logger
 }
 
 // Stack is a DB service and a runner served on loopback, with a client
@@ -97,12 +101,16 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	}()
 	dbURL := "http://" + dbLn.Addr().String()
 
+	gradingOpts := []grading.Option{grading.WithLogger(log.WithName("grading"))}
+	if cfg.SecretsDir != "" {
+		gradingOpts = append(gradingOpts, grading.WithSecretsDir(cfg.SecretsDir))
+	}
 	srv, err := runner.New(runner.Config{
 		DBServiceURL:      dbURL,
 		MinEngineProtocol: cfg.MinEngineProtocol,
 		WorkDir:           cfg.WorkDir,
 		SelfExecutable:    cfg.SelfExecutable,
-		Grader:            grading.New(grading.WithLogger(log.WithName("grading"))),
+		Grader:            grading.New(gradingOpts...),
 		Version:           "local",
 		Logger:            log.WithName("runner"),
 	})

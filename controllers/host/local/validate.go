@@ -10,6 +10,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 )
 
@@ -21,12 +22,34 @@ type Verdict struct {
 	// the task has none or the trial was not graded).
 	Score      float64
 	StateScore *float64
+	// Components is every component the task configures, in component order, with
+	// what grading it on the oracle's transcript gave.
+	Components []ComponentResult
 	Outcome    string
 	Why        string
 }
 
-// ValidatePack converts the pack in dir and runs its golden path with the oracle on s.
-// Diagnostics go to diag.
+// ComponentResult is one configured component's grade in a validation run.
+type ComponentResult struct {
+	Name string
+	// Score is nil when the component was not scored (Problem says why).
+	Score   *float64
+	Problem string
+}
+
+func (c ComponentResult) String() string {
+	if c.Score == nil {
+		return c.Name + " not scored (" + c.Problem + ")"
+	}
+	return fmt.Sprintf("%s=%.4g", c.Name, *c.Score)
+}
+
+// ValidatePack converts the pack in dir and runs its golden path with the oracle on s,
+// graded by every component the task configures: the state checks decide whether the
+// golden path reaches the expected state, and the oracle's episode is the synthetic
+// golden transcript that transcript rules, trace checks, custom checks and the judge
+// must grade (no pack format carries a golden transcript of its own). Diagnostics go
+// to diag.
 func ValidatePack(ctx context.Context, s *Stack, dir string, opts pack.Options, run OracleRun, strict bool, diag io.Writer) Verdict {
 	v := Verdict{Dir: dir, TaskID: "?"}
 	conv, err := pack.Convert(dir, opts)
@@ -42,15 +65,37 @@ func ValidatePack(ctx context.Context, s *Stack, dir string, opts pack.Options, 
 	if conv.MaxTurns != nil {
 		maxTurns = int(*conv.MaxTurns)
 	}
-	res := s.RunOracle(ctx, conv.Description, conv.InitialUserMessage, maxTurns, 0, run)
-	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict)
+	return ValidateTask(ctx, s, v, conv.Description, conv.InitialUserMessage, maxTurns, run, strict)
 }
 
-// judge decides a task's verdict from its oracle trial. A golden replay
-// proves the state checks; transcript and judge components are reported
-// but only --strict requires them.
-func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *runnerpb.Grade, strict bool) Verdict {
+// ValidateTask is ValidatePack's run and verdict for a TaskDescription: the oracle's
+// trial graded by every component desc configures. v carries Dir for the verdict.
+func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescription, initialUserMessage string, maxTurns int, run OracleRun, strict bool) Verdict {
+	v.TaskID = desc.TaskID
+	run.AllComponents = true
+	res := s.RunOracle(ctx, desc, initialUserMessage, maxTurns, 0, run)
+	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc))
+}
+
+// configuredComponents is what a validation run must see graded: nothing for
+// test_execution, whose verifier replaces the components.
+func configuredComponents(td *task.TaskDescription) []string {
+	g := td.Grading
+	if g == nil || g.GradingMethod == task.GradingTestExecution {
+		return nil
+	}
+	return g.ConfiguredComponents()
+}
+
+// judge decides a task's verdict from its oracle trial. A golden replay proves the
+// state checks; every other configured component must grade the oracle's transcript
+// (a score, whatever it is), and only --strict requires the whole grade to be 1.
+func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *runnerpb.Grade, strict bool, configured []string) Verdict {
 	v.Outcome = string(outcome)
+	if outcome == evalv1.OutcomeGradingFailed {
+		v.Why = fmt.Sprintf("a grading component cannot grade the oracle's transcript (%s): %s", failingComponent(message), message)
+		return v
+	}
 	if (outcome != evalv1.OutcomePassed && outcome != evalv1.OutcomeFailed) || g == nil {
 		v.Why = fmt.Sprintf("the oracle's trial ended %s (%s): %s", outcome, reason, message)
 		return v
@@ -60,7 +105,20 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 		s := c.GetStateChecks()
 		v.StateScore = &s
 	}
+	var unscored []string
+	for _, name := range configured {
+		cr := ComponentResult{Name: name}
+		if s, ok := componentScore(g, name); ok {
+			cr.Score = &s
+		} else {
+			cr.Problem = unscoredWhy(g, name)
+			unscored = append(unscored, cr.String())
+		}
+		v.Components = append(v.Components, cr)
+	}
 	switch {
+	case len(unscored) > 0:
+		v.Why = "configured components did not grade the oracle's transcript: " + strings.Join(unscored, "; ") + "; reasons: " + g.GetReasons()
 	case v.StateScore == nil:
 		v.Why = "the golden path decides nothing: the task has no state checks to replay it against; reasons: " + g.GetReasons()
 	case *v.StateScore != 1:
@@ -70,11 +128,85 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 	default:
 		v.Pass = true
 		v.Why = "golden path verified"
+		if len(v.Components) > 0 {
+			parts := make([]string, len(v.Components))
+			for i, c := range v.Components {
+				parts[i] = c.String()
+			}
+			v.Why += "; every configured component graded: " + strings.Join(parts, ", ")
+		}
 		if v.Score != 1 {
-			v.Why += "; components a golden replay cannot exercise (transcript, judge) scored below 1: " + notStateReasons(g.GetReasons())
+			v.Why += "; below 1 on the oracle's transcript (only --strict requires 1): " + notStateReasons(g.GetReasons())
 		}
 	}
 	return v
+}
+
+// componentScore reads one component's score off the grade; false when unscored.
+func componentScore(g *runnerpb.Grade, name string) (float64, bool) {
+	c := g.GetComponents()
+	if c == nil {
+		return 0, false
+	}
+	var s float64
+	switch name {
+	case task.ComponentStateChecks:
+		s = c.GetStateChecks()
+	case task.ComponentTranscriptRules:
+		s = c.GetTranscriptRules()
+	case task.ComponentLLMJudge:
+		s = c.GetLlmJudge()
+	case task.ComponentCustomChecks:
+		s = c.GetCustomChecks()
+	case task.ComponentTraceChecks:
+		if c.TraceChecks == nil {
+			return 0, false
+		}
+		s = c.GetTraceChecks()
+	default:
+		return 0, false
+	}
+	return s, s >= 0
+}
+
+// unscoredWhy says why a configured component has no score.
+func unscoredWhy(g *runnerpb.Grade, name string) string {
+	if name == task.ComponentLLMJudge && g.GetJudgeStatus() == runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED {
+		return "JUDGE_STATUS_ERRORED"
+	}
+	return "skipped or errored; see the reasons"
+}
+
+// componentMarkers find the component a grading error is about: the component's
+// name, or the prefix of its reasons segment.
+var componentMarkers = []struct{ marker, component string }{
+	{task.ComponentStateChecks, task.ComponentStateChecks},
+	{task.ComponentTranscriptRules, task.ComponentTranscriptRules},
+	{task.ComponentTraceChecks, task.ComponentTraceChecks},
+	{task.ComponentLLMJudge, task.ComponentLLMJudge},
+	{task.ComponentCustomChecks, task.ComponentCustomChecks},
+	{"golden", task.ComponentStateChecks},
+	{"Hash grading", task.ComponentStateChecks},
+	{"JSONPath", task.ComponentStateChecks},
+	{"db_probes", task.ComponentStateChecks},
+	{"Transcript", task.ComponentTranscriptRules},
+	{"Trace check", task.ComponentTraceChecks},
+	{"judge", task.ComponentLLMJudge},
+	{"Judge", task.ComponentLLMJudge},
+	{"Custom check", task.ComponentCustomChecks},
+	{"custom check", task.ComponentCustomChecks},
+}
+
+// failingComponent names the component a grading error message is about (the
+// earliest mention), or "component not named" when none is.
+func failingComponent(message string) string {
+	best, at := "component not named", -1
+	for _, m := range componentMarkers {
+		if i := strings.Index(message, m.marker); i >= 0 && (at < 0 || i < at) {
+			best, at = m.component, i
+		}
+	}
+	return best
 }
 
 // notStateReasons keeps the reasons that are not the state checks'.
