@@ -13,6 +13,7 @@ import (
 
 	"tolokaforge.io/operator/controllers/campaign/report"
 	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/test/fakellm"
 )
 
 func regradeTestEnv(t *testing.T, out *bytes.Buffer, now time.Time) regradeEnv {
@@ -252,6 +253,67 @@ func TestRegradeRefusesBadInputAndWritesNothing(t *testing.T) {
 	for _, e := range entries {
 		if strings.Contains(e.Name(), "regrade") {
 			t.Errorf("a refused regrade left %s", e.Name())
+		}
+	}
+}
+
+// A conversation with an LLM agent and an LLM user (both the fake LLM):
+// the replay says every recorded turn of both sides again, and the grade
+// over every component comes back the same; no model is asked.
+func TestRegradeLLMConversation(t *testing.T) {
+	items := `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`
+	f, err := fakellm.New(fakellm.Config{Scripts: map[string][]fakellm.Reply{
+		"a": {
+			{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "list_products", Arguments: `{}`}, {ID: "c2", Name: "get_customer", Arguments: `{"customer_id":"C-101"}`}}},
+			{ToolCalls: []fakellm.ToolCall{{ID: "c3", Name: "place_order", Arguments: items}}},
+			{ToolCalls: []fakellm.ToolCall{{ID: "c4", Name: "confirm_payment", Arguments: `{"order_id":"O-001"}`}}},
+			{Content: "Order O-001 is paid; your balance is now 141.01."},
+		},
+		"u": {{Content: "I'm C-101: one headphone and two USB-C hubs, please."}, {Content: "Thanks! ###STOP###"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(""); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--agent", "openai:a", "--user", "openai:u", "--base-url", f.URL(), "--out", dir}, trialTestEnv(t, &out)); err != nil {
+		t.Fatalf("trial run: %v\n%s", err, out.String())
+	}
+	asked := len(f.Requests())
+	out.Reset()
+	if err := runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath}, regradeTestEnv(t, &out, time.Now())); err != nil {
+		t.Fatalf("regrade: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"trials/shop_orders_02/0: unchanged (was score 1, pass true; now score 1, pass true) on state_checks, transcript_rules\n",
+		"  components: state_checks 1 (passed), transcript_rules 1 (passed)\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "diverged") {
+		t.Errorf("the replay diverged:\n%s", out.String())
+	}
+	if n := len(f.Requests()); n != asked {
+		t.Fatalf("the regrade asked the model %d times", n-asked)
+	}
+	// Stricter: the failing component is named.
+	out.Reset()
+	if err := runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath, "--grading", shopGrading(t, stricter)}, regradeTestEnv(t, &out, time.Now())); err != nil {
+		t.Fatalf("regrade: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{
+		"CHANGED (was score 1, pass true; now score 0.96, pass false) on state_checks, transcript_rules\n",
+		"  components: state_checks 0.942857 (failed), transcript_rules 1 (passed)\n",
+		"JSONPath: 6 of 7 checks passed",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 }
