@@ -317,3 +317,47 @@ func TestRegradeLLMConversation(t *testing.T) {
 		}
 	}
 }
+
+// A replay that does not reproduce the recording says where; a trial the
+// runner never graded is not replayed, and when no trial is left nothing
+// is written.
+func TestRegradeNamesDivergenceAndRefusesUngradedTrials(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, trialTestEnv(t, &out)); err != nil {
+		t.Fatalf("trial run: %v\n%s", err, out.String())
+	}
+	traj := filepath.Join(dir, "trials", "shop_orders_02", "0", "trajectory.yaml")
+	b, err := os.ReadFile(traj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.ReplaceAll(string(b), `"status": "paid"`, `"status": "refunded"`)
+	if edited == string(b) {
+		t.Fatal("the recording has no paid order to edit")
+	}
+	if err := os.WriteFile(traj, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath}, regradeTestEnv(t, &out, time.Now())); err != nil {
+		t.Fatalf("regrade: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "  replay diverged: tool call 1 (confirm_payment): the output differs\n") {
+		t.Errorf("divergence not named:\n%s", out.String())
+	}
+
+	ungraded := strings.Replace(edited, "termination_reason: agent_done", "termination_reason: timeout", 1)
+	if err := os.WriteFile(traj, []byte(ungraded), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	err = runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath}, regradeTestEnv(t, &out, time.Now().Add(time.Hour)))
+	want := `regrade: no trial of task "shop_orders_02" under ` + dir + ` can be regraded: the trial ended with termination_reason "timeout", which the runner never grades`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if after := snapshot(t, dir); len(after) != len(before) {
+		t.Fatalf("a refused regrade wrote files: %d -> %d", len(before), len(after))
+	}
+}
