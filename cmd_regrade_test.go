@@ -211,6 +211,10 @@ func TestRegradeRefusesBadInputAndWritesNothing(t *testing.T) {
 	before := snapshot(t, dir)
 	badThreshold := shopGrading(t, func(g map[string]any) { g["pass_threshold"] = 2 })
 	unknownKey := shopGrading(t, func(g map[string]any) { g["weightz"] = map[string]any{} })
+	withJudge := shopGrading(t, func(g map[string]any) {
+		g["llm_judge"] = map[string]any{"model_ref": "judge", "rubric": map[string]any{"criteria": []any{map[string]any{"id": "polite", "description": "is polite"}}}}
+		g["weights"].(map[string]any)["llm_judge"] = 0.1
+	})
 	calc := filepath.Join(t.TempDir(), "calc.json")
 	if err := os.WriteFile(calc, []byte(calcTaskJSON), 0o644); err != nil {
 		t.Fatal(err)
@@ -227,6 +231,8 @@ func TestRegradeRefusesBadInputAndWritesNothing(t *testing.T) {
 		{[]string{"--artifacts", dir, "--task", shopTaskPath, "--grading", badThreshold}, "regrade: grading file " + badThreshold + ": pass_threshold"},
 		{[]string{"--artifacts", dir, "--task", shopTaskPath, "--grading", unknownKey}, `regrade: grading file ` + unknownKey + `: `},
 		{[]string{"--artifacts", dir, "--task", shopTaskPath, "--grading", "/nonexistent/g.yaml"}, "regrade: grading file: open /nonexistent/g.yaml: no such file or directory"},
+		{[]string{"--artifacts", dir, "--task", shopTaskPath, "--grading", withJudge}, `regrade: task "shop_orders_02": ` + withJudge +
+			` grading config has an llm_judge, which needs a model, and regrade calls none`},
 		{[]string{"--artifacts", dir, "--task", calc}, `regrade: no trial of task "calc" under ` + dir + ` (found tasks: shop_orders_02)`},
 		{[]string{"--artifacts", dir, "--task", shopTaskPath, "--components", "state_checks,vibes"}, `regrade: components[1]: "vibes" is not one of state_checks, transcript_rules, trace_checks, llm_judge, custom_checks`},
 		{[]string{"--artifacts", dir, "--task", shopTaskPath, "extra"}, `regrade: unexpected arguments ["extra"]`},

@@ -260,6 +260,12 @@ func Regrade(ctx context.Context, opts RegradeOptions) (*RegradeResult, error) {
 	if err := desc.Validate(); err != nil {
 		return nil, fmt.Errorf("regrade: task %q with %s grading config: %w", desc.TaskID, gradingName, err)
 	}
+	if g := desc.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution {
+		// The runner refuses a judge without a judge model, and a regrade
+		// calls no model: say so before anything starts.
+		return nil, fmt.Errorf("regrade: task %q: %s grading config has an llm_judge, which needs a model, and regrade calls none; "+
+			"pass --grading with a config without llm_judge to regrade the other components", desc.TaskID, gradingName)
+	}
 	for i, c := range opts.Components {
 		if !contains(task.ComponentNames(), c) {
 			return nil, fmt.Errorf("regrade: components[%d]: %q is not one of %s", i, c, strings.Join(task.ComponentNames(), ", "))
