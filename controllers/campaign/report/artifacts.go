@@ -264,6 +264,9 @@ func readTrial(g []trialDir) (Trial, error) {
 		TranscriptFile: filepath.Join(latest.dir, trajectoryFile),
 		Dir:            latest.dir,
 	}
+	if len(g) > 1 {
+		out.attemptRoots = g
+	}
 	if out.Agent == "" {
 		out.Agent = "local"
 	}

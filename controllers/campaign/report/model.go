@@ -39,6 +39,9 @@ type Trial struct {
 	Dir string
 	// Components are the grade's per-component verdicts.
 	Components []ComponentResult
+	// attemptRoots are the manager layout's attempt-N copies of the trial,
+	// oldest first (nil in the other layouts, where attempts/<n>/ holds them).
+	attemptRoots []trialDir
 	// Page is the trial page's link, relative to the campaign page (set by
 	// WriteSite; empty when the trial has no page).
 	Page string

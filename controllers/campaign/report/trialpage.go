@@ -224,8 +224,15 @@ func trialPage(t Trial, back template.URL, baseDir string) (*trialPageData, erro
 		d.Timings = append(d.Timings, pageTiming{Name: x.n, Seconds: fmtSeconds(x.s)})
 	}
 
-	d.Attempts, err = attemptsOf(t.Dir)
-	if err != nil {
+	if len(t.attemptRoots) > 0 {
+		for _, td := range t.attemptRoots {
+			var at trajectoryDoc
+			if _, err := readYAML(filepath.Join(td.dir, trajectoryFile), &at); err != nil {
+				return nil, err
+			}
+			d.Attempts = append(d.Attempts, pageAttempt{N: td.attempt, Outcome: at.Outcome, Reason: at.Reason, Termination: at.TerminationReason, Message: at.Message})
+		}
+	} else if d.Attempts, err = attemptsOf(t.Dir); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -198,3 +198,37 @@ func TestTrialPageInChromium(t *testing.T) {
 	}
 	checkFailedTrialPage(t, parseDOM(t, []byte(html)))
 }
+
+// In the manager's layout (<ns>/<trial>/attempt-<n>/trials/...) the trial
+// page lists every attempt-<n> root's attempt.
+func TestTrialPageManagerLayout(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "ns", "trial-a")
+	writeAttempt(t, attempt{root: filepath.Join(root, "attempt-1"), task: "t1", index: 0, n: 1, outcome: "InfraFailed", reason: "PodLost"})
+	writeAttempt(t, attempt{root: filepath.Join(root, "attempt-2"), task: "t1", index: 0, n: 2, outcome: "Graded", pass: true, score: 1, turns: 2})
+	rep, err := FromArtifacts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "report.html")
+	if err := rep.WriteSite(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(TrialPagesDir(path), "ns_trial-a__t1__0.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, tb := range parseDOM(t, b).find("table", "") {
+		if attr(tb, "id") == "attempts" {
+			for _, tr := range (dom{tb}).find("tr", "") {
+				if tds := cellTexts(dom{tr}); len(tds) > 0 {
+					rows = append(rows, strings.Join(tds[:3], "|"))
+				}
+			}
+		}
+	}
+	if strings.Join(rows, ",") != "1|InfraFailed|PodLost,2|Graded|" {
+		t.Fatalf("attempts %v", rows)
+	}
+}
