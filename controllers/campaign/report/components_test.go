@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
 func TestComponentsOf(t *testing.T) {
@@ -42,5 +44,23 @@ func TestComponentsOf(t *testing.T) {
 		if g := strings.Join(got, "; "); g != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, g, tc.want)
 		}
+	}
+}
+
+// From the cluster, a Trial's grade summary gives the same per-component
+// verdicts as grade.yaml does.
+func TestTrialOfComponents(t *testing.T) {
+	one, half := 1.0, 0.5
+	tr := &evalv1.Trial{}
+	tr.Name = "camp-t1-0"
+	tr.Status.Phase = evalv1.PhaseFailed
+	tr.Status.Grade = &evalv1.GradeSummary{Score: 0.7, Reasons: "State: hash match | JSONPath: 1 of 2 checks passed; failed: x (y) | Transcript: 1 of 2 rules failed: r",
+		Components: evalv1.GradeComponents{StateChecks: &one, TranscriptRules: &half}, JudgeStatus: evalv1.JudgeErrored}
+	var got []string
+	for _, c := range TrialOf(tr).Components {
+		got = append(got, fmt.Sprintf("%s %v %v", c.Name, c.Passed, c.Errored))
+	}
+	if g := strings.Join(got, "; "); g != "state_checks true false; jsonpath false false; transcript_rules false false; llm_judge false true" {
+		t.Fatalf("components %s", g)
 	}
 }

@@ -48,7 +48,7 @@ func (r *Report) WriteSite(htmlPath string) error {
 		used[slug] = true
 		// Trial pages sit one directory below the campaign page.
 		back := template.URL((&url.URL{Path: "../" + campaignBase}).EscapedPath())
-		d, err := trialPage(*t, back, pagesDir)
+		d, err := trialPage(*t, back, baseDir)
 		if err != nil {
 			return fmt.Errorf("trial page of %s: %w", t.Name, err)
 		}

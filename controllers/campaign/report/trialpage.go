@@ -168,10 +168,18 @@ func fmtTime(t time.Time) string {
 
 func fmtSeconds(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) + " s" }
 
-// trialPage reads a trial's directory into the page's data.
-func trialPage(t Trial, back template.URL, baseDir string) (*trialPageData, error) {
+// trialPage reads a trial's directory into the page's data. The page sits
+// one directory below campaignDir: files below campaignDir are linked
+// relative to it, so the whole tree can move.
+func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, error) {
+	up := func(h template.URL) template.URL {
+		if h == "" || strings.HasPrefix(string(h), "file:") {
+			return h
+		}
+		return "../" + h
+	}
 	d := &trialPageData{Trial: t, Back: back, Score: fmtRate(t.Score), Cost: fmtCost(t.CostUSD, t.Costed),
-		GradeHref: href(baseDir, t.GradeFile), TransHref: href(baseDir, t.TranscriptFile)}
+		GradeHref: up(href(campaignDir, t.GradeFile)), TransHref: up(href(campaignDir, t.TranscriptFile))}
 	var tr fullTrajectory
 	if _, err := readYAML(filepath.Join(t.Dir, trajectoryFile), &tr); err != nil {
 		return nil, err

@@ -117,6 +117,9 @@ func TestTrialPage(t *testing.T) {
 	if back := parseDOM(t, b).find("a", "back"); len(back) != 1 || attr(back[0], "href") != "../report.html" {
 		t.Fatalf("back link %v", back)
 	}
+	if g := parseDOM(t, b).find("a", "grade"); len(g) != 1 || attr(g[0], "href") != "../llm/trials/t1/1/grade.yaml" {
+		t.Fatalf("grade link %v", g)
+	}
 	// A trial without a grade says so; an infra-failed trial lists its attempt.
 	b, err = os.ReadFile(filepath.Join(pages, "llm__t2__0.html"))
 	if err != nil {
