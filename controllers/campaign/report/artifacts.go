@@ -157,9 +157,10 @@ func FromArtifacts(dir string) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && p != root && strings.HasPrefix(d.Name(), RegradeDirPrefix) {
-			// A regrade's results sit beside the originals; they are not
-			// more trials of the run (point the report at the regrade
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), RegradeDirPrefix) || strings.HasPrefix(d.Name(), "."+RegradeDirPrefix)) {
+			// A regrade's results (and an unfinished one's hidden
+			// .regrade-tmp-*) sit beside the originals; they are not more
+			// trials of the run (point the report at the regrade
 			// directory itself to read them).
 			return filepath.SkipDir
 		}
