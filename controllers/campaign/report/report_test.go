@@ -81,6 +81,8 @@ func writeAttempt(t *testing.T, a attempt) {
 		}
 		at.ToolCalls = []task.RecordedToolCall{{CallID: "call_1", ToolName: "place_order", Executor: "agent", Status: task.ToolCallSuccess,
 			Arguments: json.RawMessage(`{"note":"</pre><script>window.__pwned=2</script>","qty":2}`), Output: scriptPayload, LatencySeconds: 0.25, Timestamp: start}}
+		at.Grade.TraceChecks = []*runnerpb.TraceConstraintResult{{Id: "pay_after_order", Kind: "precedes", Passed: false, Weight: 1, Message: "confirm_payment before <place_order>", Severity: "scored"}}
+		at.Grade.CustomChecks = []*runnerpb.CustomCheckResult{{CheckName: "balance_ok", Status: "failed", Score: 0, Message: "balance 300 != 141.01"}}
 		at.Timings = artifacts.Timings{AgentLLM: 1500 * time.Millisecond, Tools: 250 * time.Millisecond, Grading: 100 * time.Millisecond}
 	}
 	if _, err := artifacts.Write(a.root, at); err != nil {

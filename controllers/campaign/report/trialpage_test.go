@@ -38,6 +38,12 @@ func checkFailedTrialPage(t *testing.T, d dom) {
 	if c := d.find("tr", "criterion"); len(c) != 1 || strings.Join(cellTexts(dom{c[0]}), "|") != "polite|false|0.5|said <b>hello</b>" {
 		t.Fatalf("criteria %d", len(c))
 	}
+	if r := d.find("tr", "trace-check"); len(r) != 1 || strings.Join(cellTexts(dom{r[0]}), "|") != "pay_after_order|precedes|scored|false|confirm_payment before <place_order>" {
+		t.Fatalf("trace checks %d", len(r))
+	}
+	if r := d.find("tr", "custom-check"); len(r) != 1 || strings.Join(cellTexts(dom{r[0]}), "|") != "balance_ok|failed|0|balance 300 != 141.01" {
+		t.Fatalf("custom checks %d", len(r))
+	}
 	sd := d.find("div", "state-diff")
 	if len(sd) != 1 {
 		t.Fatalf("%d state diffs", len(sd))
