@@ -19,9 +19,13 @@ const reportUsage = `usage:
   tolokaforge report --artifacts DIR [--html FILE] [--aggregate FILE] [--k N]
 
 Prints a table per task x agent (n, passes, pass@1, pass^k, cost, top failure
-reasons) and per agent. --html writes a self-contained page (tables, a
-pass^k-vs-k plot per agent, the failing trials linked to their grade and
-transcript) and aggregate.json in Tolokaforge's shape beside it.`
+reasons) and per agent, then per-component pass rates. --html writes a
+self-contained page (tables, a pass^k-vs-k plot per agent, the failing trials
+linked to their grade and transcript), one static page per trial read from
+artifacts in <name>_trials/ beside it (the conversation with tool calls and
+results, the grade with each component's reasons, the state diff, cost and
+timing; every cell of the campaign table links to its trials' pages), and
+aggregate.json in Tolokaforge's shape.`
 
 // reportMain runs `tolokaforge report`.
 func reportMain(ctx context.Context, args []string) error {
@@ -84,11 +88,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, c c
 		return fmt.Errorf("report: %w", err)
 	}
 	if *htmlFile != "" {
-		var b bytes.Buffer
-		if err := rep.WriteHTML(&b, filepath.Dir(*htmlFile)); err != nil {
-			return fmt.Errorf("report: render html: %w", err)
-		}
-		if err := os.WriteFile(*htmlFile, b.Bytes(), 0o644); err != nil {
+		if err := rep.WriteSite(*htmlFile); err != nil {
 			return fmt.Errorf("report: %w", err)
 		}
 		if *aggFile == "" {

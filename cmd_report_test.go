@@ -32,6 +32,26 @@ func TestReportCommandOnTrialRunArtifacts(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
+	// One page per trial beside the campaign page, linked from its cell.
+	page, err := os.ReadFile(filepath.Join(filepath.Dir(htmlPath), "report_trials", "local__shop_orders_02__0.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<span class="tool-name">→ place_order</span>`, `<span class="tool-name">→ confirm_payment</span>`,
+		`<tr class="component" data-component="state_checks"><td>state_checks</td><td class="num">1.000</td><td class="verdict-passed">passed</td><td>State: hash match</td></tr>`,
+		`<tr class="component" data-component="jsonpath"><td>jsonpath</td><td class="num">1.000</td><td class="verdict-passed">passed</td><td>JSONPath: all 7 checks passed</td></tr>`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("trial page lacks %q", want)
+		}
+	}
+	campaignPage, _ := os.ReadFile(htmlPath)
+	if !strings.Contains(string(campaignPage), `href="report_trials/local__shop_orders_02__0.html">#0</a>`) {
+		t.Errorf("the campaign page does not link the trial:\n%s", campaignPage)
+	}
+	// k=1 on the page too: one pass@1 column per table, no pass^1 or pass@k beside it.
+	if c := string(campaignPage); strings.Count(c, "<th>pass@1</th>") != 2 || strings.Contains(c, "<th>pass^1</th>") {
+		t.Errorf("k=1 headers on the page:\n%s", c)
+	}
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -148,7 +148,7 @@ var _ = Describe("Campaign", func() {
 		}
 		var table bytes.Buffer
 		Expect(rep.WriteTable(&table)).To(Succeed())
-		Expect(table.String()).To(ContainSubstring("llm     12  8       0.667   0.667   0.667"))
+		Expect(table.String()).To(ContainSubstring("llm     12  0      8       0.667   0.667   0.667"))
 	})
 
 	// At $0.50 a trial and one at a time, a $1.25 budget lets the first three

@@ -144,6 +144,7 @@ func aggregateOf(trials []Trial, ks []int) map[string]any {
 		"avg_cost_usd":            nil,
 		"costed_trials":           costed,
 		"unpriced_trials":         len(trials) - costed,
+		"component_pass_rates":    componentRatesJSON(trials),
 	}
 	if costed > 0 {
 		out["total_cost_usd"] = cost

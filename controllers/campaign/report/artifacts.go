@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,15 +37,69 @@ type trajectoryDoc struct {
 }
 
 type gradeDoc struct {
-	BinaryPass bool    `json:"binary_pass"`
-	Score      float64 `json:"score"`
-	Reasons    string  `json:"reasons"`
-	StateDiff  *struct {
+	GradedBy   string             `json:"graded_by"`
+	BinaryPass bool               `json:"binary_pass"`
+	Score      float64            `json:"score"`
+	Components map[string]float64 `json:"components"`
+	Reasons    string             `json:"reasons"`
+	// StateDiff is the decoded state_diff_json; StateDiffJSON a payload that
+	// was not JSON, verbatim.
+	StateDiff        json.RawMessage  `json:"state_diff"`
+	StateDiffJSON    string           `json:"state_diff_json"`
+	JudgeStatus      string           `json:"judge_status"`
+	CriterionResults []criterionDoc   `json:"criterion_results"`
+	CustomChecks     []customCheckDoc `json:"custom_checks"`
+	TraceChecks      []traceCheckDoc  `json:"trace_checks"`
+	TraceSummary     *traceSummaryDoc `json:"trace_checks_summary"`
+	JudgeReport      *json.RawMessage `json:"judge_report"`
+}
+
+type criterionDoc struct {
+	ID            string  `json:"id"`
+	Met           bool    `json:"met"`
+	Score         float64 `json:"score"`
+	Justification string  `json:"justification"`
+}
+
+type customCheckDoc struct {
+	CheckName string  `json:"check_name"`
+	Status    string  `json:"status"`
+	Score     float64 `json:"score"`
+	Message   string  `json:"message"`
+}
+
+type traceCheckDoc struct {
+	ID        string  `json:"id"`
+	Kind      string  `json:"kind"`
+	Passed    bool    `json:"passed"`
+	Weight    float64 `json:"weight"`
+	Message   string  `json:"message"`
+	Severity  string  `json:"severity"`
+	Undecided bool    `json:"undecided"`
+}
+
+type traceSummaryDoc struct {
+	WinningPath   string   `json:"winning_path"`
+	GateFailed    bool     `json:"gate_failed"`
+	FailedGateIDs []string `json:"failed_gate_ids"`
+}
+
+// diffSummary is state_diff.summary, when the diff has one.
+func (g *gradeDoc) diffSummary() string {
+	if len(g.StateDiff) == 0 {
+		return ""
+	}
+	var d struct {
 		Summary string `json:"summary"`
-	} `json:"state_diff"`
+	}
+	if json.Unmarshal(g.StateDiff, &d) != nil {
+		return ""
+	}
+	return d.Summary
 }
 
 type usageDoc struct {
+	Calls            int64   `json:"calls"`
 	PromptTokens     int64   `json:"prompt_tokens"`
 	CompletionTokens int64   `json:"completion_tokens"`
 	ReasoningTokens  int64   `json:"reasoning_tokens"`
@@ -64,6 +119,10 @@ type metricsDoc struct {
 		TotalCostUSD  float64  `json:"total_cost_usd"`
 	} `json:"tokens"`
 }
+
+// RegradeDirPrefix starts the name of a `tolokaforge regrade` output
+// directory (regrade-<timestamp>).
+const RegradeDirPrefix = "regrade-"
 
 var attemptDir = regexp.MustCompile(`^attempt-([0-9]+)$`)
 
@@ -97,6 +156,13 @@ func FromArtifacts(dir string) (*Report, error) {
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), RegradeDirPrefix) || strings.HasPrefix(d.Name(), "."+RegradeDirPrefix)) {
+			// A regrade's results (and an unfinished one's hidden
+			// .regrade-tmp-*) sit beside the originals; they are not more
+			// trials of the run (point the report at the regrade
+			// directory itself to read them).
+			return filepath.SkipDir
 		}
 		if d.IsDir() || d.Name() != trajectoryFile {
 			return nil
@@ -197,6 +263,10 @@ func readTrial(g []trialDir) (Trial, error) {
 		Turns:          tr.Turns,
 		Termination:    tr.TerminationReason,
 		TranscriptFile: filepath.Join(latest.dir, trajectoryFile),
+		Dir:            latest.dir,
+	}
+	if len(g) > 1 {
+		out.attemptRoots = g
 	}
 	if out.Agent == "" {
 		out.Agent = "local"
@@ -213,6 +283,7 @@ func readTrial(g []trialDir) (Trial, error) {
 		out.GradeFile = filepath.Join(latest.dir, gradeFile)
 		s := gd.Score
 		out.Score = &s
+		out.Components = componentsOf(&gd)
 	}
 	switch tr.Outcome {
 	case string(evalv1.OutcomePassed), string(evalv1.OutcomeFailed),
@@ -233,8 +304,8 @@ func readTrial(g []trialDir) (Trial, error) {
 		switch {
 		case tr.TerminationReason != "" && tr.TerminationReason != "agent_done" && tr.TerminationReason != "user_stop":
 			out.Reason = "termination: " + tr.TerminationReason
-		case hasGrade && gd.StateDiff != nil && gd.StateDiff.Summary != "":
-			out.Reason = shortReason(gd.StateDiff.Summary)
+		case hasGrade && gd.diffSummary() != "":
+			out.Reason = shortReason(gd.diffSummary())
 		case hasGrade:
 			out.Reason = shortReason(firstFailing(gd.Reasons))
 		default:

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -98,7 +99,33 @@ func TrialOf(t *evalv1.Trial) Trial {
 		out.TranscriptFile = filepath.Join(p, "trajectory.yaml")
 	}
 	out.Reason = failureReason(t, out.Phase)
+	if g := t.Status.Grade; g != nil {
+		out.Components = componentsOf(clusterGrade(g))
+	}
+	// A manager whose artifacts directory is on this machine (tolokaforge
+	// dev) gives the trial a page too.
+	if p := t.Status.ArtifactsPath; p != "" {
+		if st, err := os.Stat(filepath.Join(p, trajectoryFile)); err == nil && !st.IsDir() {
+			out.Dir = p
+		}
+	}
 	return out
+}
+
+// clusterGrade is a Trial's grade summary in grade.yaml's terms.
+func clusterGrade(g *evalv1.GradeSummary) *gradeDoc {
+	gd := &gradeDoc{Score: g.Score, BinaryPass: g.BinaryPass, Reasons: g.Reasons, Components: map[string]float64{}}
+	c := g.Components
+	for name, v := range map[string]*float64{CompStateChecks: c.StateChecks, CompTranscriptRules: c.TranscriptRules,
+		CompLLMJudge: c.LLMJudge, CompCustomChecks: c.CustomChecks, CompTraceChecks: c.TraceChecks} {
+		if v != nil {
+			gd.Components[name] = *v
+		}
+	}
+	if g.JudgeStatus == evalv1.JudgeErrored {
+		gd.JudgeStatus = "JUDGE_STATUS_ERRORED"
+	}
+	return gd
 }
 
 // failureReason is a short, groupable cause for a Trial that did not pass.

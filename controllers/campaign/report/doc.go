@@ -11,6 +11,14 @@
 // controller's (controllers/campaign): pass@k and tau-bench's pass^k over
 // measured trials, infra failures and invalid tasks left out of n.
 //
+// WriteSite adds one static page per trial read from artifacts (the
+// conversation, tool calls with arguments and results, the grade with each
+// component's reasons, the state diff, cost and timing), linked from every
+// task x agent cell. Transcripts are hostile input: every page is rendered
+// by html/template, with no script on any page. Per-component pass rates
+// come from grade.yaml's components (JSONPath and test_execution from their
+// reasons segments, the only place the runner reports them).
+//
 // Imports: api/v1alpha1, controllers/campaign (estimators, labels),
 // controller-runtime's client, client-go's clientcmd, sigs.k8s.io/yaml.
 // Main serves `tolokaforge report`.

@@ -20,11 +20,25 @@ type htmlRow struct {
 	Row
 	PassAt1, PassHat, Cost string
 	Failures               []ReasonCount
+	Links                  []trialLink
+}
+
+// trialLink is one trial of a cell, linked to its page when it has one.
+type trialLink struct {
+	Index       int
+	Name, Phase string
+	Page        template.URL
+}
+
+type htmlComponent struct {
+	ComponentRate
+	PassRate, MeanScore string
 }
 
 type htmlAgent struct {
 	Agent                                       string
 	Trials, Passes                              int32
+	InfraFailed                                 int
 	PassAt1, PassAtK, PassHatK, MeanScore, Cost string
 	Tokens                                      int64
 	Plot                                        template.HTML
@@ -32,8 +46,8 @@ type htmlAgent struct {
 
 type htmlFailing struct {
 	Trial
-	Score                string
-	GradeHref, TransHref template.URL
+	Score                          string
+	GradeHref, TransHref, PageHref template.URL
 }
 
 type htmlData struct {
@@ -42,6 +56,8 @@ type htmlData struct {
 	Rows    []htmlRow
 	Agents  []htmlAgent
 	Failing []htmlFailing
+	// Components are the per-component pass rates.
+	Components []htmlComponent
 }
 
 // WriteHTML writes a self-contained page: inline CSS, inline SVG, no script
@@ -53,21 +69,30 @@ func (r *Report) WriteHTML(w io.Writer, baseDir string) error {
 	for _, t := range r.Trials {
 		costed = costed || t.Costed
 	}
+	links := map[string][]trialLink{}
+	for _, t := range r.Trials {
+		k := t.Task + "\x00" + t.Agent
+		links[k] = append(links[k], trialLink{Index: t.Index, Name: t.Name, Phase: t.Phase, Page: template.URL(t.Page)})
+	}
 	for _, row := range r.Rows() {
 		d.Rows = append(d.Rows, htmlRow{Row: row, PassAt1: fmtRate(row.PassAt1), PassHat: fmtRate(row.PassHat),
-			Cost: fmtCost(row.CostUSD, costed), Failures: row.Failures})
+			Cost: fmtCost(row.CostUSD, costed), Failures: row.Failures, Links: links[row.Task+"\x00"+row.Agent]})
+	}
+	for _, c := range r.ComponentRates() {
+		d.Components = append(d.Components, htmlComponent{ComponentRate: c, PassRate: fmtRate(c.PassRate), MeanScore: fmtRate(c.MeanScore)})
 	}
 	for _, a := range r.AgentSummaries() {
 		s := a.Summary
 		d.Agents = append(d.Agents, htmlAgent{
-			Agent: a.Agent, Trials: s.Trials, Passes: s.Passes,
+			Agent: a.Agent, Trials: s.Trials, Passes: s.Passes, InfraFailed: a.InfraFailed,
 			PassAt1: fmtRate(s.PassAt1), PassAtK: fmtRate(s.PassAtK), PassHatK: fmtRate(s.PassHatK),
 			MeanScore: fmtRate(s.MeanScore), Cost: fmtCost(s.CostUSD, costed), Tokens: s.Tokens,
 			Plot: plot(a.Agent, a.Curve),
 		})
 	}
 	for _, t := range r.Failing() {
-		f := htmlFailing{Trial: t, Score: fmtRate(t.Score), GradeHref: href(baseDir, t.GradeFile), TransHref: href(baseDir, t.TranscriptFile)}
+		f := htmlFailing{Trial: t, Score: fmtRate(t.Score), GradeHref: href(baseDir, t.GradeFile), TransHref: href(baseDir, t.TranscriptFile),
+			PageHref: template.URL(t.Page)}
 		d.Failing = append(d.Failing, f)
 	}
 	return page.Execute(w, d)
@@ -162,29 +187,38 @@ figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}
 svg .grid{stroke:#e3e6ec;stroke-width:1}svg .axis{stroke:#5b6475;stroke-width:1}
 svg .tick,svg .label{font-size:11px;fill:#5b6475}
 svg .curve{fill:none;stroke:#2f6fde;stroke-width:2}svg .point{fill:#2f6fde}
-.phase-Failed,.phase-GradingFailed{color:#b3261e}.phase-InfraFailed{color:#8a5a00}.phase-Invalid,.phase-ProtocolSkew{color:#6b4fa3}
+.phase-Failed,.phase-GradingFailed{color:#b3261e}.phase-Passed{color:#1e7b34}.phase-InfraFailed{color:#8a5a00}.phase-Invalid,.phase-ProtocolSkew{color:#6b4fa3}
 .note{color:#5b6475;font-size:.9rem}
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p class="note">k = {{.K}}. n counts measured trials (Passed, Failed, GradingFailed); infrastructure failures and invalid tasks are left out of n, and every trial counts once however often it was retried. pass@k = 1 − C(n−c,k)/C(n,k); pass^k = C(c,k)/C(n,k).</p>
+<p class="note">k = {{.K}}. n counts measured trials (Passed, Failed, GradingFailed); infrastructure failures (the Infra column) and invalid tasks are left out of n and of every rate, and every trial counts once however often it was retried. pass@k = 1 − C(n−c,k)/C(n,k); pass^k = C(c,k)/C(n,k). Each trial number links to the trial's page.</p>
 
 <h2>Tasks × agents</h2>
 <table id="cells">
-<thead><tr><th>Task</th><th>Agent</th><th>Trials</th><th>n</th><th>Passes</th><th>pass@1</th><th>pass^{{.K}}</th><th>Cost</th><th>Top failure reasons</th></tr></thead>
+<thead><tr><th>Task</th><th>Agent</th><th>Trials</th><th>n</th><th>Infra failed</th><th>Passes</th><th>pass@1</th>{{if ne .K 1}}<th>pass^{{.K}}</th>{{end}}<th>Cost</th><th>Trial pages</th><th>Top failure reasons</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr class="cell" data-task="{{.Task}}" data-agent="{{.Agent}}"><td>{{.Task}}</td><td>{{.Agent}}</td><td class="num">{{.Trials}}</td><td class="num">{{.N}}</td><td class="num">{{.C}}</td><td class="num">{{.PassAt1}}</td><td class="num">{{.PassHat}}</td><td class="num">{{.Cost}}</td><td>{{range $i, $f := .Failures}}{{if $i}}<br>{{end}}{{$f.Reason}} ×{{$f.Count}}{{else}}–{{end}}</td></tr>
+{{range .Rows}}<tr class="cell" data-task="{{.Task}}" data-agent="{{.Agent}}"><td>{{.Task}}</td><td>{{.Agent}}</td><td class="num">{{.Trials}}</td><td class="num">{{.N}}</td><td class="num infra">{{.InfraFailed}}</td><td class="num">{{.C}}</td><td class="num">{{.PassAt1}}</td>{{if ne $.K 1}}<td class="num">{{.PassHat}}</td>{{end}}<td class="num">{{.Cost}}</td><td class="trials">{{range .Links}}{{if .Page}}<a class="trial-link phase-{{.Phase}}" data-phase="{{.Phase}}" data-trial="{{.Name}}" title="{{.Name}}: {{.Phase}}" href="{{.Page}}">#{{.Index}}</a> {{else}}<span class="trial-nolink phase-{{.Phase}}" data-phase="{{.Phase}}" title="{{.Name}}: {{.Phase}}">#{{.Index}}</span> {{end}}{{end}}</td><td>{{range $i, $f := .Failures}}{{if $i}}<br>{{end}}{{$f.Reason}} ×{{$f.Count}}{{else}}–{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 
 <h2>Agents</h2>
 <table id="agents">
-<thead><tr><th>Agent</th><th>n</th><th>Passes</th><th>pass@1</th><th>pass@{{.K}}</th><th>pass^{{.K}}</th><th>Mean score</th><th>Tokens</th><th>Cost</th></tr></thead>
+<thead><tr><th>Agent</th><th>n</th><th>Infra failed</th><th>Passes</th><th>pass@1</th>{{if ne .K 1}}<th>pass@{{.K}}</th><th>pass^{{.K}}</th>{{end}}<th>Mean score</th><th>Tokens</th><th>Cost</th></tr></thead>
 <tbody>
-{{range .Agents}}<tr class="agent" data-agent="{{.Agent}}"><td>{{.Agent}}</td><td class="num">{{.Trials}}</td><td class="num">{{.Passes}}</td><td class="num">{{.PassAt1}}</td><td class="num">{{.PassAtK}}</td><td class="num">{{.PassHatK}}</td><td class="num">{{.MeanScore}}</td><td class="num">{{.Tokens}}</td><td class="num">{{.Cost}}</td></tr>
+{{range .Agents}}<tr class="agent" data-agent="{{.Agent}}"><td>{{.Agent}}</td><td class="num">{{.Trials}}</td><td class="num infra">{{.InfraFailed}}</td><td class="num">{{.Passes}}</td><td class="num">{{.PassAt1}}</td>{{if ne $.K 1}}<td class="num">{{.PassAtK}}</td><td class="num">{{.PassHatK}}</td>{{end}}<td class="num">{{.MeanScore}}</td><td class="num">{{.Tokens}}</td><td class="num">{{.Cost}}</td></tr>
 {{end}}</tbody>
 </table>
+
+<h2>Grading components</h2>
+{{if .Components}}<p class="note">Per agent, how often each grading component gave full marks, over the trials whose grade evaluated it (JSONPath and test execution are read from their reasons; a judge that errored counts as evaluated, not passed).</p>
+<table id="components">
+<thead><tr><th>Agent</th><th>Component</th><th>Evaluated</th><th>Passed</th><th>Errored</th><th>Pass rate</th><th>Mean score</th></tr></thead>
+<tbody>
+{{range .Components}}<tr class="component" data-agent="{{.Agent}}" data-component="{{.Component}}"><td>{{.Agent}}</td><td>{{.Component}}</td><td class="num">{{.Evaluated}}</td><td class="num">{{.Passed}}</td><td class="num">{{.Errored}}</td><td class="num">{{.PassRate}}</td><td class="num">{{.MeanScore}}</td></tr>
+{{end}}</tbody>
+</table>{{else}}<p class="note">No grade records per-component results.</p>{{end}}
 
 <h2>pass^k against k</h2>
 <p class="note">Each curve averages over the task × agent cells with at least {{.K}} measured trials, so every point covers the same cells.</p>
@@ -196,7 +230,7 @@ svg .curve{fill:none;stroke:#2f6fde;stroke-width:2}svg .point{fill:#2f6fde}
 {{if .Failing}}<table id="failing">
 <thead><tr><th>Trial</th><th>Task</th><th>Agent</th><th>Phase</th><th>Score</th><th>Reason</th><th>Files</th></tr></thead>
 <tbody>
-{{range .Failing}}<tr class="failing"><td>{{.Name}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="phase-{{.Phase}}">{{.Phase}}</td><td class="num">{{.Score}}</td><td>{{.Reason}}</td><td>{{if .GradeHref}}<a class="grade" href="{{.GradeHref}}">grade</a>{{end}} {{if .TransHref}}<a class="transcript" href="{{.TransHref}}">transcript</a>{{end}}</td></tr>
+{{range .Failing}}<tr class="failing"><td>{{.Name}}</td><td>{{.Task}}</td><td>{{.Agent}}</td><td class="phase-{{.Phase}}">{{.Phase}}</td><td class="num">{{.Score}}</td><td>{{.Reason}}</td><td>{{if .PageHref}}<a class="trial-page" href="{{.PageHref}}">trial page</a> {{end}}{{if .GradeHref}}<a class="grade" href="{{.GradeHref}}">grade</a>{{end}} {{if .TransHref}}<a class="transcript" href="{{.TransHref}}">transcript</a>{{end}}</td></tr>
 {{end}}</tbody>
 </table>{{else}}<p>Every trial passed.</p>{{end}}
 </body>

@@ -88,19 +88,56 @@ func checkPage(t *testing.T, d dom) {
 		for _, td := range (dom{r}).find("td", "") {
 			tds = append(tds, strings.TrimSpace(text(td)))
 		}
-		got = append(got, strings.Join(tds[:7], "|"))
+		got = append(got, strings.Join(tds[:8], "|"))
 	}
+	// Task, agent, trials, n, infra failed, passes, pass@1, pass^2: the
+	// infra-failed trial of llm t2 is its own count, out of n and pass@1.
 	want := []string{
-		"t1|llm|2|2|1|0.500|0.000",
-		"t1|oracle|2|2|2|1.000|1.000",
-		"t2|llm|2|1|0|0.000|-",
-		"t2|oracle|2|2|2|1.000|1.000",
+		"t1|llm|2|2|0|1|0.500|0.000",
+		"t1|oracle|2|2|0|2|1.000|1.000",
+		"t2|llm|2|1|1|0|0.000|-",
+		"t2|oracle|2|2|0|2|1.000|1.000",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if n := len(d.find("tr", "agent")); n != 3 {
+	agents := d.find("tr", "agent")
+	if n := len(agents); n != 3 {
 		t.Fatalf("%d agent rows, want 3 (llm, oracle, all)", n)
+	}
+	if infra := strings.TrimSpace(text(dom{agents[0]}.find("td", "infra")[0])); infra != "1" {
+		t.Fatalf("llm's infra-failed count %q, want 1", infra)
+	}
+	// Every cell links to each of its trials' pages.
+	var links []string
+	for _, a := range d.find("a", "trial-link") {
+		links = append(links, attr(a, "data-phase")+" "+attr(a, "href"))
+	}
+	wantLinks := []string{
+		"Passed report_trials/llm__t1__0.html", "Failed report_trials/llm__t1__1.html",
+		"Passed report_trials/oracle__t1__0.html", "Passed report_trials/oracle__t1__1.html",
+		"InfraFailed report_trials/llm__t2__0.html", "Failed report_trials/llm__t2__1.html",
+		"Passed report_trials/oracle__t2__0.html", "Passed report_trials/oracle__t2__1.html",
+	}
+	if strings.Join(links, "\n") != strings.Join(wantLinks, "\n") {
+		t.Fatalf("trial links\n%s\nwant\n%s", strings.Join(links, "\n"), strings.Join(wantLinks, "\n"))
+	}
+	var comps []string
+	for _, r := range d.find("tr", "component") {
+		if attr(r, "data-agent") == "(all)" {
+			var tds []string
+			for _, td := range (dom{r}).find("td", "") {
+				tds = append(tds, strings.TrimSpace(text(td)))
+			}
+			comps = append(comps, strings.Join(tds[1:], "|"))
+		}
+	}
+	wantComps := []string{
+		"state_checks|7|5|0|0.714|0.714", "jsonpath|7|5|0|0.714|0.959",
+		"transcript_rules|7|5|0|0.714|0.857", "llm_judge|3|1|1|0.333|0.750",
+	}
+	if strings.Join(comps, "\n") != strings.Join(wantComps, "\n") {
+		t.Fatalf("component rates (all)\n%s\nwant\n%s", strings.Join(comps, "\n"), strings.Join(wantComps, "\n"))
 	}
 	plots := d.find("svg", "passk-plot")
 	if len(plots) != 3 {
@@ -153,15 +190,15 @@ func samplePage(t *testing.T) (string, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := rep.WriteHTML(&b, dir); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, "report.html")
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := rep.WriteSite(path); err != nil {
 		t.Fatal(err)
 	}
-	return path, b.Bytes()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, b
 }
 
 func TestHTMLStructure(t *testing.T) {

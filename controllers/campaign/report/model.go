@@ -35,6 +35,16 @@ type Trial struct {
 	// GradeFile and TranscriptFile locate the grade and the transcript
 	// (trajectory), when known.
 	GradeFile, TranscriptFile string
+	// Dir is the trial's artifacts directory (empty from the cluster).
+	Dir string
+	// Components are the grade's per-component verdicts.
+	Components []ComponentResult
+	// attemptRoots are the manager layout's attempt-N copies of the trial,
+	// oldest first (nil in the other layouts, where attempts/<n>/ holds them).
+	attemptRoots []trialDir
+	// Page is the trial page's link, relative to the campaign page (set by
+	// WriteSite; empty when the trial has no page).
+	Page string
 }
 
 func (t Trial) outcome() campaign.Outcome {
@@ -195,6 +205,8 @@ func topReasons(m map[string]int, n int) []ReasonCount {
 type AgentSummary struct {
 	Agent   string
 	Summary evalv1.Aggregate
+	// InfraFailed counts the agent's infra-failed trials, left out of Summary.
+	InfraFailed int
 	// Curve is pass^j for j = 1..K over the cells with K measured trials
 	// (nil when no cell has K).
 	Curve []*float64
@@ -208,12 +220,17 @@ func (r *Report) AgentSummaries() []AgentSummary {
 	for _, c := range cells {
 		by[c.Agent] = append(by[c.Agent], c)
 	}
+	infra := map[string]int{}
+	for _, c := range cells {
+		infra[c.Agent] += c.InfraFailed
+		infra["\x00all"] += c.InfraFailed
+	}
 	var out []AgentSummary
 	for _, a := range r.Agents {
-		out = append(out, AgentSummary{Agent: a, Summary: campaign.Summarize(by[a], r.K), Curve: campaign.PassHatCurve(by[a], r.K)})
+		out = append(out, AgentSummary{Agent: a, Summary: campaign.Summarize(by[a], r.K), Curve: campaign.PassHatCurve(by[a], r.K), InfraFailed: infra[a]})
 	}
 	if len(r.Agents) > 1 {
-		out = append(out, AgentSummary{Agent: "(all)", Summary: campaign.Summarize(cells, r.K), Curve: campaign.PassHatCurve(cells, r.K)})
+		out = append(out, AgentSummary{Agent: "(all)", Summary: campaign.Summarize(cells, r.K), Curve: campaign.PassHatCurve(cells, r.K), InfraFailed: infra["\x00all"]})
 	}
 	return out
 }
