@@ -33,6 +33,7 @@ func commands() map[string]command {
 		"pack":      {"convert and validate task packs: pack import|validate", packMain},
 		"dev":       {"start a local control plane with the manager and the pod simulator", devMain},
 		"report":    {"campaign results as a table, HTML page and aggregate.json", reportMain},
+		"results":   {"fetch a campaign's or trial's artifacts: results pull NAME --out DIR", resultsMain},
 		"version":   {"print the version and the engine protocol version", runVersion},
 	}
 }
