@@ -49,10 +49,10 @@ type Driver struct {
 	// Artifacts, when set, is the store every attempt writes to (under
 	// <namespace>/<trial>/attempt-<n>/, so two managers never share a key),
 	// instead of ArtifactsDir.
-	Artifacts    *blobstore.Store
-	Metrics      *Metrics
-	Log          logr.Logger
-	WrapRunner   RunnerWrapper
+	Artifacts  *blobstore.Store
+	Metrics    *Metrics
+	Log        logr.Logger
+	WrapRunner RunnerWrapper
 }
 
 // attemptInput is what an attempt is driven from, fixed when it started so
