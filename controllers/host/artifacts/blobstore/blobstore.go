@@ -34,7 +34,6 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob" // gs://
 	_ "gocloud.dev/blob/s3blob"  // s3://
 	"gocloud.dev/gcerrors"
 
