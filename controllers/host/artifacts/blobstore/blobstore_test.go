@@ -219,3 +219,30 @@ func TestS3ErrorsNameTheObjectNotTheSecret(t *testing.T) {
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
+
+// A write whose context ends before it commits leaves no object (and no
+// temporary file) behind: complete or absent.
+func TestCanceledWriteLeavesNothing(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := s.Put(ctx, "x/grade.yaml", []byte("binary_pass: true\n")); err == nil {
+				t.Fatal("put with a canceled context succeeded")
+			}
+			if _, err := s.Get(ctxT(t), "x/grade.yaml"); !blobstore.IsNotFound(err) {
+				t.Errorf("get after a canceled put = %v, want not found", err)
+			}
+			keys, err := s.List(ctxT(t), "")
+			if err != nil || len(keys) != 0 {
+				t.Errorf("keys after a canceled put: %q, %v", keys, err)
+			}
+			if d := s.Dir(); d != "" {
+				ents, _ := os.ReadDir(filepath.Join(d, "x"))
+				if len(ents) != 0 {
+					t.Errorf("files left in %s: %v", d, ents)
+				}
+			}
+		})
+	}
+}
