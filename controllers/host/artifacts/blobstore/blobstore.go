@@ -34,7 +34,7 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/s3blob"  // s3://
+	_ "gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
 
 	"tolokaforge.io/operator/controllers/host/artifacts"
