@@ -19,6 +19,7 @@ func devMain(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Dir, "dir", ".dev", "directory for the kubeconfig, CRDs and artifacts")
 	fs.StringVar(&opts.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS; `make envtest` builds them)")
 	fs.IntVar(&opts.MaxConcurrentTrials, "max-concurrent-trials", 10, "attempts driven at once")
+	fs.StringVar(&opts.ArtifactsURL, "artifacts-url", "", "artifacts store (file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX; default file://<dir>/artifacts)")
 	fs.StringVar(&opts.FakeLLMScript, "fake-llm-script", "", "start the fake OpenAI-compatible LLM with this script")
 	zopts := zap.Options{}
 	zopts.BindFlags(fs)

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 	"tolokaforge.io/operator/controllers/manager"
 )
 
@@ -35,7 +36,8 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", manager.DefaultProbeAddr, `address to serve /healthz and /readyz on ("0" disables)`)
 	fs.IntVar(&f.MaxConcurrentTrials, "max-concurrent-trials", manager.DefaultMaxConcurrentTrials, "attempts driven at once; ready attempts beyond it wait for a free driver")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "Trial reconciles run at once (default 8)")
-	fs.StringVar(&f.ArtifactsDir, "artifacts-dir", "", "directory for each attempt's trajectory.yaml, grade.yaml and metrics.yaml (empty: none)")
+	fs.StringVar(&f.ArtifactsDir, "artifacts-dir", "", "directory for each attempt's trajectory.yaml, grade.yaml and metrics.yaml (empty: none; same as --artifacts-url file:///DIR)")
+	fs.StringVar(&f.ArtifactsURL, "artifacts-url", "", "store for each attempt's artifacts, under <namespace>/<trial>/attempt-<n>/: file:///DIR, s3://BUCKET/PREFIX[?region=&endpoint=&use_path_style=true] or gs://BUCKET/PREFIX; credentials from the provider's environment (AWS_*, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS)")
 	fs.StringVar(&f.Image, "image", os.Getenv("TOLOKAFORGE_IMAGE"), "image of the runner and dbservice pods, normally the manager's own (default $TOLOKAFORGE_IMAGE)")
 	fs.StringVar(&f.Entrypoint, "entrypoint", "tolokaforge", "path of the tolokaforge binary in --image")
 	fs.StringVar(&f.Namespace, "namespace", "", "watch only this namespace (default: all)")
@@ -57,6 +59,12 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	}
 	if f.MaxConcurrentReconciles < 0 {
 		return nil, fmt.Errorf("manager flags: --max-concurrent-reconciles must be >= 0, got %d", f.MaxConcurrentReconciles)
+	}
+	if f.ArtifactsURL != "" && f.ArtifactsDir != "" {
+		return nil, errors.New("manager flags: give --artifacts-url or --artifacts-dir, not both")
+	}
+	if f.ArtifactsURL != "" && !blobstore.IsURL(f.ArtifactsURL) {
+		return nil, fmt.Errorf("manager flags: --artifacts-url %q: want file:///DIR, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX", f.ArtifactsURL)
 	}
 	return f, nil
 }

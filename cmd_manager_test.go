@@ -41,6 +41,16 @@ func TestManagerFlagsAll(t *testing.T) {
 	}
 }
 
+func TestManagerFlagsArtifactsURL(t *testing.T) {
+	f, err := parseManagerFlags([]string{"--image=i", "--artifacts-url=s3://bucket/runs?region=eu-west-1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.ArtifactsURL != "s3://bucket/runs?region=eu-west-1" || f.ArtifactsDir != "" {
+		t.Errorf("artifacts url %q dir %q", f.ArtifactsURL, f.ArtifactsDir)
+	}
+}
+
 func TestManagerFlagsImageFromEnv(t *testing.T) {
 	t.Setenv("TOLOKAFORGE_IMAGE", "from-env:1")
 	f, err := parseManagerFlags(nil, io.Discard)
@@ -62,6 +72,9 @@ func TestManagerFlagsRefusesBadInput(t *testing.T) {
 		{[]string{"--image=i", "extra"}, `manager flags: unexpected arguments ["extra"]`},
 		{[]string{"--image=i", "--max-concurrent-trials=many"}, `manager flags: invalid value "many" for flag -max-concurrent-trials`},
 		{[]string{"--no-such-flag"}, "manager flags: flag provided but not defined: -no-such-flag"},
+		{[]string{"--image=i", "--artifacts-url=s3://b/p", "--artifacts-dir=/art"}, "manager flags: give --artifacts-url or --artifacts-dir, not both"},
+		{[]string{"--image=i", "--artifacts-url=/art"}, `manager flags: --artifacts-url "/art": want file:///DIR, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX`},
+		{[]string{"--image=i", "--artifacts-url=ftp://h/p"}, `manager flags: --artifacts-url "ftp://h/p": want`},
 	} {
 		_, err := parseManagerFlags(tc.args, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {

@@ -55,24 +55,6 @@ func stricter(g map[string]any) {
 	}
 }
 
-// snapshot maps every file under dir to its content.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func readGrade(t *testing.T, path string) (score float64, pass bool, reasons string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -96,6 +78,7 @@ func TestRegradeReplaysWithoutAModel(t *testing.T) {
 	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, trialTestEnv(t, &out)); err != nil {
 		t.Fatalf("trial run: %v\n%s", err, out.String())
 	}
+	dir = onlyRun(t, dir)
 	before := snapshot(t, dir)
 	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 
@@ -208,6 +191,7 @@ func TestRegradeRefusesBadInputAndWritesNothing(t *testing.T) {
 	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, trialTestEnv(t, &out)); err != nil {
 		t.Fatalf("trial run: %v\n%s", err, out.String())
 	}
+	dir = onlyRun(t, dir)
 	before := snapshot(t, dir)
 	badThreshold := shopGrading(t, func(g map[string]any) { g["pass_threshold"] = 2 })
 	unknownKey := shopGrading(t, func(g map[string]any) { g["weightz"] = map[string]any{} })
@@ -289,6 +273,7 @@ func TestRegradeLLMConversation(t *testing.T) {
 	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--agent", "openai:a", "--user", "openai:u", "--base-url", f.URL(), "--out", dir}, trialTestEnv(t, &out)); err != nil {
 		t.Fatalf("trial run: %v\n%s", err, out.String())
 	}
+	dir = onlyRun(t, dir)
 	asked := len(f.Requests())
 	out.Reset()
 	if err := runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath}, regradeTestEnv(t, &out, time.Now())); err != nil {
@@ -333,6 +318,7 @@ func TestRegradeNamesDivergenceAndRefusesUngradedTrials(t *testing.T) {
 	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, trialTestEnv(t, &out)); err != nil {
 		t.Fatalf("trial run: %v\n%s", err, out.String())
 	}
+	dir = onlyRun(t, dir)
 	traj := filepath.Join(dir, "trials", "shop_orders_02", "0", "trajectory.yaml")
 	b, err := os.ReadFile(traj)
 	if err != nil {

@@ -12,11 +12,12 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"tolokaforge.io/operator/controllers/campaign/report"
+	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 )
 
 const reportUsage = `usage:
   tolokaforge report CAMPAIGN [--namespace NS] [--kubeconfig PATH] [--html FILE] [--aggregate FILE] [--k N]
-  tolokaforge report --artifacts DIR [--html FILE] [--aggregate FILE] [--k N]
+  tolokaforge report --artifacts DIR|URL [--html FILE] [--aggregate FILE] [--k N]
 
 Prints a table per task x agent (n, passes, pass@1, pass^k, cost, top failure
 reasons) and per agent, then per-component pass rates. --html writes a
@@ -69,7 +70,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, c c
 	case *artifacts != "" && len(positional) > 0:
 		return fmt.Errorf("report: give a campaign name or --artifacts, not both (got %q and --artifacts %s)", positional, *artifacts)
 	case *artifacts != "":
-		rep, err = report.FromArtifacts(*artifacts)
+		dir := *artifacts
+		if blobstore.IsURL(dir) {
+			var cleanup func()
+			if dir, cleanup, err = pullForReport(ctx, dir, *htmlFile != "", stderr); err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			defer cleanup()
+		}
+		rep, err = report.FromArtifacts(dir)
 	case len(positional) == 1:
 		rep, err = report.FromKubeconfig(ctx, c, *kubeconfig, *namespace, positional[0])
 	case len(positional) > 1:
@@ -105,4 +114,24 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, c c
 		}
 	}
 	return nil
+}
+
+// pullForReport mirrors a store (file://, s3://, gs://) into a temporary
+// directory the report reads as it reads a local one. cleanup removes it,
+// except when an HTML page will link into it.
+func pullForReport(ctx context.Context, url string, keep bool, stderr io.Writer) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "tolokaforge-report-")
+	if err != nil {
+		return "", nil, err
+	}
+	n, err := blobstore.Mirror(ctx, url, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	if keep {
+		fmt.Fprintf(stderr, "report: %d files from the store copied to %s (the page links there)\n", n, dir)
+		return dir, func() {}, nil
+	}
+	return dir, func() { _ = os.RemoveAll(dir) }, nil
 }

@@ -17,6 +17,7 @@ func TestReportCommandOnTrialRunArtifacts(t *testing.T) {
 	if err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--out", dir}, trialTestEnv(t, &out)); err != nil {
 		t.Fatalf("trial run: %v\n%s", err, out.String())
 	}
+	dir = onlyRun(t, dir)
 	htmlPath := filepath.Join(t.TempDir(), "report.html")
 	var stdout, stderr bytes.Buffer
 	if err := runReport(context.Background(), []string{"--artifacts", dir, "--html", htmlPath, "--k", "1"}, &stdout, &stderr, nil); err != nil {

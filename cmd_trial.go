@@ -17,13 +17,14 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
+	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 	"tolokaforge.io/operator/controllers/host/local"
 )
 
 // trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
 // --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
-// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR]` (args start at "run"). It returns nil when the
-// trial passed, an *exitError with code 1 when it ran and did not pass (a
+// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR] [--resume RUNID]` (args start at
+// "run"). It returns nil when the trial passed, an *exitError with code 1 when it ran and did not pass (a
 // failing grade, or an attempt that ended without one), and a plain error for
 // bad flags or a task file that cannot be used.
 func trialMain(ctx context.Context, args []string) error {
@@ -53,6 +54,7 @@ type runFlags struct {
 	message       string
 	maxTurns      int
 	out           string
+	resume        string
 	trialIndex    int
 	timeout       time.Duration
 	temperature   float64
@@ -130,7 +132,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.userAPIKeyEnv, "user-api-key-env", "", "API key variable of the user model (default --api-key-env)")
 	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage, else the task description)")
 	fs.IntVar(&f.maxTurns, "max-turns", 0, "agent turn budget (default the manifest's maxTurns, else 30)")
-	fs.StringVar(&f.out, "out", "results", "artifacts directory (trials/<task_id>/<trial_index>/ under it)")
+	fs.StringVar(&f.out, "out", "results", "results directory: each run writes <out>/<run-id>/trials/<task_id>/<trial_index>/ and prints its run id")
+	fs.StringVar(&f.resume, "resume", "", "continue run RUNID under --out: a trial with a recorded result (any outcome but InfraFailed) is skipped, any other is run again as its next attempt")
 	fs.IntVar(&f.trialIndex, "trial-index", 0, "trial index (the k of pass^k)")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "trial wall clock")
 	fs.Float64Var(&f.temperature, "temperature", -1, "sampling temperature of the models (default: the provider's)")
@@ -234,6 +237,26 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
 	}
+	var run *runDir
+	attempt := 1
+	if f.resume != "" {
+		if run, err = resumeRunDir(f.out, f.resume); err != nil {
+			return err
+		}
+		rec, err := readRecorded(run, lt.Task.TaskID, f.trialIndex)
+		if err != nil {
+			return err
+		}
+		if rec.Done() {
+			fmt.Fprintf(env.Stdout, "run %s: trial %s:%d already has a result (outcome %s), skipped\nartifacts: %s\n",
+				run.ID, lt.Task.TaskID, f.trialIndex, rec.Outcome, rec.Dir)
+			if rec.Pass {
+				return nil
+			}
+			return &exitError{code: 1, msg: fmt.Sprintf("trial recorded in run %s did not pass: outcome %s", run.ID, rec.Outcome)}
+		}
+		attempt = rec.LastAttempt + 1
+	}
 	agentCfg, _ := modelConfig("--agent", f.agent, true, f)
 	userCfg, _ := modelConfig("--user", f.user, false, f)
 	agentName, userName := f.agent, f.user
@@ -300,6 +323,27 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		}
 	}
 
+	if run == nil {
+		if run, err = newRunDir(f.out, now); err != nil {
+			return err
+		}
+	}
+	spec.RunID = run.ID
+	fileURL, err := blobstore.FileURL(run.Dir)
+	if err != nil {
+		return fmt.Errorf("trial run: %w", err)
+	}
+	store, err := blobstore.Open(ctx, fileURL)
+	if err != nil {
+		return fmt.Errorf("trial run: %w", err)
+	}
+	defer store.Close()
+	verb := "new run"
+	if run.Resumed {
+		verb = "resuming run"
+	}
+	fmt.Fprintf(env.Stdout, "%s %s in %s (continue it with --resume %s)\n", verb, run.ID, run.Dir, run.ID)
+
 	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log})
 	if err != nil {
 		return fmt.Errorf("trial run: %w", err)
@@ -323,9 +367,9 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		TrialTimeout:       f.timeout,
 		Agent:              agent,
 		User:               user,
-		ArtifactsDir:       f.out,
+		ArtifactsSink:      store.Sink(""),
 		TrialIndex:         f.trialIndex,
-		AttemptNumber:      1,
+		AttemptNumber:      attempt,
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
 		Log:                env.Log,
 	})

@@ -62,7 +62,7 @@ judge:
 	artifacts := filepath.Join(dir, "out")
 	err = runTrial(ctxT(t), []string{"run", "--task", fullTaskPath, "--agent", "openai:agent", "--base-url", f.URL(),
 		"--api-key-env", "AGENT_KEY", "--model-config", models, "--secrets-dir", secrets, "--out", artifacts}, e)
-	return out.String(), err, f, filepath.Join(artifacts, "trials", "shop_orders_02_full", "0")
+	return out.String(), err, f, filepath.Join(onlyRun(t, artifacts), "trials", "shop_orders_02_full", "0")
 }
 
 func judgeAnswer(polite, accurate string) fakellm.Reply {

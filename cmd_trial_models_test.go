@@ -136,7 +136,7 @@ user_simulator_model:
 			t.Fatalf("%s printed:\n%s", secret, out.String())
 		}
 	}
-	metrics, err := os.ReadFile(filepath.Join(dir, "out", "trials", "shop_orders_02", "0", "metrics.yaml"))
+	metrics, err := os.ReadFile(filepath.Join(onlyRun(t, filepath.Join(dir, "out")), "trials", "shop_orders_02", "0", "metrics.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

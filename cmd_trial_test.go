@@ -47,14 +47,17 @@ func TestRunOracleOnShopPasses(t *testing.T) {
 		"ended: agent_done after 2 turns (outcome Passed, reason Passed)\n",
 		"grade: score 1, pass true\n",
 		"reasons: State: hash match | JSONPath: all 7 checks passed\n",
-		"artifacts: " + filepath.Join(dir, "trials", "shop_orders_02", "0") + "\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
+	run := onlyRun(t, dir)
+	if want := "artifacts: " + filepath.Join(run, "trials", "shop_orders_02", "0") + "\n"; !strings.Contains(got, want) {
+		t.Errorf("output lacks %q:\n%s", want, got)
+	}
 	for _, f := range []string{"trajectory.yaml", "grade.yaml", "metrics.yaml"} {
-		if _, err := os.Stat(filepath.Join(dir, "trials", "shop_orders_02", "0", f)); err != nil {
+		if _, err := os.Stat(filepath.Join(run, "trials", "shop_orders_02", "0", f)); err != nil {
 			t.Error(err)
 		}
 	}

@@ -34,6 +34,7 @@ func commands() map[string]command {
 		"dev":       {"start a local control plane with the manager and the pod simulator", devMain},
 		"report":    {"campaign results as a table, HTML page and aggregate.json", reportMain},
 		"regrade":   {"grade recorded trials again by replaying their tool calls: regrade --artifacts DIR --task PATH", regradeMain},
+		"results":   {"fetch a campaign's or trial's artifacts: results pull NAME --out DIR", resultsMain},
 		"version":   {"print the version and the engine protocol version", runVersion},
 	}
 }

@@ -188,6 +188,9 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 		if res.ArtifactsPath != "" {
 			st.ArtifactsPath = res.ArtifactsPath
 		}
+		if res.ArtifactsURL != "" {
+			st.ArtifactsURL = res.ArtifactsURL
+		}
 		if v.Grade && st.Grade == nil {
 			st.Grade = GradeSummary(res.Grade, a.Number)
 		}

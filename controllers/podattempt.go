@@ -20,6 +20,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 
@@ -45,9 +46,13 @@ type Driver struct {
 	// every actor of every Trial (nil: no shared pacing).
 	Limits       *llm.Limits
 	ArtifactsDir string
-	Metrics      *Metrics
-	Log          logr.Logger
-	WrapRunner   RunnerWrapper
+	// Artifacts, when set, is the store every attempt writes to (under
+	// <namespace>/<trial>/attempt-<n>/, so two managers never share a key),
+	// instead of ArtifactsDir.
+	Artifacts  *blobstore.Store
+	Metrics    *Metrics
+	Log        logr.Logger
+	WrapRunner RunnerWrapper
 }
 
 // attemptInput is what an attempt is driven from, fixed when it started so
@@ -128,6 +133,10 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 		AttemptNumber:      int(in.Number),
 		Log:                log,
 	}
+	if d.Artifacts != nil {
+		cfg.ArtifactsDir = ""
+		cfg.ArtifactsSink = d.Artifacts.Sink(AttemptArtifactsKey(t, in.Number))
+	}
 	if to := t.Spec.Timeouts.Trial; to != nil {
 		cfg.TrialTimeout = to.Duration
 	}
@@ -137,7 +146,11 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	if to := t.Spec.Timeouts.Grading; to != nil {
 		cfg.GradingTimeout = to.Duration
 	}
-	return host.RunAttempt(ctx, cfg)
+	res := host.RunAttempt(ctx, cfg)
+	if d.Artifacts != nil && res.ArtifactsPath != "" {
+		res.ArtifactsURL = d.Artifacts.URL(TrialArtifactsKey(t))
+	}
+	return res
 }
 
 // userActor is nil (the host's default scripted user: the task's scripted

@@ -132,6 +132,19 @@ func AgentLabel(m evalv1.ModelSpec) string {
 	return p + "/" + m.Model
 }
 
+// TrialArtifactsKey is the Trial's folder in an artifacts store:
+// <namespace>/<name>/ (status.artifactsURL).
+func TrialArtifactsKey(t *evalv1.Trial) string {
+	return t.Namespace + "/" + t.Name + "/"
+}
+
+// AttemptArtifactsKey is attempt n's folder in an artifacts store, the
+// layout of AttemptArtifactsDir: each attempt its own keys, whichever
+// manager replica drives it.
+func AttemptArtifactsKey(t *evalv1.Trial, n int32) string {
+	return fmt.Sprintf("%sattempt-%d", TrialArtifactsKey(t), n)
+}
+
 // AttemptArtifactsDir is where attempt n writes its artifacts: one directory
 // per Trial object and attempt, so two Trials of the same task and index
 // (different agents) never share files.

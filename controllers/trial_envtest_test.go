@@ -73,6 +73,8 @@ var _ = Describe("Trial", func() {
 		expectNoPods(key)
 
 		Expect(t.Status.ArtifactsPath).To(HavePrefix(filepath.Join(h.Work, "artifacts", ns, key.Name, "attempt-1")))
+		// --artifacts-dir is a file:// store: the Trial links its folder.
+		Expect(t.Status.ArtifactsURL).To(Equal("file://" + filepath.ToSlash(filepath.Join(h.Work, "artifacts", ns, key.Name)) + "/"))
 		for _, f := range []string{"trajectory.yaml", "grade.yaml", "metrics.yaml"} {
 			Expect(filepath.Join(t.Status.ArtifactsPath, f)).To(BeAnExistingFile())
 		}

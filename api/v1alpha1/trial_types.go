@@ -222,6 +222,11 @@ type TrialStatus struct {
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// ArtifactsURL is the folder of this Trial's artifacts in the manager's
+	// store (--artifacts-url): attempt-<n>/trials/<task_id>/<index>/ under
+	// it for each attempt that wrote any. `tolokaforge results pull` follows it.
+	// +optional
+	ArtifactsURL string `json:"artifactsURL,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -236,6 +241,7 @@ type TrialStatus struct {
 // +kubebuilder:printcolumn:name="Turns",type=integer,JSONPath=`.status.turns`
 // +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attemptCount`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Artifacts",type=string,JSONPath=`.status.artifactsURL`,priority=1
 
 // Trial is one agent run on one task, graded by the runner.
 type Trial struct {

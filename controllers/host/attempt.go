@@ -12,6 +12,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // Who graded an attempt (AttemptResult.GradedBy).
@@ -54,6 +55,9 @@ type AttemptConfig struct {
 	// ArtifactsDir, when set, receives trajectory.yaml, grade.yaml and
 	// metrics.yaml for this attempt under trials/<task_id>/<TrialIndex>/.
 	ArtifactsDir string
+	// ArtifactsSink, when set, receives them instead of ArtifactsDir (a
+	// blob store: blobstore.Store.Sink).
+	ArtifactsSink artifacts.Sink
 	// GradingComponents limits what GradeTrial computes. Nil means every
 	// configured component, except for the oracle agent: see
 	// OracleGradingComponents.
@@ -133,6 +137,9 @@ type AttemptResult struct {
 	Transcript    []task.Message
 	ToolCalls     []task.RecordedToolCall
 	ArtifactsPath string
+	// ArtifactsURL is the folder of the Trial's artifacts in the store (set
+	// by the caller that chose the store; RunAttempt leaves it empty).
+	ArtifactsURL string
 	// ArtifactsError is why the artifacts could not be written (the attempt's
 	// outcome stands regardless).
 	ArtifactsError error

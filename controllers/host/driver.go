@@ -39,8 +39,17 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	r.log.Info("attempt ended", "outcome", res.Outcome, "reason", res.Reason,
 		"termination", res.TerminationReason, "turns", res.Turns)
 
-	if cfg.ArtifactsDir != "" {
-		path, err := artifacts.Write(cfg.ArtifactsDir, r.artifactsOf(&res, end))
+	sink := cfg.ArtifactsSink
+	if sink == nil && cfg.ArtifactsDir != "" {
+		sink = artifacts.DirSink(cfg.ArtifactsDir)
+	}
+	if sink != nil {
+		// The attempt's end is recorded even when ctx ended it (a canceled
+		// trial keeps its transcript), bounded so a dead store cannot hold
+		// the driver.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), artifactsTimeout)
+		path, err := artifacts.WriteTo(actx, sink, r.artifactsOf(&res, end))
+		cancel()
 		if err != nil {
 			r.log.Error(err, "writing artifacts")
 			res.ArtifactsError = err
@@ -50,6 +59,9 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	}
 	return res
 }
+
+// artifactsTimeout bounds writing one attempt's artifacts.
+const artifactsTimeout = 2 * time.Minute
 
 // execute registers and runs the trial and says how it ended.
 func (r *run) execute(ctx context.Context) *ending {

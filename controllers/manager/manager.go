@@ -26,6 +26,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
+	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 )
 
 // Defaults of Options.
@@ -52,6 +53,11 @@ type Options struct {
 	// ArtifactsDir receives each attempt's trajectory, grade and metrics;
 	// empty writes none.
 	ArtifactsDir string
+	// ArtifactsURL is the store every attempt's artifacts go to (file://,
+	// s3://, gs://: see controllers/host/artifacts/blobstore), keyed
+	// <namespace>/<trial>/attempt-<n>/; ArtifactsDir D is file://D. At most
+	// one of the two.
+	ArtifactsURL string
 	// Namespace limits the watch to one namespace; empty watches all.
 	Namespace string
 	// ManagerNamespace is where the manager's pods run, the only namespace
@@ -113,6 +119,19 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
+	}
+	if o.ArtifactsURL != "" && o.ArtifactsDir != "" {
+		return o, fmt.Errorf("manager: give --artifacts-url or --artifacts-dir, not both")
+	}
+	if o.ArtifactsURL != "" && !blobstore.IsURL(o.ArtifactsURL) {
+		return o, fmt.Errorf("manager: --artifacts-url %q: want file:///dir, s3://bucket/prefix or gs://bucket/prefix", o.ArtifactsURL)
+	}
+	if o.ArtifactsDir != "" {
+		u, err := blobstore.FileURL(o.ArtifactsDir)
+		if err != nil {
+			return o, fmt.Errorf("manager: %w", err)
+		}
+		o.ArtifactsURL, o.ArtifactsDir = u, ""
 	}
 	if o.Actors == nil {
 		o.Actors = controllers.DefaultActors
@@ -185,6 +204,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 
+	var store *blobstore.Store
+	if opts.ArtifactsURL != "" {
+		// Opening contacts nothing; a store that refuses writes shows in
+		// each attempt's log and leaves status.artifactsURL unset.
+		if store, err = blobstore.Open(context.Background(), opts.ArtifactsURL); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
 	metrics := controllers.DefaultMetrics()
 	pool := opts.Pool
 	if pool == nil {
@@ -197,14 +224,14 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
 		Pool: pool,
 		Driver: &controllers.Driver{
-			APIReader:    mgr.GetAPIReader(),
-			Dial:         opts.Dial,
-			Actors:       opts.Actors,
-			Limits:       llm.NewLimits(),
-			ArtifactsDir: opts.ArtifactsDir,
-			Metrics:      metrics,
-			Log:          opts.Logger.WithName("driver"),
-			WrapRunner:   opts.WrapRunner,
+			APIReader:  mgr.GetAPIReader(),
+			Dial:       opts.Dial,
+			Actors:     opts.Actors,
+			Limits:     llm.NewLimits(),
+			Artifacts:  store,
+			Metrics:    metrics,
+			Log:        opts.Logger.WithName("driver"),
+			WrapRunner: opts.WrapRunner,
 		},
 		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint},
 		ManagerPeer:             controllers.DefaultManagerPeer(opts.ManagerNamespace),

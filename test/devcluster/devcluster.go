@@ -42,8 +42,11 @@ type Options struct {
 	// FakeLLMScript, when set, starts the fake OpenAI-compatible server with
 	// this script and writes its URL to Dir/fakellm-url.
 	FakeLLMScript string
-	Log           logr.Logger
-	Stdout        io.Writer
+	// ArtifactsURL, when set, is the manager's artifacts store instead of
+	// file://<Dir>/artifacts.
+	ArtifactsURL string
+	Log          logr.Logger
+	Stdout       io.Writer
 }
 
 // Run starts the dev cluster and blocks until ctx ends, then tears it down.
@@ -127,12 +130,17 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	go func() { errc <- wrap("pod simulator", sim.Run(ctx)) }()
 
+	artifactsDir := filepath.Join(dir, "artifacts")
+	if opts.ArtifactsURL != "" {
+		artifactsDir = ""
+	}
 	go func() {
 		errc <- wrap("manager", manager.Run(ctx, cfg, manager.Options{
 			Image:                  Image,
 			Entrypoint:             "tolokaforge",
 			MaxConcurrentTrials:    opts.MaxConcurrentTrials,
-			ArtifactsDir:           filepath.Join(dir, "artifacts"),
+			ArtifactsDir:           artifactsDir,
+			ArtifactsURL:           opts.ArtifactsURL,
 			MetricsBindAddress:     "0",
 			HealthProbeBindAddress: "0",
 			Logger:                 opts.Log.WithName("manager"),

@@ -8,9 +8,10 @@
 // The top level always describes the trial's latest attempt, so a consumer
 // that walks trials/*/* counts each trial once however often it was retried
 // (the Python host double-counted retried trajectories); attempts/<n>/ keeps
-// the history of why earlier attempts ended. Every file is written to a
-// temporary file in its directory and renamed into place, so a reader sees
-// the old file or the new one, never half of one.
+// the history of why earlier attempts ended. Files go to a Sink: a local
+// directory (DirSink: a temporary file renamed into place) or a blob store
+// (blobstore: an object committed whole), so a reader sees the old file or
+// the new one, never half of one.
 //
 // It holds no secrets by construction: it only receives the transcript, the
 // tool-call record, the grade and figures, never a model config's key.

@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,11 +47,59 @@ func safeSegment(s string) string {
 	return out
 }
 
+// Sink receives an attempt's files by slash-separated name ("trials/t/0/
+// grade.yaml") under one root: a local directory (DirSink) or a blob store
+// (blobstore.Store.Sink). Put must leave the old object or the new one,
+// never half of one.
+type Sink interface {
+	Put(ctx context.Context, name string, data []byte) error
+	// Delete removes name; a name that is not there is no error.
+	Delete(ctx context.Context, name string) error
+	// Location is name's path or URL, for people and the Trial's status.
+	Location(name string) string
+}
+
+// DirSink is a Sink writing under a local directory.
+type DirSink string
+
+func (d DirSink) Put(_ context.Context, name string, data []byte) error {
+	p := d.Location(name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return WriteFileAtomic(p, data)
+}
+
+func (d DirSink) Delete(_ context.Context, name string) error {
+	if err := os.Remove(d.Location(name)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return nil
+}
+
+func (d DirSink) Location(name string) string {
+	return filepath.Join(string(d), filepath.FromSlash(name))
+}
+
+// RelDir is the trial's directory relative to a root, slash-separated.
+func RelDir(taskID string, trialIndex int) string {
+	return "trials/" + safeSegment(taskID) + "/" + strconv.Itoa(trialIndex)
+}
+
 // Write writes the attempt's files into its attempts/<n>/ directory and then
 // into the trial's directory, and returns the trial's directory.
 func Write(root string, a *Attempt) (string, error) {
 	if root == "" {
 		return "", fmt.Errorf("write artifacts: empty root directory")
+	}
+	return WriteTo(context.Background(), DirSink(root), a)
+}
+
+// WriteTo is Write into any Sink; it returns the Location of the trial's
+// directory.
+func WriteTo(ctx context.Context, s Sink, a *Attempt) (string, error) {
+	if s == nil {
+		return "", fmt.Errorf("write artifacts: no sink")
 	}
 	if a == nil {
 		return "", fmt.Errorf("write artifacts: nil attempt")
@@ -74,27 +123,26 @@ func Write(root string, a *Attempt) (string, error) {
 		}
 		rendered[name] = b
 	}
-	top := Dir(root, a.TaskID, a.TrialIndex)
-	for _, dir := range []string{AttemptDir(root, a.TaskID, a.TrialIndex, a.AttemptNumber), top} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", fmt.Errorf("write artifacts of trial %q: %w", a.TrialID, err)
-		}
+	top := RelDir(a.TaskID, a.TrialIndex)
+	// The attempt's own copy first, the top level last: a reader of the top
+	// level finds the attempt's history already there.
+	for _, dir := range []string{top + "/attempts/" + strconv.Itoa(a.AttemptNumber), top} {
 		for _, name := range []string{TrajectoryFile, GradeFile, MetricsFile} {
 			b, ok := rendered[name]
 			if !ok {
 				// An attempt without a grade must not leave an earlier
 				// attempt's grade beside its own trajectory.
-				if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+				if err := s.Delete(ctx, dir+"/"+name); err != nil {
 					return "", fmt.Errorf("write artifacts of trial %q: %w", a.TrialID, err)
 				}
 				continue
 			}
-			if err := WriteFileAtomic(filepath.Join(dir, name), b); err != nil {
+			if err := s.Put(ctx, dir+"/"+name, b); err != nil {
 				return "", fmt.Errorf("write artifacts of trial %q: %w", a.TrialID, err)
 			}
 		}
 	}
-	return top, nil
+	return s.Location(top), nil
 }
 
 // WriteFileAtomic writes data to a temporary file in path's directory, syncs
