@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -151,8 +152,9 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keys"},
-		Data:       map[string][]byte{"agent": []byte(secretValue)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keys",
+			Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: llm.DefaultBaseURL}},
+		Data: map[string][]byte{"agent": []byte(secretValue)},
 	}).Build()
 	var logs strings.Builder
 	log := funcr.New(func(prefix, args string) { logs.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 10})

@@ -224,6 +224,9 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 		w.PodsCreated, w.PodsSeen = r.Pool.PodBookkeeping(key, a.ID)
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
+		if w.TaskErr == nil {
+			w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
+		}
 	}
 	return w, nil
 }

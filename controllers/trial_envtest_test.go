@@ -2,9 +2,11 @@ package controllers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -276,8 +278,9 @@ var _ = Describe("Trial", func() {
 	It("hands the agent its API key from the Secret and writes it nowhere", func() {
 		const secret = "sk-test-do-not-leak-7f3a"
 		Expect(h.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm"},
-			Data:       map[string][]byte{"agent": []byte(secret)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm",
+				Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: "https://api.openai.com/v1/"}},
+			Data: map[string][]byte{"agent": []byte(secret)},
 		})).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "keyed"}
 		tr := oracleTrial(ns, key.Name, "shop")
@@ -305,6 +308,35 @@ var _ = Describe("Trial", func() {
 			}
 		}
 	})
+
+	DescribeTable("refuses a provider Secret that is not opted in for the model's base URL, before any pod",
+		func(name string, annotations map[string]string, wantMsg string) {
+			Expect(h.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+				Data:       map[string][]byte{"agent": []byte("sk-refused-0123456789")},
+			})).To(Succeed())
+			key := types.NamespacedName{Namespace: ns, Name: name}
+			tr := oracleTrial(ns, key.Name, "shop")
+			tr.Spec.Agent.BaseURL = "https://llm.example/v1"
+			tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "agent"}
+			Expect(h.Client.Create(ctx, tr)).To(Succeed())
+			t := completed(key)
+			Expect(t.Status.Phase).To(Equal(evalv1.PhaseInvalid), describeTrial(t))
+			failed := findCond(t.Status.Conditions, evalv1.TrialFailed)
+			Expect(failed).NotTo(BeNil())
+			Expect(failed.Reason).To(Equal(evalv1.ReasonSecretNotAllowed))
+			Expect(failed.Message).To(Equal(fmt.Sprintf(wantMsg, ns)))
+			Expect(t.Status.Attempts).To(BeEmpty())
+			Consistently(func() []corev1.Pod { return podsOf(key) }, 300*time.Millisecond, pollEvery).Should(BeEmpty())
+			var np networkingv1.NetworkPolicy
+			Expect(apierrors.IsNotFound(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.NetworkPolicyName(key.Name)}, &np))).To(BeTrue())
+		},
+		Entry("no annotation", "key-bare", nil,
+			"spec.agent.apiKeySecretRef: secret %s/key-bare may not be sent to https://llm.example/v1: it has no annotation eval.tolokaforge.io/allowed-base-urls listing the base URLs it may be sent to"),
+		Entry("base URL not listed", "key-elsewhere", map[string]string{evalv1.AnnotationAllowedBaseURLs: "https://api.openai.com/v1\nhttps://llm.example/v2"},
+			`spec.agent.apiKeySecretRef: secret %s/key-elsewhere may not be sent to https://llm.example/v1: its annotation eval.tolokaforge.io/allowed-base-urls lists only ["https://api.openai.com/v1" "https://llm.example/v2"]`),
+	)
 
 	It("retries an attempt orphaned by a manager restart: attempt 1 InfraFailed, attempt 2 Passed, exactly one grade", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "restarted"}
