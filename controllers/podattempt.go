@@ -48,6 +48,9 @@ type Driver struct {
 	Metrics      *Metrics
 	Log          logr.Logger
 	WrapRunner   RunnerWrapper
+	// GatewayURL is the manager's LLM gateway as runner pods reach it
+	// (PodConfig.GatewayURL); the judge's base URL in every TrialSpec.
+	GatewayURL string
 }
 
 // attemptInput is what an attempt is driven from, fixed when it started so
@@ -76,7 +79,7 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	}
 
 	dbURL := "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))
-	spec := BuildTrialSpec(t, in.Number, in.Task.Desc, dbURL)
+	spec := BuildTrialSpecVia(t, in.Number, in.Task.Desc, dbURL, d.GatewayURL)
 	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef, t.Spec.Agent.BaseURL)
 	if err != nil {
 		o, reason := keyFailure(err)

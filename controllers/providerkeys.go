@@ -13,6 +13,7 @@ import (
 
 	"tolokaforge.io/operator/api/llm"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/gateway"
 )
 
 // NormalizeBaseURL is the form base URLs are compared in: surrounding spaces
@@ -149,4 +150,45 @@ func CheckProviderKeys(ctx context.Context, reader client.Reader, t *evalv1.Tria
 		}
 	}
 	return nil
+}
+
+// UsesGateway says whether the Trial's judge calls a model, through the
+// manager's gateway at gatewayURL (empty: no gateway configured, and the
+// runner gets no credential at all, never the provider key).
+func UsesGateway(t *evalv1.Trial, gatewayURL string) bool {
+	j := t.Spec.Judge
+	return gatewayURL != "" && j != nil && j.Provider != "" && j.Provider != evalv1.ProviderOracle
+}
+
+// JudgeUpstream is the gateway's view of a Trial: its judge's base URL and
+// model, with the key and extra headers read from the judge's Secrets (each
+// checked for the base URL, as for the agent) at every call, so a Secret
+// rotated or withdrawn mid-trial takes effect at once.
+func JudgeUpstream(reader client.Reader) gateway.UpstreamFunc {
+	return func(ctx context.Context, t *evalv1.Trial) (gateway.Upstream, error) {
+		j := t.Spec.Judge
+		if j == nil || j.Provider == "" || j.Provider == evalv1.ProviderOracle {
+			return gateway.Upstream{}, errors.New("the trial has no judge model")
+		}
+		base := NormalizeBaseURL(j.BaseURL)
+		key, err := readProviderKey(ctx, reader, t.Namespace, j.APIKeySecretRef, base)
+		if err != nil {
+			return gateway.Upstream{}, fmt.Errorf("spec.judge.apiKeySecretRef: %w", err)
+		}
+		up := gateway.Upstream{BaseURL: base, APIKey: key, Models: []string{j.Model}}
+		for i := range j.ExtraHeaders {
+			h := &j.ExtraHeaders[i]
+			v, err := readProviderKey(ctx, reader, t.Namespace, &h.ValueFrom.SecretKeyRef, base)
+			if err != nil {
+				return gateway.Upstream{}, fmt.Errorf("spec.judge.extraHeaders[%s]: %w", h.Name, err)
+			}
+			if v != "" {
+				if up.Headers == nil {
+					up.Headers = map[string]string{}
+				}
+				up.Headers[h.Name] = v
+			}
+		}
+		return up, nil
+	}
 }

@@ -136,3 +136,28 @@ func TestForbiddenSecretNamesTheNamespace(t *testing.T) {
 		t.Fatalf("got %#v (%v)", ke, ke)
 	}
 }
+
+func TestJudgeUpstream(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		keySecret("judge", "https://judge.example/v1", true), keySecret("bare", "", false)).Build()
+	up := JudgeUpstream(c)
+	tr := testTrial()
+	tr.Namespace = "ns"
+	if _, err := up(context.Background(), tr); err == nil || err.Error() != "the trial has no judge model" {
+		t.Fatalf("oracle trial: %v", err)
+	}
+	tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "j1", BaseURL: "https://judge.example/v1/",
+		APIKeySecretRef: keyRef("judge", "k")}
+	got, err := up(context.Background(), tr)
+	if err != nil || got.BaseURL != "https://judge.example/v1" || got.APIKey != "sk-judge-value-0123456" ||
+		strings.Join(got.Models, ",") != "j1" {
+		t.Fatalf("upstream = %+v, %v", got, err)
+	}
+	tr.Spec.Judge.APIKeySecretRef = keyRef("bare", "k")
+	if _, err := up(context.Background(), tr); err == nil || !strings.HasPrefix(err.Error(),
+		"spec.judge.apiKeySecretRef: secret ns/bare may not be sent to https://judge.example/v1") {
+		t.Fatalf("not opted in: %v", err)
+	}
+}

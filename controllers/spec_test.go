@@ -51,8 +51,17 @@ func TestBuildTrialSpec(t *testing.T) {
 	if a.APIKeyEnv != "" {
 		t.Errorf("agent api_key_env = %q: the agent's key stays in the manager", a.APIKeyEnv)
 	}
-	if s.Judge == nil || s.Judge.APIKeyEnv != JudgeKeyFile {
-		t.Errorf("judge = %+v", s.Judge)
+	if s.Judge == nil || s.Judge.APIKeyEnv != "" || s.Judge.BaseURL != "" {
+		t.Errorf("judge without a gateway = %+v, want no key file", s.Judge)
+	}
+	// Through the gateway: the judge's base URL is the gateway, its key
+	// file the gateway token; the provider's URL and key stay in the manager.
+	gs := BuildTrialSpecVia(tr, 2, desc, "http://10.0.0.2:8000", "http://gw:8090/v1")
+	if gs.Judge.BaseURL != "http://gw:8090/v1" || gs.Judge.APIKeyEnv != JudgeKeyFile || gs.Judge.Model != "judge" {
+		t.Errorf("judge via the gateway = %+v", gs.Judge)
+	}
+	if gs.Agent.BaseURL != "http://llm/v1" {
+		t.Errorf("the agent's base URL changed: %q", gs.Agent.BaseURL)
 	}
 	if s.UserSimulatorModel != nil {
 		t.Errorf("scripted user got a model: %+v", s.UserSimulatorModel)
