@@ -33,6 +33,7 @@ func wantObjects() []string {
 		"ClusterRoleBinding//tolokaforge-manager",
 		"Deployment/" + releaseNamespace + "/tolokaforge-manager",
 		"Service/" + releaseNamespace + "/tolokaforge-manager-metrics",
+		"Service/" + releaseNamespace + "/tolokaforge-gateway",
 	}
 	sort.Strings(w)
 	return w
