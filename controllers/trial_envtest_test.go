@@ -23,6 +23,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
+	"tolokaforge.io/operator/controllers/gateway"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 
@@ -307,6 +308,47 @@ var _ = Describe("Trial", func() {
 				Expect(e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil).To(BeTrue(), "pod %s env %s", p.Name, e.Name)
 			}
 		}
+	})
+
+	It("gives the runner pod the trial's gateway token, never the judge's provider key, and revokes it at the end", func() {
+		const judgeKey = "sk-judge-do-not-mount-5c1d"
+		Expect(h.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "judge-provider-secret",
+				Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: "https://judge.example/v1"}},
+			Data: map[string][]byte{"k": []byte(judgeKey)},
+		})).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "judged"}
+		gt := gates.Hold(key, 1)
+		tr := oracleTrial(ns, key.Name, "shop")
+		tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge-1", BaseURL: "https://judge.example/v1",
+			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "judge-provider-secret"}, Key: "k"}}
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
+		waitGate(gt)
+
+		tok := &corev1.Secret{}
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.SecretName(key.Name)}, tok)).To(Succeed())
+		Expect(string(tok.Data[gateway.TokenKey])).To(HavePrefix(ns + "/" + key.Name + "/"))
+		Expect(metav1.IsControlledBy(tok, getTrial(key))).To(BeTrue())
+		runner := &corev1.Pod{}
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.PodName(key.Name, 1, evalv1.RoleRunner)}, runner)).To(Succeed())
+		var secretVolumes []string
+		for _, v := range runner.Spec.Volumes {
+			if v.Secret != nil {
+				secretVolumes = append(secretVolumes, v.Secret.SecretName)
+			}
+		}
+		Expect(secretVolumes).To(Equal([]string{gateway.SecretName(key.Name)}))
+		b, err := json.Marshal(runner)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).NotTo(ContainSubstring("judge-provider-secret"))
+		Expect(string(b)).NotTo(ContainSubstring(judgeKey))
+		close(gt.Release)
+
+		t := completed(key)
+		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.SecretName(key.Name)}, &corev1.Secret{}))
+		}, waitLong, pollEvery).Should(BeTrue(), "the token Secret outlived its Trial")
 	})
 
 	DescribeTable("refuses a provider Secret that is not opted in for the model's base URL, before any pod",
