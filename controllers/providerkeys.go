@@ -192,3 +192,20 @@ func JudgeUpstream(reader client.Reader) gateway.UpstreamFunc {
 		return up, nil
 	}
 }
+
+// CheckGatewayGrant asks, before any pod, whether the manager may manage the
+// Trial's gateway token Secret in its namespace: a judge with no key Secret
+// would otherwise only meet the missing grant when the token is created.
+func CheckGatewayGrant(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
+	name := gateway.SecretName(t.Name)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &corev1.Secret{})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		return &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
+			"spec.judge: the manager may not manage the gateway token Secret in namespace %s (secret %s: %w); the install grants it per namespace: helm value trialNamespaces or config/namespace-grant",
+			t.Namespace, name, err)}
+	}
+	return &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", t.Namespace, name, err)}
+}

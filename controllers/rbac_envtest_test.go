@@ -93,6 +93,20 @@ func TestInstallRBACGrantsSecretsOnlyInGrantedNamespaces(t *testing.T) {
 		!strings.HasPrefix(ke.Error(), "spec.agent.apiKeySecretRef: the manager may not read Secrets in namespace team-b (secret llm: ") {
 		t.Fatalf("ungranted namespace: %#v (%v)", ke, ke)
 	}
+	// A judge without a key Secret still needs the grant, for its token.
+	judged := func(ns string) *evalv1.Trial {
+		tr := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "j"}}
+		tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge", BaseURL: "http://local-llm:8000/v1"}
+		return tr
+	}
+	if ke := CheckGatewayGrant(ctx, mc, judged(granted)); ke != nil {
+		t.Fatalf("granted namespace, gateway token: %v", ke)
+	}
+	ke = CheckGatewayGrant(ctx, mc, judged(other))
+	if ke == nil || ke.Reason != evalv1.ReasonNamespaceNotGranted || ke.Transient ||
+		!strings.HasPrefix(ke.Error(), "spec.judge: the manager may not manage the gateway token Secret in namespace team-b (secret j-llm-gateway: ") {
+		t.Fatalf("ungranted namespace, gateway token: %#v (%v)", ke, ke)
+	}
 	// No list or watch, in either namespace: the manager never caches Secrets.
 	for _, ns := range []string{granted, other} {
 		if err := mc.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)); !apierrors.IsForbidden(err) {

@@ -228,6 +228,9 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
 			w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
+			if w.KeyErr == nil && UsesGateway(t, r.Pods.GatewayURL) {
+				w.KeyErr = CheckGatewayGrant(ctx, r.APIReader, t)
+			}
 		}
 	}
 	return w, nil
