@@ -1,3 +1,5 @@
+//go:build dev
+
 package main
 
 import (
@@ -11,6 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"tolokaforge.io/operator/test/devcluster"
 )
+
+// devSummary is the `dev` line of the usage text.
+const devSummary = "start a local control plane with the manager and the pod simulator"
 
 // devMain runs `tolokaforge dev` until ctx ends.
 func devMain(ctx context.Context, args []string) error {

@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 	"tolokaforge.io/operator/controllers/manager"
 )
@@ -42,6 +43,8 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	fs.StringVar(&f.Entrypoint, "entrypoint", "tolokaforge", "path of the tolokaforge binary in --image")
 	fs.StringVar(&f.Namespace, "namespace", "", "watch only this namespace (default: all)")
 	fs.StringVar(&f.ManagerNamespace, "manager-namespace", "", "namespace of the manager's pods, allowed to reach runners (default $POD_NAMESPACE, else "+manager.DefaultManagerNamespace+")")
+	fs.StringVar(&f.GatewayBindAddress, "gateway-bind-address", gateway.DefaultBindAddress, `address to serve the judge's LLM gateway (/v1/chat/completions) on ("0" disables)`)
+	fs.StringVar(&f.GatewayURL, "gateway-url", "", "the gateway's URL as runner pods reach it, e.g. http://tolokaforge-gateway.tolokaforge-system.svc:8090/v1 (empty: judges get no credential)")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	f.zap.Development = false
 	f.zap.BindFlags(fs)

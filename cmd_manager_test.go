@@ -19,7 +19,7 @@ func TestManagerFlagsDefaults(t *testing.T) {
 	if o.Image != "reg/tolokaforge:v1" || o.MaxConcurrentTrials != manager.DefaultMaxConcurrentTrials ||
 		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElection ||
 		o.LeaderElectionID != manager.DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
-		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" {
+		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" || o.GatewayBindAddress != ":8090" || o.GatewayURL != "" {
 		t.Errorf("defaults = %+v kubeconfig %q", o, f.Kubeconfig)
 	}
 }
@@ -29,6 +29,7 @@ func TestManagerFlagsAll(t *testing.T) {
 		"--image=img", "--leader-elect", "--metrics-bind-address=:9090", "--health-probe-bind-address=0",
 		"--max-concurrent-trials=50", "--artifacts-dir=/art", "--namespace=evals", "--kubeconfig=/k",
 		"--manager-namespace=ops", "--max-concurrent-reconciles=4", "--zap-log-level=debug",
+		"--gateway-bind-address=:9999", "--gateway-url=http://gw.ops.svc:9999/v1",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,8 @@ func TestManagerFlagsAll(t *testing.T) {
 	o := f.Options
 	if !o.LeaderElection || o.MetricsBindAddress != ":9090" || o.HealthProbeBindAddress != "0" ||
 		o.MaxConcurrentTrials != 50 || o.ArtifactsDir != "/art" || o.Namespace != "evals" || f.Kubeconfig != "/k" ||
-		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 {
+		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 ||
+		o.GatewayBindAddress != ":9999" || o.GatewayURL != "http://gw.ops.svc:9999/v1" {
 		t.Errorf("options = %+v", o)
 	}
 }

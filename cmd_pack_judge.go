@@ -1,3 +1,5 @@
+//go:build dev
+
 package main
 
 import (
@@ -9,7 +11,8 @@ import (
 	"tolokaforge.io/operator/test/fakellm"
 )
 
-// standInJudge is pack validate's judge when no judge model is configured: the fake
+// standInJudge is pack validate's judge, in the dev build, when no judge model is
+// configured: the fake
 // provider (test/fakellm) served in-process on loopback, answering each task's rubric
 // with every criterion met. The judge's real path runs all the same (the runner's
 // client, the prompt, the answer validated against the criteria, the fold), so a judge

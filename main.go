@@ -31,7 +31,7 @@ func commands() map[string]command {
 		"mcp":       {"serve a built-in example MCP server over stdio: mcp shop", runMCP},
 		"trial":     {"run one trial locally: trial run --task PATH", trialMain},
 		"pack":      {"convert and validate task packs: pack import|validate", packMain},
-		"dev":       {"start a local control plane with the manager and the pod simulator", devMain},
+		"dev":       {devSummary, devMain},
 		"report":    {"campaign results as a table, HTML page and aggregate.json", reportMain},
 		"regrade":   {"grade recorded trials again by replaying their tool calls: regrade --artifacts DIR --task PATH", regradeMain},
 		"results":   {"fetch a campaign's or trial's artifacts: results pull NAME --out DIR", resultsMain},

@@ -47,13 +47,14 @@ func TestBuildTrialSpecReasoningModelFields(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tr.Namespace, Name: "hdr"}, Data: map[string][]byte{"org": []byte("org-secret-1")}}).Build()
+		ObjectMeta: metav1.ObjectMeta{Namespace: tr.Namespace, Name: "hdr",
+			Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: NormalizeBaseURL(tr.Spec.Agent.BaseURL)}}, Data: map[string][]byte{"org": []byte("org-secret-1")}}).Build()
 	d := &Driver{APIReader: c}
-	got, err := d.headerValues(context.Background(), tr.Namespace, tr.Spec.Agent.ExtraHeaders)
+	got, err := d.headerValues(context.Background(), tr.Namespace, tr.Spec.Agent.ExtraHeaders, tr.Spec.Agent.BaseURL)
 	if err != nil || len(got) != 1 || got["OpenAI-Organization"] != "org-secret-1" {
 		t.Fatalf("headers = %v, %v", got, err)
 	}
-	_, err = d.headerValues(context.Background(), tr.Namespace, []evalv1.ExtraHeader{{Name: "X-Team", ValueFrom: evalv1.HeaderValueSource{SecretKeyRef: ref("team")}}})
+	_, err = d.headerValues(context.Background(), tr.Namespace, []evalv1.ExtraHeader{{Name: "X-Team", ValueFrom: evalv1.HeaderValueSource{SecretKeyRef: ref("team")}}}, tr.Spec.Agent.BaseURL)
 	if err == nil || err.Error() != `header X-Team: secret `+tr.Namespace+`/hdr has no key "team"` || strings.Contains(err.Error(), "org-secret-1") {
 		t.Fatalf("missing key: %v", err)
 	}

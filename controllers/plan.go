@@ -34,6 +34,9 @@ type world struct {
 	// why it could not be.
 	Task    *ResolvedTask
 	TaskErr *TaskError
+	// KeyErr says why a provider Secret of the Trial may not be used; it is
+	// checked with the task, before any attempt's pods.
+	KeyErr *KeyError
 }
 
 // plan is the desired status and what to do once it is written.
@@ -282,6 +285,19 @@ func (p *plan) startNext(w *world) {
 			return
 		}
 		p.complete(w, evalv1.PhaseInvalid, te.Error())
+		return
+	}
+	if ke := w.KeyErr; ke != nil {
+		if ke.Transient {
+			st.Phase = evalv1.PhasePending
+			p.cond(evalv1.TrialCompleted, false, ke.Reason, ke.Error())
+			p.requeueIn(transientRetry)
+			return
+		}
+		p.complete(w, evalv1.PhaseInvalid, ke.Error())
+		// Failed carries the cause, as a Job's Failed carries
+		// BackoffLimitExceeded; Completed keeps the phase.
+		p.cond(evalv1.TrialFailed, true, ke.Reason, ke.Error())
 		return
 	}
 	if w.Task == nil {

@@ -459,6 +459,40 @@ func TestPlanTaskProblems(t *testing.T) {
 	}
 }
 
+func TestPlanProviderKeyProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		err                   *KeyError
+		wantPhase             evalv1.TrialPhase
+		wantCompleted, wantFR string // Completed reason; Failed reason ("" = no Failed condition)
+	}{
+		{"missing Secret waits", &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: errString(`read secret ns/k: not found`)},
+			evalv1.PhasePending, evalv1.ReasonAPIKeyUnavailable, ""},
+		{"Secret not opted in is final", &KeyError{Reason: evalv1.ReasonSecretNotAllowed, Err: errString("secret ns/k may not be sent to https://x/v1")},
+			evalv1.PhaseInvalid, "Invalid", evalv1.ReasonSecretNotAllowed},
+		{"namespace not granted is final", &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: errString("the manager may not read Secrets in namespace ns")},
+			evalv1.PhaseInvalid, "Invalid", evalv1.ReasonNamespaceNotGranted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planTrial(&world{Now: t0, Trial: testTrial(), Task: resolvedShop(), KeyErr: tc.err})
+			c := cond(&p.Status, evalv1.TrialCompleted)
+			if p.Status.Phase != tc.wantPhase || c.Reason != tc.wantCompleted || c.Message != tc.err.Error() {
+				t.Errorf("phase %s, Completed %+v", p.Status.Phase, c)
+			}
+			f := cond(&p.Status, evalv1.TrialFailed)
+			if tc.wantFR == "" && f.Status == metav1.ConditionTrue {
+				t.Errorf("Failed = %+v while waiting", f)
+			}
+			if tc.wantFR != "" && (f.Status != metav1.ConditionTrue || f.Reason != tc.wantFR || f.Message != tc.err.Error()) {
+				t.Errorf("Failed = %+v, want reason %s", f, tc.wantFR)
+			}
+			if p.Claim != nil || len(p.CreatePod) != 0 || p.EnsureNP || len(p.Status.Attempts) != 0 {
+				t.Error("an attempt started with an unusable provider key")
+			}
+		})
+	}
+}
+
 func TestPlanCollectsPods(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)

@@ -53,6 +53,9 @@ type Driver struct {
 	Metrics    *Metrics
 	Log        logr.Logger
 	WrapRunner RunnerWrapper
+	// GatewayURL is the manager's LLM gateway as runner pods reach it
+	// (PodConfig.GatewayURL); the judge's base URL in every TrialSpec.
+	GatewayURL string
 }
 
 // attemptInput is what an attempt is driven from, fixed when it started so
@@ -81,14 +84,16 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	}
 
 	dbURL := "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))
-	spec := BuildTrialSpec(t, in.Number, in.Task.Desc, dbURL)
-	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef)
+	spec := BuildTrialSpecVia(t, in.Number, in.Task.Desc, dbURL, d.GatewayURL)
+	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef, t.Spec.Agent.BaseURL)
 	if err != nil {
-		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "agent API key: %v", err)
+		o, reason := keyFailure(err)
+		return fail(o, reason, "agent API key: %v", err)
 	}
-	agentHeaders, err := d.headerValues(ctx, t.Namespace, t.Spec.Agent.ExtraHeaders)
+	agentHeaders, err := d.headerValues(ctx, t.Namespace, t.Spec.Agent.ExtraHeaders, t.Spec.Agent.BaseURL)
 	if err != nil {
-		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "agent extra header: %v", err)
+		o, reason := keyFailure(err)
+		return fail(o, reason, "agent extra header: %v", err)
 	}
 	agent, err := d.Actors(ctx, ActorRequest{Role: ActorAgent, Trial: t, Attempt: in.Number, Spec: spec,
 		Task: spec.Task, Model: t.Spec.Agent, InitialUserMessage: in.Task.InitialUserMessage, APIKey: agentKey,
@@ -100,7 +105,8 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	if err != nil {
 		var se *secretError
 		if errors.As(err, &se) {
-			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable, "user simulator API key: %v", err)
+			o, reason := keyFailure(err)
+			return fail(o, reason, "user simulator API key: %v", err)
 		}
 		return fail(evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, "user simulator: %v", err)
 	}
@@ -166,11 +172,11 @@ func (d *Driver) userActor(ctx context.Context, in *attemptInput, spec *task.Tri
 		if u.Model == nil {
 			return nil, fmt.Errorf("mode llm needs a model")
 		}
-		key, err := d.secretValue(ctx, in.Trial.Namespace, u.Model.APIKeySecretRef)
+		key, err := d.secretValue(ctx, in.Trial.Namespace, u.Model.APIKeySecretRef, u.Model.BaseURL)
 		if err != nil {
 			return nil, err
 		}
-		headers, err := d.headerValues(ctx, in.Trial.Namespace, u.Model.ExtraHeaders)
+		headers, err := d.headerValues(ctx, in.Trial.Namespace, u.Model.ExtraHeaders, u.Model.BaseURL)
 		if err != nil {
 			return nil, err
 		}
@@ -192,40 +198,28 @@ type secretError struct{ err error }
 func (e *secretError) Error() string { return e.err.Error() }
 func (e *secretError) Unwrap() error { return e.err }
 
-// secretValue reads one key of a Secret. The value is returned, never put
-// into an error or a log line.
-func (d *Driver) secretValue(ctx context.Context, ns string, ref *corev1.SecretKeySelector) (string, error) {
-	if ref == nil {
-		return "", nil
+// secretValue reads one key of a provider Secret for the model at baseURL,
+// checking again that the Secret is opted in for it (the check before the
+// pods may be minutes old). The value is returned, never put into an error
+// or a log line.
+func (d *Driver) secretValue(ctx context.Context, ns string, ref *corev1.SecretKeySelector, baseURL string) (string, error) {
+	v, err := readProviderKey(ctx, d.APIReader, ns, ref, NormalizeBaseURL(baseURL))
+	if err != nil {
+		return "", &secretError{err}
 	}
-	optional := ref.Optional != nil && *ref.Optional
-	s := &corev1.Secret{}
-	if err := d.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
-		if optional && client.IgnoreNotFound(err) == nil {
-			return "", nil
-		}
-		return "", &secretError{fmt.Errorf("read secret %s/%s: %w", ns, ref.Name, err)}
-	}
-	v, ok := s.Data[ref.Key]
-	if !ok {
-		if optional {
-			return "", nil
-		}
-		return "", &secretError{fmt.Errorf("secret %s/%s has no key %q", ns, ref.Name, ref.Key)}
-	}
-	return string(v), nil
+	return v, nil
 }
 
 // headerValues reads each extra header's Secret; errors name the header,
 // never its value.
-func (d *Driver) headerValues(ctx context.Context, ns string, hs []evalv1.ExtraHeader) (map[string]string, error) {
+func (d *Driver) headerValues(ctx context.Context, ns string, hs []evalv1.ExtraHeader, baseURL string) (map[string]string, error) {
 	if len(hs) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]string, len(hs))
 	for _, h := range hs {
 		ref := h.ValueFrom.SecretKeyRef
-		v, err := d.secretValue(ctx, ns, &ref)
+		v, err := d.secretValue(ctx, ns, &ref, baseURL)
 		if err != nil {
 			return nil, fmt.Errorf("header %s: %w", h.Name, err)
 		}
@@ -234,6 +228,17 @@ func (d *Driver) headerValues(ctx context.Context, ns string, hs []evalv1.ExtraH
 		}
 	}
 	return out, nil
+}
+
+// keyFailure is the attempt's end when a provider Secret cannot be used:
+// one that is not (or no longer) opted in, or unreadable for RBAC, makes the
+// attempt Invalid; one missing is an infrastructure fault that may heal.
+func keyFailure(err error) (evalv1.AttemptOutcome, string) {
+	var ke *KeyError
+	if errors.As(err, &ke) && !ke.Transient {
+		return evalv1.OutcomeInvalid, ke.Reason
+	}
+	return evalv1.OutcomeInfraFailed, evalv1.ReasonAPIKeyUnavailable
 }
 
 // observedRunner times registration and grading and tells the pool when the

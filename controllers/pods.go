@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/gateway"
 )
 
 // Ports and paths the pods serve on; probes and the network policy use them.
@@ -21,16 +22,17 @@ const (
 	// RunnerWorkDir is the runner's --work-dir, an emptyDir because the root
 	// filesystem is read-only.
 	RunnerWorkDir = "/var/lib/tolokaforge"
-	// RunnerSecretsDir is the runner's --secrets-dir: the judge's Secret is
-	// mounted there read-only, holding only the judge's key. A file, never an
-	// environment variable: env leaks into child processes (MCP servers, the
-	// test_execution verifier), crash dumps and `kubectl describe`.
+	// RunnerSecretsDir is the runner's --secrets-dir: the Trial's gateway
+	// token Secret is mounted there read-only (never a provider key). A file,
+	// never an environment variable: env leaks into child processes (MCP
+	// servers, the test_execution verifier), crash dumps and `kubectl describe`.
 	RunnerSecretsDir = "/var/run/tolokaforge/secrets"
-	// JudgeKeyFile is the judge key's file name in RunnerSecretsDir; the
+	// JudgeKeyFile is the gateway token's file name in RunnerSecretsDir; the
 	// TrialSpec's judge.api_key_env names it (the runner reads api_key_env as
-	// a file name in its secrets directory). The agent's key never enters a pod.
+	// a file name in its secrets directory) and the judge sends it to the
+	// gateway as its bearer key. No provider key ever enters a pod.
 	JudgeKeyFile = "judge-api-key"
-	// judgeKeyVolume is the runner pod's volume of the judge's Secret.
+	// judgeKeyVolume is the runner pod's volume of the gateway token Secret.
 	judgeKeyVolume = "judge-key"
 	// podIPEnv is the downward-API variable the listen flags expand.
 	podIPEnv = "POD_IP"
@@ -48,6 +50,10 @@ type PodConfig struct {
 	Entrypoint string
 	// PullPolicy defaults to IfNotPresent.
 	PullPolicy corev1.PullPolicy
+	// GatewayURL is the manager's LLM gateway as runner pods reach it, e.g.
+	// http://tolokaforge-gateway.tolokaforge-system.svc:8090/v1. Empty: no
+	// gateway, and a judge model gets no credential.
+	GatewayURL string
 }
 
 func (c PodConfig) entrypoint() string {
@@ -128,8 +134,8 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		TimeoutSeconds:   2,
 		FailureThreshold: 3,
 	}
-	ref := judgeKeyRef(t)
-	if ref != nil {
+	gw := UsesGateway(t, cfg.GatewayURL)
+	if gw {
 		c.Args = append(c.Args, "--secrets-dir="+RunnerSecretsDir)
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: judgeKeyVolume, MountPath: RunnerSecretsDir, ReadOnly: true})
 	}
@@ -138,27 +144,34 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
 	})
-	if ref != nil {
+	if gw {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 			Name: judgeKeyVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: ref.Name,
-				// Only the judge's key: the Secret may hold the agent's key too.
-				Items: []corev1.KeyToPath{{Key: ref.Key, Path: JudgeKeyFile}},
+				SecretName: gateway.SecretName(t.Name),
+				Items:      []corev1.KeyToPath{{Key: gateway.TokenKey, Path: JudgeKeyFile}},
 				// Group-readable: the pod's fsGroup is the runner's group.
 				DefaultMode: ptr.To[int32](0o440),
-				Optional:    ref.Optional,
 			}},
 		})
 	}
 	return pod
 }
 
-// judgeKeyRef is the judge's key reference, when the Trial has a judge with a key.
-func judgeKeyRef(t *evalv1.Trial) *corev1.SecretKeySelector {
-	if j := t.Spec.Judge; j != nil && j.APIKeySecretRef != nil {
-		return j.APIKeySecretRef
+// GatewaySecret is the Trial's gateway token Secret, owned by the Trial.
+func GatewaySecret(t *evalv1.Trial, token string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      gateway.SecretName(t.Name),
+			Namespace: t.Namespace,
+			Labels: map[string]string{
+				evalv1.LabelName: evalv1.AppName, evalv1.LabelManagedBy: evalv1.ManagedByValue,
+				evalv1.LabelTrial: evalv1.LabelValue(t.Name),
+			},
+			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{gateway.TokenKey: []byte(token)},
 	}
-	return nil
 }
 
 // DBServicePod is the attempt's DB service, probed over HTTP /health.

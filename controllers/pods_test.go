@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/gateway"
 )
 
 func testTrial() *evalv1.Trial {
@@ -181,12 +182,17 @@ func TestPodOverridesApplyPerRole(t *testing.T) {
 	}
 }
 
-func TestJudgeKeyIsAMountedFileNeverAnEnvVar(t *testing.T) {
+// TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey: the judge's provider
+// key stays in the manager; the runner pod mounts only the Trial's gateway
+// token Secret, as a file.
+func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
+	const gw = "http://tolokaforge-gateway.tolokaforge-system.svc:8090/v1"
 	tr := testTrial()
 	tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge",
-		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "judge"}}
+		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "judge"},
+		ExtraHeaders:    []evalv1.ExtraHeader{{Name: "X-Org", ValueFrom: evalv1.HeaderValueSource{SecretKeyRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hdr"}, Key: "org"}}}}}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
-	p := RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1})
+	p := RunnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{tr, 1})
 	c := p.Spec.Containers[0]
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -204,17 +210,20 @@ func TestJudgeKeyIsAMountedFileNeverAnEnvVar(t *testing.T) {
 		if v.Secret != nil {
 			secrets = append(secrets, v)
 		}
+		if v.Projected != nil {
+			t.Errorf("projected volume %s: no Secret may reach the runner but the gateway token", v.Name)
+		}
 	}
 	if len(secrets) != 1 {
-		t.Fatalf("Secret volumes = %+v, want exactly the judge's", secrets)
+		t.Fatalf("Secret volumes = %+v, want exactly the gateway token's", secrets)
 	}
 	sv := secrets[0].Secret
-	wantItems := []corev1.KeyToPath{{Key: "judge", Path: JudgeKeyFile}}
-	if sv.SecretName != "keys" || !reflect.DeepEqual(sv.Items, wantItems) {
-		t.Errorf("judge Secret volume = %+v, want only keys/judge as %s (the agent's key stays in the manager)", sv, JudgeKeyFile)
+	wantItems := []corev1.KeyToPath{{Key: gateway.TokenKey, Path: JudgeKeyFile}}
+	if sv.SecretName != "t1-llm-gateway" || !reflect.DeepEqual(sv.Items, wantItems) {
+		t.Errorf("Secret volume = %+v, want only t1-llm-gateway/token as %s (provider keys stay in the manager)", sv, JudgeKeyFile)
 	}
 	if sv.DefaultMode == nil || *sv.DefaultMode != 0o440 {
-		t.Errorf("judge key file mode = %v, want 0440", sv.DefaultMode)
+		t.Errorf("token file mode = %v, want 0440", sv.DefaultMode)
 	}
 	var mounted bool
 	for _, m := range c.VolumeMounts {
@@ -223,10 +232,28 @@ func TestJudgeKeyIsAMountedFileNeverAnEnvVar(t *testing.T) {
 		}
 	}
 	if !mounted {
-		t.Errorf("judge key volume not mounted read-only at %s: %+v", RunnerSecretsDir, c.VolumeMounts)
+		t.Errorf("token volume not mounted read-only at %s: %+v", RunnerSecretsDir, c.VolumeMounts)
 	}
 	if !slices.Contains(c.Args, "--secrets-dir="+RunnerSecretsDir) {
 		t.Errorf("args = %q, want --secrets-dir=%s", c.Args, RunnerSecretsDir)
+	}
+
+	// No gateway configured, or an oracle judge: no Secret at all.
+	for name, pod := range map[string]*corev1.Pod{
+		"no gateway":   RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}),
+		"oracle judge": RunnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{testTrial(), 1}),
+	} {
+		for _, v := range pod.Spec.Volumes {
+			if v.Secret != nil {
+				t.Errorf("%s: Secret volume %+v", name, v.Secret)
+			}
+		}
+	}
+
+	s := GatewaySecret(tr, "ns/t1/abc")
+	if s.Name != "t1-llm-gateway" || s.Namespace != tr.Namespace || string(s.Data[gateway.TokenKey]) != "ns/t1/abc" ||
+		len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != tr.UID || len(s.Data) != 1 {
+		t.Errorf("gateway Secret = %+v", s)
 	}
 }
 

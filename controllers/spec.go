@@ -32,10 +32,17 @@ func RunID(t *evalv1.Trial) string {
 	return t.Namespace + "/" + t.Name
 }
 
-// BuildTrialSpec is the TrialSpec of attempt n. No key is in it: the agent's
-// stays in the manager; the judge's api_key_env names the file its Secret is
-// mounted as in the runner pod's secrets directory.
+// BuildTrialSpec is the TrialSpec of attempt n without a gateway: the judge
+// gets no credential (see BuildTrialSpecVia).
 func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL string) *task.TrialSpec {
+	return BuildTrialSpecVia(t, n, desc, dbURL, "")
+}
+
+// BuildTrialSpecVia is the TrialSpec of attempt n. No key is in it: the
+// agent's stays in the manager; the judge calls the manager's gateway at
+// gatewayURL, its api_key_env naming the gateway token's file in the runner
+// pod's secrets directory. The provider key never reaches the runner.
+func BuildTrialSpecVia(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL, gatewayURL string) *task.TrialSpec {
 	s := &task.TrialSpec{
 		TrialID:   TrialID(desc.TaskID, t.Spec.TrialIndex),
 		RunID:     RunID(t),
@@ -56,11 +63,11 @@ func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL 
 		s.UserSimulatorModel = modelConfig(*u.Model, "")
 	}
 	if j := t.Spec.Judge; j != nil {
-		env := ""
-		if j.APIKeySecretRef != nil {
-			env = JudgeKeyFile
+		s.Judge = modelConfig(*j, "")
+		if UsesGateway(t, gatewayURL) {
+			s.Judge.BaseURL = gatewayURL
+			s.Judge.APIKeyEnv = JudgeKeyFile
 		}
-		s.Judge = modelConfig(*j, env)
 	}
 	return s
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -50,8 +51,17 @@ func TestBuildTrialSpec(t *testing.T) {
 	if a.APIKeyEnv != "" {
 		t.Errorf("agent api_key_env = %q: the agent's key stays in the manager", a.APIKeyEnv)
 	}
-	if s.Judge == nil || s.Judge.APIKeyEnv != JudgeKeyFile {
-		t.Errorf("judge = %+v", s.Judge)
+	if s.Judge == nil || s.Judge.APIKeyEnv != "" || s.Judge.BaseURL != "" {
+		t.Errorf("judge without a gateway = %+v, want no key file", s.Judge)
+	}
+	// Through the gateway: the judge's base URL is the gateway, its key
+	// file the gateway token; the provider's URL and key stay in the manager.
+	gs := BuildTrialSpecVia(tr, 2, desc, "http://10.0.0.2:8000", "http://gw:8090/v1")
+	if gs.Judge.BaseURL != "http://gw:8090/v1" || gs.Judge.APIKeyEnv != JudgeKeyFile || gs.Judge.Model != "judge" {
+		t.Errorf("judge via the gateway = %+v", gs.Judge)
+	}
+	if gs.Agent.BaseURL != "http://llm/v1" {
+		t.Errorf("the agent's base URL changed: %q", gs.Agent.BaseURL)
 	}
 	if s.UserSimulatorModel != nil {
 		t.Errorf("scripted user got a model: %+v", s.UserSimulatorModel)
@@ -151,8 +161,9 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keys"},
-		Data:       map[string][]byte{"agent": []byte(secretValue)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "keys",
+			Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: llm.DefaultBaseURL}},
+		Data: map[string][]byte{"agent": []byte(secretValue)},
 	}).Build()
 	var logs strings.Builder
 	log := funcr.New(func(prefix, args string) { logs.WriteString(prefix + args + "\n") }, funcr.Options{Verbosity: 10})

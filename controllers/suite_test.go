@@ -70,9 +70,14 @@ var _ = AfterSuite(func() {
 })
 
 // startManager starts a manager with the gated actors and the RPC log.
+// testGatewayURL is the suite's --gateway-url.
+const testGatewayURL = "http://127.0.0.1:9/v1"
+
 func startManager(maxTrials int) *envtest.Manager {
 	opts := h.ManagerOptions(maxTrials)
 	opts.Actors, opts.WrapRunner = gates.Actors, rpcs.Wrap
+	// Trials with a judge get a gateway token Secret; nothing here calls it.
+	opts.GatewayURL = testGatewayURL
 	m, err := h.StartManager(nil, opts)
 	Expect(err).NotTo(HaveOccurred())
 	return m

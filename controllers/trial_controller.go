@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/gateway"
 )
 
 // Field indexes of the Trial controller.
@@ -224,6 +226,12 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 		w.PodsCreated, w.PodsSeen = r.Pool.PodBookkeeping(key, a.ID)
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
+		if w.TaskErr == nil {
+			w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
+			if w.KeyErr == nil && UsesGateway(t, r.Pods.GatewayURL) {
+				w.KeyErr = CheckGatewayGrant(ctx, r.APIReader, t)
+			}
+		}
 	}
 	return w, nil
 }
@@ -292,6 +300,13 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 	if p.Release != "" {
 		r.Pool.Release(key, p.Release)
 	}
+	if p.CompletedReason != "" {
+		// The gateway already refuses a completed Trial's token; deleting
+		// the Secret also leaves nothing to read it from.
+		if err := r.deleteGatewaySecret(ctx, key); err != nil {
+			r.Log.Error(err, "revoke gateway token", "trial", key.String())
+		}
+	}
 	emit(r.Recorder, t, p.Events)
 	for _, e := range p.Events {
 		r.Log.Info(e.Message, "trial", key.String(), "reason", e.Reason, "type", e.Type)
@@ -310,6 +325,14 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 	}
 	if a := activeAttempt(&t.Status); a != nil {
 		ref := attemptRef{Trial: t, Number: a.Number}
+		if slices.Contains(p.CreatePod, evalv1.RoleRunner) && UsesGateway(t, r.Pods.GatewayURL) {
+			if err := r.ensureGatewaySecret(ctx, t); err != nil {
+				// The runner pod mounts the token: without it the pod could
+				// not start, so neither pod is created until it exists.
+				emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt, err.Error())})
+				return err
+			}
+		}
 		for _, role := range p.CreatePod {
 			pod := DBServicePod(r.Pods, ref)
 			if role == evalv1.RoleRunner {
@@ -379,6 +402,36 @@ func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.Namespace
 			return reconcile.Result{}, fmt.Errorf("delete network policy of deleted trial %s: %w", key, err)
 		}
 	}
+	if err := r.deleteGatewaySecret(ctx, key); err != nil {
+		return reconcile.Result{}, err
+	}
 	r.Pool.Forget(key)
 	return reconcile.Result{}, nil
+}
+
+// ensureGatewaySecret creates the Trial's gateway token Secret with a fresh
+// token, once per Trial: a Secret already there (an earlier attempt, a
+// create whose response was lost) keeps its token.
+func (r *TrialReconciler) ensureGatewaySecret(ctx context.Context, t *evalv1.Trial) error {
+	tok, err := gateway.NewToken(client.ObjectKeyFromObject(t))
+	if err != nil {
+		return err
+	}
+	err = r.Client.Create(ctx, GatewaySecret(t, tok), client.FieldOwner(evalv1.FieldManager))
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create gateway token secret %s/%s: %w", t.Namespace, gateway.SecretName(t.Name), err)
+	}
+	return nil
+}
+
+// deleteGatewaySecret revokes the Trial's gateway token.
+func (r *TrialReconciler) deleteGatewaySecret(ctx context.Context, key types.NamespacedName) error {
+	if r.Pods.GatewayURL == "" {
+		return nil
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: gateway.SecretName(key.Name)}}
+	if err := r.Client.Delete(ctx, s); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("delete gateway token secret %s/%s: %w", key.Namespace, s.Name, err)
+	}
+	return nil
 }

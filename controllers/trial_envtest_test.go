@@ -2,9 +2,11 @@ package controllers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,6 +23,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
+	"tolokaforge.io/operator/controllers/gateway"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 
@@ -278,8 +281,9 @@ var _ = Describe("Trial", func() {
 	It("hands the agent its API key from the Secret and writes it nowhere", func() {
 		const secret = "sk-test-do-not-leak-7f3a"
 		Expect(h.Client.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm"},
-			Data:       map[string][]byte{"agent": []byte(secret)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llm",
+				Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: "https://api.openai.com/v1/"}},
+			Data: map[string][]byte{"agent": []byte(secret)},
 		})).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "keyed"}
 		tr := oracleTrial(ns, key.Name, "shop")
@@ -307,6 +311,76 @@ var _ = Describe("Trial", func() {
 			}
 		}
 	})
+
+	It("gives the runner pod the trial's gateway token, never the judge's provider key, and revokes it at the end", func() {
+		const judgeKey = "sk-judge-do-not-mount-5c1d"
+		Expect(h.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "judge-provider-secret",
+				Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: "https://judge.example/v1"}},
+			Data: map[string][]byte{"k": []byte(judgeKey)},
+		})).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "judged"}
+		gt := gates.Hold(key, 1)
+		tr := oracleTrial(ns, key.Name, "shop")
+		tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge-1", BaseURL: "https://judge.example/v1",
+			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "judge-provider-secret"}, Key: "k"}}
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
+		waitGate(gt)
+
+		tok := &corev1.Secret{}
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.SecretName(key.Name)}, tok)).To(Succeed())
+		Expect(string(tok.Data[gateway.TokenKey])).To(HavePrefix(ns + "/" + key.Name + "/"))
+		Expect(metav1.IsControlledBy(tok, getTrial(key))).To(BeTrue())
+		runner := &corev1.Pod{}
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.PodName(key.Name, 1, evalv1.RoleRunner)}, runner)).To(Succeed())
+		var secretVolumes []string
+		for _, v := range runner.Spec.Volumes {
+			if v.Secret != nil {
+				secretVolumes = append(secretVolumes, v.Secret.SecretName)
+			}
+		}
+		Expect(secretVolumes).To(Equal([]string{gateway.SecretName(key.Name)}))
+		b, err := json.Marshal(runner)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(b)).NotTo(ContainSubstring("judge-provider-secret"))
+		Expect(string(b)).NotTo(ContainSubstring(judgeKey))
+		close(gt.Release)
+
+		t := completed(key)
+		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
+		Eventually(func() bool {
+			return apierrors.IsNotFound(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: gateway.SecretName(key.Name)}, &corev1.Secret{}))
+		}, waitLong, pollEvery).Should(BeTrue(), "the token Secret outlived its Trial")
+	})
+
+	DescribeTable("refuses a provider Secret that is not opted in for the model's base URL, before any pod",
+		func(name string, annotations map[string]string, wantMsg string) {
+			Expect(h.Client.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+				Data:       map[string][]byte{"agent": []byte("sk-refused-0123456789")},
+			})).To(Succeed())
+			key := types.NamespacedName{Namespace: ns, Name: name}
+			tr := oracleTrial(ns, key.Name, "shop")
+			tr.Spec.Agent.BaseURL = "https://llm.example/v1"
+			tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "agent"}
+			Expect(h.Client.Create(ctx, tr)).To(Succeed())
+			t := completed(key)
+			Expect(t.Status.Phase).To(Equal(evalv1.PhaseInvalid), describeTrial(t))
+			failed := findCond(t.Status.Conditions, evalv1.TrialFailed)
+			Expect(failed).NotTo(BeNil())
+			Expect(failed.Reason).To(Equal(evalv1.ReasonSecretNotAllowed))
+			Expect(failed.Message).To(Equal(fmt.Sprintf(wantMsg, ns)))
+			Expect(t.Status.Attempts).To(BeEmpty())
+			Consistently(func() []corev1.Pod { return podsOf(key) }, 300*time.Millisecond, pollEvery).Should(BeEmpty())
+			var np networkingv1.NetworkPolicy
+			Expect(apierrors.IsNotFound(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.NetworkPolicyName(key.Name)}, &np))).To(BeTrue())
+		},
+		Entry("no annotation", "key-bare", nil,
+			"spec.agent.apiKeySecretRef: secret %s/key-bare may not be sent to https://llm.example/v1: it has no annotation eval.tolokaforge.io/allowed-base-urls listing the base URLs it may be sent to"),
+		Entry("base URL not listed", "key-elsewhere", map[string]string{evalv1.AnnotationAllowedBaseURLs: "https://api.openai.com/v1\nhttps://llm.example/v2"},
+			`spec.agent.apiKeySecretRef: secret %s/key-elsewhere may not be sent to https://llm.example/v1: its annotation eval.tolokaforge.io/allowed-base-urls lists only ["https://api.openai.com/v1" "https://llm.example/v2"]`),
+	)
 
 	It("retries an attempt orphaned by a manager restart: attempt 1 InfraFailed, attempt 2 Passed, exactly one grade", func() {
 		key := types.NamespacedName{Namespace: ns, Name: "restarted"}

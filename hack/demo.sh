@@ -7,7 +7,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-bin="$root/bin/tolokaforge"
+# `dev` is only in the -tags dev build (make build-dev).
+bin="${TOLOKAFORGE_DEV:-$root/bin/tolokaforge-dev}"
 assets="${KUBEBUILDER_ASSETS:-$(hack/build-envtest.sh)}"
 kubectl="$assets/kubectl"
 [[ -x "$kubectl" ]] || kubectl="$(command -v kubectl)"

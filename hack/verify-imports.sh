@@ -8,9 +8,9 @@
 #                    (controllers/host/local embeds the runner and the DB
 #                    service: the in-process stack of `trial run`)
 #   test/...         anything but the root package
-#   production code  never imports test/... (exceptions in the root package:
-#                    test/devcluster until `dev` moves to its own binary, and
-#                    test/fakellm, pack validate's stand-in judge)
+#   production code  never imports test/... (the root package's cmd_dev.go
+#                    imports test/devcluster under the `dev` build tag only;
+#                    `go list` here sees the default build, which must not)
 # Only non-test imports count: tests may reach across to exercise the real
 # parts. Input: `go list` of the module, or the file named by $IMPORTS_FILE
 # (lines "PKG IMPORT IMPORT ..."), which is how its own test plants a bad edge.
@@ -33,7 +33,7 @@ function allowed(from, to) {
   if (from == "controllers/host/local" && (under(to, "runner") || under(to, "dbservice"))) return 1
   if (under(from, "controllers")) return under(to, "api") || under(to, "controllers") || to == "runner/client" || to == "dbservice/client"
   if (under(from, "test"))        return to != "."
-  if (from == ".")                return !under(to, "test") || to == "test/devcluster" || to == "test/fakellm"
+  if (from == ".")                return !under(to, "test")
   return 0
 }
 {

@@ -44,8 +44,8 @@ func TestPlantedBadImportsFail(t *testing.T) {
 			"import rule broken: controllers imports runner/grading"},
 		{"production code links a test stand-in", m + "/controllers/manager " + m + "/test/podsim",
 			"import rule broken: controllers/manager imports test/podsim"},
-		{"the root links the pod simulator", m + " " + m + "/test/podsim",
-			"import rule broken: . imports test/podsim"},
+		{"the root links the fake LLM", m + " " + m + "/test/fakellm",
+			"import rule broken: . imports test/fakellm"},
 		{"dbservice reaches controllers", m + "/dbservice " + m + "/controllers",
 			"import rule broken: dbservice imports controllers"},
 	}
@@ -58,8 +58,55 @@ func TestPlantedBadImportsFail(t *testing.T) {
 		})
 	}
 	// The stated exceptions pass.
-	ok := m + " " + m + "/test/devcluster " + m + "/test/fakellm fmt\n" + m + "/controllers/host/local " + m + "/runner " + m + "/dbservice\n"
+	ok := m + " fmt\n" + m + "/controllers/host/local " + m + "/runner " + m + "/dbservice\n"
 	if out, err := verifyImports(t, ok); err != nil {
 		t.Fatalf("exceptions refused: %v\n%s", err, out)
+	}
+}
+
+// goListDeps is every package the root package links with the given tags.
+func goListDeps(t *testing.T, tags string) []string {
+	t.Helper()
+	args := []string{"list", "-deps"}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Fields(string(out))
+}
+
+// The production binary runs in clusters: it must not carry envtest's
+// control-plane driver, the pod simulator or the fake LLM. The dev build
+// must, or the check below proves nothing.
+func TestProductionBinaryLinksNoTestCode(t *testing.T) {
+	const m = "tolokaforge.io/operator"
+	banned := func(p string) bool {
+		return strings.HasPrefix(p, m+"/test/") || strings.HasPrefix(p, "sigs.k8s.io/controller-runtime/pkg/envtest")
+	}
+	var linked []string
+	for _, p := range goListDeps(t, "") {
+		if banned(p) {
+			linked = append(linked, p)
+		}
+	}
+	if len(linked) > 0 {
+		t.Fatalf("the default build links test code: %v", linked)
+	}
+	want := map[string]bool{m + "/test/devcluster": false, m + "/test/podsim": false, m + "/test/fakellm": false,
+		"sigs.k8s.io/controller-runtime/pkg/envtest": false}
+	for _, p := range goListDeps(t, "dev") {
+		if _, ok := want[p]; ok {
+			want[p] = true
+		}
+	}
+	for p, seen := range want {
+		if !seen {
+			t.Errorf("the -tags dev build does not link %s: `dev` lost its control plane", p)
+		}
 	}
 }

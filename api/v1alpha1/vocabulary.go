@@ -165,3 +165,23 @@ func LabelValue(s string) string {
 func isAlnum(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }
+
+// Provider keys: a Secret is sent to a model endpoint only if it says so.
+const (
+	// AnnotationAllowedBaseURLs on a Secret lists the base URLs (comma or
+	// newline separated) its values may be sent to, as an API key or an
+	// extra header. They match a model's baseURL exactly once surrounding
+	// spaces and trailing slashes are dropped; there are no wildcards. A
+	// Secret without it is never sent anywhere, so a Trial author cannot
+	// point a namespace's unrelated Secret at a server of their choosing.
+	AnnotationAllowedBaseURLs = "eval.tolokaforge.io/allowed-base-urls"
+
+	// ReasonSecretNotAllowed: a Trial names a Secret that does not list the
+	// model's base URL in AnnotationAllowedBaseURLs (or has no such
+	// annotation). The Trial ends Invalid before any pod.
+	ReasonSecretNotAllowed = "SecretNotAllowed"
+	// ReasonNamespaceNotGranted: the manager may not read Secrets in the
+	// Trial's namespace (the install did not grant it a Role there). The
+	// Trial ends Invalid before any pod.
+	ReasonNamespaceNotGranted = "NamespaceNotGranted"
+)

@@ -26,6 +26,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
+	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 )
 
@@ -85,6 +86,14 @@ type Options struct {
 	WrapRunner controllers.RunnerWrapper
 	// Pool, when set, is used instead of a new one (tests inspect it).
 	Pool *controllers.Pool
+	// GatewayBindAddress serves the LLM gateway (controllers/gateway) the
+	// runner's judge calls; empty or "0" disables it (Main defaults it to
+	// gateway.DefaultBindAddress).
+	GatewayBindAddress string
+	// GatewayURL is the gateway as runner pods reach it (a Service in front
+	// of the manager), the judge's base URL in every TrialSpec. Empty: no
+	// judge credential reaches the runner at all.
+	GatewayURL string
 	// Campaign tunes the Campaign controller (tests shorten its status interval).
 	Campaign []campaign.Option
 }
@@ -232,8 +241,9 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			Metrics:    metrics,
 			Log:        opts.Logger.WithName("driver"),
 			WrapRunner: opts.WrapRunner,
+			GatewayURL: opts.GatewayURL,
 		},
-		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint},
+		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL},
 		ManagerPeer:             controllers.DefaultManagerPeer(opts.ManagerNamespace),
 		Metrics:                 metrics,
 		Log:                     opts.Logger.WithName("trial"),
@@ -249,6 +259,20 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := campaigns.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("manager: campaign controller: %w", err)
+	}
+	if a := opts.GatewayBindAddress; a != "" && a != "0" {
+		// Every replica serves the gateway (it keeps no state): Trials come
+		// from the cache, Secrets from direct gets (no Secret informer).
+		gw := &gateway.Gateway{
+			Trials:   mgr.GetClient(),
+			Secrets:  mgr.GetAPIReader(),
+			Upstream: controllers.JudgeUpstream(mgr.GetAPIReader()),
+			Addr:     a,
+			Log:      opts.Logger.WithName("gateway"),
+		}
+		if err := mgr.Add(gw); err != nil {
+			return nil, fmt.Errorf("manager: gateway: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("manager: healthz: %w", err)

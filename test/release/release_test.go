@@ -33,6 +33,7 @@ func wantObjects() []string {
 		"ClusterRoleBinding//tolokaforge-manager",
 		"Deployment/" + releaseNamespace + "/tolokaforge-manager",
 		"Service/" + releaseNamespace + "/tolokaforge-manager-metrics",
+		"Service/" + releaseNamespace + "/tolokaforge-gateway",
 	}
 	sort.Strings(w)
 	return w
@@ -160,6 +161,62 @@ func TestReleaseMatchesChart(t *testing.T) {
 			}
 		}
 	})
+	t.Run("manager reads no Secrets cluster-wide", func(t *testing.T) {
+		for what, objs := range map[string]map[string]object{"install.yaml": install, "chart": chart} {
+			for _, r := range dig(t, objs["ClusterRole//tolokaforge-manager"], "rules").([]any) {
+				for _, res := range r.(object)["resources"].([]any) {
+					if res == "secrets" {
+						t.Errorf("%s: the manager's ClusterRole grants secrets: %v", what, r)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestNamespaceGrantMatchesChart: the chart's trialNamespaces and
+// config/namespace-grant give the manager the same Role and RoleBinding in a
+// Trial namespace, and that Role is Secrets get/create/delete only (no list,
+// no watch: the manager reads Secrets with a direct get).
+func TestNamespaceGrantMatchesChart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs kustomize and helm into bin/")
+	}
+	root := repoRoot(t)
+	kustomize, helm := ensureTools(t, root)
+	work := t.TempDir()
+	mustRun(t, time.Minute, root, nil, "cp", "-R", filepath.Join(root, "config", "namespace-grant"), filepath.Join(work, "grant"))
+	mustRun(t, time.Minute, filepath.Join(work, "grant"), nil, kustomize, "edit", "set", "namespace", "team-a")
+	r := mustRun(t, time.Minute, work, nil, kustomize, "build", filepath.Join(work, "grant"))
+	grant := byKey(t, "namespace-grant", decodeAll(t, "namespace-grant", []byte(r.stdout)))
+
+	chartDir := filepath.Join(root, "config", "helm", "tolokaforge")
+	r = mustRun(t, 2*time.Minute, root, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNamespace,
+		"--set", "trialNamespaces={team-a,team-b}")
+	chart := byKey(t, "helm template", decodeAll(t, "helm template", []byte(r.stdout)))
+
+	want := []string{"Role/team-a/tolokaforge-manager-trials", "RoleBinding/team-a/tolokaforge-manager-trials"}
+	if got := keys(grant); !slices.Equal(got, want) {
+		t.Fatalf("namespace-grant objects %v, want %v", got, want)
+	}
+	for _, k := range append(want, "Role/team-b/tolokaforge-manager-trials", "RoleBinding/team-b/tolokaforge-manager-trials") {
+		if _, ok := chart[k]; !ok {
+			t.Errorf("chart with trialNamespaces lacks %s", k)
+		}
+	}
+	for _, k := range want {
+		if d := cmp.Diff(grant[k], chart[k]); d != "" {
+			t.Errorf("%s: chart differs from config/namespace-grant (-kustomize +chart):\n%s", k, d)
+		}
+	}
+	rules := dig(t, grant["Role/team-a/tolokaforge-manager-trials"], "rules").([]any)
+	if d := cmp.Diff([]any{object{"apiGroups": []any{""}, "resources": []any{"secrets"}, "verbs": []any{"create", "delete", "get"}}}, rules); d != "" {
+		t.Errorf("trial namespace Role rules (-want +got):\n%s", d)
+	}
+	subj := dig(t, grant["RoleBinding/team-a/tolokaforge-manager-trials"], "subjects", 0).(object)
+	if subj["name"] != "tolokaforge-manager" || subj["namespace"] != releaseNamespace {
+		t.Errorf("RoleBinding subject %v, want the manager's ServiceAccount in %s", subj, releaseNamespace)
+	}
 }
 
 // TestSetImageChangesAllThree: `kustomize edit set image`, in config/manager or

@@ -1,0 +1,282 @@
+// Package gateway is the manager's LLM gateway: an OpenAI-compatible
+// /v1/chat/completions endpoint the runner's judge calls instead of holding a
+// provider key. Each Trial with a judge gets a random token, kept in a Secret
+// of its own (SecretName) that only the runner pod mounts; the gateway checks
+// the token, checks the requested model against the Trial's judge model,
+// adds the provider key (read from the Trial's opted-in Secret, never cached)
+// and forwards the request with net/http/httputil.ReverseProxy.
+//
+// The gateway keeps no state of its own: a token names its Trial
+// ("<namespace>/<name>/<random>") and is checked against the token Secret and
+// the Trial on every call. So every manager replica serves it (no leader
+// needed), a restarted manager honours the tokens of pods it created before,
+// and revocation is the Trial completing or its token Secret going away.
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+const (
+	// Port is the gateway's default port. The runner pods' egress policy
+	// must allow it to the manager (controllers/networkpolicy.go).
+	Port = 8090
+	// DefaultBindAddress is --gateway-bind-address's default.
+	DefaultBindAddress = ":8090"
+	// Path is the one endpoint served.
+	Path = "/v1/chat/completions"
+	// TokenKey is the token's key in the token Secret.
+	TokenKey = "token"
+	// DefaultMaxTokenAge bounds a token's life even if its Trial never ends.
+	DefaultMaxTokenAge = 24 * time.Hour
+	// maxBody bounds a request body (a judge prompt with a transcript).
+	maxBody = 16 << 20
+)
+
+// SecretName is the token Secret of a Trial: within the 253-character name
+// limit, a long Trial name keeps a prefix and gains a hash of the whole.
+func SecretName(trial string) string {
+	const suffix = "-llm-gateway"
+	if len(trial)+len(suffix) <= 253 {
+		return trial + suffix
+	}
+	sum := sha256.Sum256([]byte(trial))
+	return trial[:253-len(suffix)-11] + "-" + hex.EncodeToString(sum[:])[:10] + suffix
+}
+
+// NewToken is a fresh token for the Trial: its namespace and name, then 32
+// random bytes. Names never hold "/", so the token parses unambiguously.
+func NewToken(trial types.NamespacedName) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("gateway token: %w", err)
+	}
+	return trial.Namespace + "/" + trial.Name + "/" + hex.EncodeToString(b), nil
+}
+
+// Upstream is where a Trial's judge calls go: the provider base URL, the key
+// and extra headers (from the Trial's opted-in Secrets), and the models the
+// token may ask for.
+type Upstream struct {
+	BaseURL string
+	APIKey  string
+	Headers map[string]string
+	Models  []string
+}
+
+// UpstreamFunc resolves a Trial's Upstream at call time, reading (and
+// checking) its Secrets; the manager's is controllers.JudgeUpstream.
+type UpstreamFunc func(ctx context.Context, t *evalv1.Trial) (Upstream, error)
+
+// Gateway serves Path. Trials and Secrets are read per call: Trials from the
+// manager's cache, token Secrets with a direct get.
+type Gateway struct {
+	Trials      client.Reader
+	Secrets     client.Reader
+	Upstream    UpstreamFunc
+	Transport   http.RoundTripper // default http.DefaultTransport
+	MaxTokenAge time.Duration     // default DefaultMaxTokenAge
+	Addr        string            // for Start; default DefaultBindAddress
+	Log         logr.Logger
+	Now         func() time.Time
+}
+
+// errorBody is the OpenAI error shape, so an OpenAI client reports it as such.
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"message": msg, "type": typ}})
+}
+
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+func unauthorized(format string, args ...any) *refusal {
+	return &refusal{http.StatusUnauthorized, fmt.Sprintf(format, args...)}
+}
+
+// authorize finds the Trial the bearer token belongs to, or says why none.
+// Messages never repeat the token.
+func (g *Gateway) authorize(ctx context.Context, r *http.Request) (*evalv1.Trial, error) {
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || tok == "" {
+		return nil, unauthorized("missing bearer token")
+	}
+	parts := strings.Split(tok, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return nil, unauthorized("malformed token")
+	}
+	key := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
+	t := &evalv1.Trial{}
+	if err := g.Trials.Get(ctx, key, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, unauthorized("invalid token")
+		}
+		return nil, err
+	}
+	if c := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialCompleted); c != nil && c.Status == metav1.ConditionTrue {
+		return nil, unauthorized("token revoked: trial %s has completed", key)
+	}
+	s := &corev1.Secret{}
+	if err := g.Secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: SecretName(key.Name)}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, unauthorized("invalid token")
+		}
+		return nil, err
+	}
+	if !metav1.IsControlledBy(s, t) {
+		return nil, unauthorized("invalid token")
+	}
+	if subtle.ConstantTimeCompare(s.Data[TokenKey], []byte(tok)) != 1 {
+		return nil, unauthorized("invalid token")
+	}
+	maxAge := g.MaxTokenAge
+	if maxAge <= 0 {
+		maxAge = DefaultMaxTokenAge
+	}
+	if g.now().Sub(s.CreationTimestamp.Time) > maxAge {
+		return nil, unauthorized("token expired")
+	}
+	return t, nil
+}
+
+func (g *Gateway) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != Path {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "the gateway serves only POST "+Path)
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
+		return
+	}
+	ctx := r.Context()
+	t, err := g.authorize(ctx, r)
+	if err != nil {
+		var rf *refusal
+		if errors.As(err, &rf) {
+			writeError(w, rf.status, "invalid_request_error", rf.msg)
+			return
+		}
+		g.Log.Error(err, "authorize gateway call")
+		writeError(w, http.StatusServiceUnavailable, "server_error", "cannot check the token now")
+		return
+	}
+	trial := client.ObjectKeyFromObject(t).String()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("body: %v", err))
+		return
+	}
+	var req struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("body is not a chat completion request: %v", err))
+		return
+	}
+	up, err := g.Upstream(ctx, t)
+	if err != nil {
+		g.Log.Info("no upstream for gateway call", "trial", trial, "error", err.Error())
+		writeError(w, http.StatusForbidden, "permission_error", fmt.Sprintf("trial %s: %v", trial, err))
+		return
+	}
+	if !slices.Contains(up.Models, req.Model) {
+		writeError(w, http.StatusForbidden, "permission_error",
+			fmt.Sprintf("model %q is not allowed for trial %s (allowed: %s)", req.Model, trial, strings.Join(up.Models, ", ")))
+		return
+	}
+	target, err := url.Parse(strings.TrimRight(up.BaseURL, "/") + "/chat/completions")
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "server_error", fmt.Sprintf("trial %s: base URL: %v", trial, err))
+		return
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = target
+			pr.Out.Host = target.Host
+			pr.Out.Header.Del("Cookie")
+			for k, v := range up.Headers {
+				pr.Out.Header.Set(k, v)
+			}
+			pr.Out.Header.Del("Authorization")
+			if up.APIKey != "" {
+				pr.Out.Header.Set("Authorization", "Bearer "+up.APIKey)
+			}
+			pr.Out.Body = io.NopCloser(bytes.NewReader(body))
+			pr.Out.ContentLength = int64(len(body))
+		},
+		Transport: g.Transport,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			// The error names the upstream URL, never the key.
+			g.Log.Info("gateway upstream call failed", "trial", trial, "error", err.Error())
+			writeError(w, http.StatusBadGateway, "server_error", "upstream: "+err.Error())
+		},
+	}
+	proxy.ServeHTTP(w, r)
+}
+
+// Start serves the gateway on Addr until ctx ends (a manager.Runnable).
+func (g *Gateway) Start(ctx context.Context) error {
+	addr := g.Addr
+	if addr == "" {
+		addr = DefaultBindAddress
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	g.Log.Info("LLM gateway listening", "address", ln.Addr().String())
+	select {
+	case err := <-done:
+		return fmt.Errorf("gateway: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// NeedLeaderElection is false: the gateway is stateless, every replica serves.
+func (g *Gateway) NeedLeaderElection() bool { return false }

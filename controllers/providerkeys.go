@@ -1,0 +1,211 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"tolokaforge.io/operator/api/llm"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/gateway"
+)
+
+// NormalizeBaseURL is the form base URLs are compared in: surrounding spaces
+// and trailing slashes dropped, the provider default when empty. Nothing else
+// is rewritten (no case folding, no default ports): the annotation names the
+// URL the model spec names, byte for byte.
+func NormalizeBaseURL(s string) string {
+	s = strings.TrimRight(strings.TrimSpace(s), "/")
+	if s == "" {
+		return llm.DefaultBaseURL
+	}
+	return s
+}
+
+// AllowedBaseURLs parses a Secret's AnnotationAllowedBaseURLs value.
+func AllowedBaseURLs(v string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if f = strings.TrimRight(strings.TrimSpace(f), "/"); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// keyUse is one place a Trial sends a Secret's value: a model's API key or
+// one of its extra headers, to that model's base URL.
+type keyUse struct {
+	Field   string // spec path, for messages
+	Ref     *corev1.SecretKeySelector
+	BaseURL string // normalized
+}
+
+// providerKeyUses lists every Secret value the Trial would send, and where.
+func providerKeyUses(t *evalv1.Trial) []keyUse {
+	var uses []keyUse
+	add := func(field string, m *evalv1.ModelSpec) {
+		if m == nil {
+			return
+		}
+		base := NormalizeBaseURL(m.BaseURL)
+		if m.APIKeySecretRef != nil {
+			uses = append(uses, keyUse{Field: field + ".apiKeySecretRef", Ref: m.APIKeySecretRef, BaseURL: base})
+		}
+		for i := range m.ExtraHeaders {
+			h := &m.ExtraHeaders[i]
+			uses = append(uses, keyUse{Field: fmt.Sprintf("%s.extraHeaders[%s]", field, h.Name), Ref: &h.ValueFrom.SecretKeyRef, BaseURL: base})
+		}
+	}
+	add("spec.agent", &t.Spec.Agent)
+	if u := t.Spec.UserSimulator; u != nil && u.Mode == evalv1.UserSimulatorLLM {
+		add("spec.userSimulator.model", u.Model)
+	}
+	add("spec.judge", t.Spec.Judge)
+	return uses
+}
+
+// KeyError says why a provider Secret cannot be used. Transient ones (the
+// Secret or its key not there yet, an API hiccup) may heal; the rest (not
+// opted in, namespace not granted) need someone to change something.
+type KeyError struct {
+	Reason    string
+	Transient bool
+	Err       error
+}
+
+func (e *KeyError) Error() string { return e.Err.Error() }
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// readProviderKey reads one key of a provider Secret for use at baseURL
+// (normalized). The Secret is read with reader, which in the manager is the
+// uncached API reader: one get, no list or watch, so the manager's Role in a
+// Trial namespace needs only `get` on Secrets. The value is returned, never
+// put into an error.
+func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *corev1.SecretKeySelector, baseURL string) (string, error) {
+	if ref == nil {
+		return "", nil
+	}
+	optional := ref.Optional != nil && *ref.Optional
+	s := &corev1.Secret{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, s); err != nil {
+		switch {
+		case optional && apierrors.IsNotFound(err):
+			return "", nil
+		case apierrors.IsForbidden(err):
+			return "", &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
+				"the manager may not read Secrets in namespace %s (secret %s: %w); the install grants it per namespace: helm value trialNamespaces or config/namespace-grant",
+				ns, ref.Name, err)}
+		}
+		return "", &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", ns, ref.Name, err)}
+	}
+	allowed, ok := s.Annotations[evalv1.AnnotationAllowedBaseURLs]
+	if !ok {
+		return "", &KeyError{Reason: evalv1.ReasonSecretNotAllowed, Err: fmt.Errorf(
+			"secret %s/%s may not be sent to %s: it has no annotation %s listing the base URLs it may be sent to",
+			ns, ref.Name, baseURL, evalv1.AnnotationAllowedBaseURLs)}
+	}
+	listed := AllowedBaseURLs(allowed)
+	found := false
+	for _, u := range listed {
+		if u == baseURL {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return "", &KeyError{Reason: evalv1.ReasonSecretNotAllowed, Err: fmt.Errorf(
+			"secret %s/%s may not be sent to %s: its annotation %s lists only %q",
+			ns, ref.Name, baseURL, evalv1.AnnotationAllowedBaseURLs, listed)}
+	}
+	v, ok := s.Data[ref.Key]
+	if !ok {
+		if optional {
+			return "", nil
+		}
+		return "", &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true,
+			Err: fmt.Errorf("secret %s/%s has no key %q", ns, ref.Name, ref.Key)}
+	}
+	return string(v), nil
+}
+
+// CheckProviderKeys reads every Secret the Trial would send to a model and
+// checks each is opted in for that model's base URL. It runs before an
+// attempt's pods are created, so a Trial that may not use a key never gets
+// a pod. Errors name the spec field, the Secret and the URL.
+func CheckProviderKeys(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
+	for _, u := range providerKeyUses(t) {
+		if _, err := readProviderKey(ctx, reader, t.Namespace, u.Ref, u.BaseURL); err != nil {
+			var ke *KeyError
+			if !errors.As(err, &ke) {
+				ke = &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: err}
+			}
+			return &KeyError{Reason: ke.Reason, Transient: ke.Transient, Err: fmt.Errorf("%s: %w", u.Field, ke.Err)}
+		}
+	}
+	return nil
+}
+
+// UsesGateway says whether the Trial's judge calls a model, through the
+// manager's gateway at gatewayURL (empty: no gateway configured, and the
+// runner gets no credential at all, never the provider key).
+func UsesGateway(t *evalv1.Trial, gatewayURL string) bool {
+	j := t.Spec.Judge
+	return gatewayURL != "" && j != nil && j.Provider != "" && j.Provider != evalv1.ProviderOracle
+}
+
+// JudgeUpstream is the gateway's view of a Trial: its judge's base URL and
+// model, with the key and extra headers read from the judge's Secrets (each
+// checked for the base URL, as for the agent) at every call, so a Secret
+// rotated or withdrawn mid-trial takes effect at once.
+func JudgeUpstream(reader client.Reader) gateway.UpstreamFunc {
+	return func(ctx context.Context, t *evalv1.Trial) (gateway.Upstream, error) {
+		j := t.Spec.Judge
+		if j == nil || j.Provider == "" || j.Provider == evalv1.ProviderOracle {
+			return gateway.Upstream{}, errors.New("the trial has no judge model")
+		}
+		base := NormalizeBaseURL(j.BaseURL)
+		key, err := readProviderKey(ctx, reader, t.Namespace, j.APIKeySecretRef, base)
+		if err != nil {
+			return gateway.Upstream{}, fmt.Errorf("spec.judge.apiKeySecretRef: %w", err)
+		}
+		up := gateway.Upstream{BaseURL: base, APIKey: key, Models: []string{j.Model}}
+		for i := range j.ExtraHeaders {
+			h := &j.ExtraHeaders[i]
+			v, err := readProviderKey(ctx, reader, t.Namespace, &h.ValueFrom.SecretKeyRef, base)
+			if err != nil {
+				return gateway.Upstream{}, fmt.Errorf("spec.judge.extraHeaders[%s]: %w", h.Name, err)
+			}
+			if v != "" {
+				if up.Headers == nil {
+					up.Headers = map[string]string{}
+				}
+				up.Headers[h.Name] = v
+			}
+		}
+		return up, nil
+	}
+}
+
+// CheckGatewayGrant asks, before any pod, whether the manager may manage the
+// Trial's gateway token Secret in its namespace: a judge with no key Secret
+// would otherwise only meet the missing grant when the token is created.
+func CheckGatewayGrant(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
+	name := gateway.SecretName(t.Name)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &corev1.Secret{})
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		return &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
+			"spec.judge: the manager may not manage the gateway token Secret in namespace %s (secret %s: %w); the install grants it per namespace: helm value trialNamespaces or config/namespace-grant",
+			t.Namespace, name, err)}
+	}
+	return &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", t.Namespace, name, err)}
+}
