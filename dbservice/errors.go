@@ -25,6 +25,8 @@ const (
 	// ErrTypeRequestTimeout is a body that did not arrive within the read timeout (408).
 	ErrTypeRequestTimeout = "RequestTimeout"
 	ErrTypeNotFound       = "NotFound"
+	// ErrTypeUnauthenticated is a request without the trial's credential (401).
+	ErrTypeUnauthenticated = "Unauthenticated"
 	ErrTypeInternal       = "InternalError"
 )
 

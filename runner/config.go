@@ -51,6 +51,21 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives structured logs (default logr.Discard()).
 	Logger logr.Logger
+	// AuthToken is the trial's credential (package authn): every
+	// RunnerService call must present it; grpc.health.v1 stays open. Empty
+	// disables the check (a runner started by hand). Never logged.
+	AuthToken string
+	// DBAuthToken is what the runner presents to DB services; empty means
+	// AuthToken (the one per-trial Secret is mounted into both pods).
+	DBAuthToken string
+}
+
+// DBToken is the credential the runner's DB client sends.
+func (c *Config) DBToken() string {
+	if c.DBAuthToken != "" {
+		return c.DBAuthToken
+	}
+	return c.AuthToken
 }
 
 // Defaults.

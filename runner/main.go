@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/logging"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
@@ -21,7 +22,8 @@ import (
 // --listen (default 127.0.0.1:50051), --db-service-url, --min-engine-protocol
 // (default task.EngineProtocolVersion), --work-dir (default the system temp
 // dir), --drain-timeout (default 10s), --secrets-dir (default
-// grading.DefaultSecretsDir: the judge's key files), --log-level (error, info, debug or a
+// grading.DefaultSecretsDir: the judge's key files), --auth-token-file (the
+// trial's credential, package authn; default none), --log-level (error, info, debug or a
 // verbosity number; default info). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
 func Main(ctx context.Context, args []string) error {
@@ -43,6 +45,7 @@ type flags struct {
 	maxTool      time.Duration
 	logLevel     int
 	secretsDir   string
+	authFile     string
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -56,6 +59,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
 	fs.DurationVar(&f.maxTool, "max-tool-timeout", DefaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
 	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
+	fs.StringVar(&f.authFile, "auth-token-file", "", "file holding the trial's credential; every RunnerService call must carry it as 'authorization: Bearer <token>' and the DB client sends it (default: none, calls are not authenticated)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
@@ -101,6 +105,15 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.MaxToolTimeout = f.maxTool
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
+	}
+	if f.authFile != "" {
+		tok, err := authn.ReadTokenFile(f.authFile)
+		if err != nil {
+			return fmt.Errorf("runner: --auth-token-file: %w", err)
+		}
+		cfg.AuthToken = tok
+	} else if cfg.AuthToken == "" {
+		cfg.Logger.Info("no --auth-token-file: RunnerService calls are not authenticated")
 	}
 	if cfg.Grader == nil {
 		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir))

@@ -72,6 +72,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.ChainUnaryInterceptor(s.guard),
+		grpc.ChainStreamInterceptor(s.authStream),
 		// Reused handler goroutines keep their grown stacks: a fresh goroutine
 		// per call spends a noticeable share of a cheap call growing its stack
 		// through JSON decoding and schema validation.
@@ -98,12 +99,16 @@ func (s *Server) setServing(ok bool) {
 }
 
 // guard refuses RunnerService calls while draining (health answers stay
-// available so probes see the drain) and turns a panic that escaped a handler
+// available so probes see the drain) and calls without the trial's
+// credential (Unauthenticated), and turns a panic that escaped a handler
 // into INTERNAL instead of a dead process.
 func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	if s.draining.Load() && info.FullMethod != healthpb.Health_Check_FullMethodName &&
 		info.FullMethod != runnerpb.RunnerService_HealthCheck_FullMethodName {
 		return nil, status.Error(codes.Unavailable, "runner is draining: it no longer accepts calls")
+	}
+	if err := s.authenticate(ctx, info.FullMethod); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -170,7 +175,8 @@ func (s *Server) dbClient(url string) *client.Client {
 	defer s.mu.Unlock()
 	c, ok := s.dbClients[url]
 	if !ok {
-		c = client.New(url, client.WithHTTPClient(s.cfg.HTTPClient), client.WithLogger(s.log.WithName("dbclient")))
+		c = client.New(url, client.WithHTTPClient(s.cfg.HTTPClient), client.WithLogger(s.log.WithName("dbclient")),
+			client.WithToken(s.cfg.DBToken()))
 		s.dbClients[url] = c
 	}
 	return c
