@@ -27,7 +27,7 @@ const (
 	ErrTypeNotFound       = "NotFound"
 	// ErrTypeUnauthenticated is a request without the trial's credential (401).
 	ErrTypeUnauthenticated = "Unauthenticated"
-	ErrTypeInternal       = "InternalError"
+	ErrTypeInternal        = "InternalError"
 )
 
 // Error is a request failure with its HTTP status and wire type.
