@@ -2,13 +2,15 @@ package controllers
 
 // The manager's permissions, gathered here so config/rbac is generated from one place.
 // deletecollection on pods: an attempt's pods go in one request (DeleteAllOf).
+// create on secrets: each attempt gets its own credential Secret (owned by the
+// Trial, so garbage collection removes it); reads stay get-only, never list.
 //
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks;trials;campaigns,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks/status;trials/status;campaigns/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks/finalizers;trials/finalizers;campaigns/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;deletecollection
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;delete
