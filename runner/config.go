@@ -10,6 +10,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	// name here shadows a catalog tool of the same name. Embedders and tests
 	// use it to add tools without an MCP server.
 	ExtraBuiltins []builtin.Builtin
+	// ToolLimits are the rlimits every stdio MCP server (and whatever it
+	// starts) runs under; zero: none (the runner binary's flags default to
+	// proc.DefaultLimits).
+	ToolLimits proc.Limits
 	// MCPEnv is added to every MCP server's minimal environment (KEY=VALUE),
 	// before the tool source's own env.
 	MCPEnv []string

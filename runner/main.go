@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/logging"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // Main runs `tolokaforge runner`: it serves RunnerService and grpc.health.v1
@@ -46,6 +47,7 @@ type flags struct {
 	logLevel     int
 	secretsDir   string
 	authFile     string
+	limits       proc.Limits
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -60,6 +62,10 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.maxTool, "max-tool-timeout", DefaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
 	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "file holding the trial's credential; every RunnerService call must carry it as 'authorization: Bearer <token>' and the DB client sends it (default: none, calls are not authenticated)")
+	d := proc.DefaultLimits
+	fs.Uint64Var(&f.limits.AddressSpace, "tool-rlimit-as", d.AddressSpace, "RLIMIT_AS (bytes of address space) of every MCP server process and its children; 0: unlimited")
+	fs.Uint64Var(&f.limits.Processes, "tool-rlimit-nproc", d.Processes, "RLIMIT_NPROC of every MCP server process (counts all processes of the pod's user); 0: unlimited")
+	fs.Uint64Var(&f.limits.OpenFiles, "tool-rlimit-nofile", d.OpenFiles, "RLIMIT_NOFILE of every MCP server process; 0: unlimited")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
@@ -75,6 +81,9 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	}
 	if f.maxTool <= 0 {
 		return nil, fmt.Errorf("runner flags: --max-tool-timeout must be positive, got %s", f.maxTool)
+	}
+	if l := f.limits; (l.AddressSpace != 0 && l.AddressSpace < 32<<20) || (l.OpenFiles != 0 && l.OpenFiles < 16) || (l.Processes != 0 && l.Processes < 8) {
+		return nil, fmt.Errorf("runner flags: tool limits too small to start a tool (%s); want 0 (unlimited) or at least RLIMIT_AS=%d RLIMIT_NPROC=8 RLIMIT_NOFILE=16", l, 32<<20)
 	}
 	if f.dbURL != "" && !strings.HasPrefix(f.dbURL, "http://") && !strings.HasPrefix(f.dbURL, "https://") {
 		return nil, fmt.Errorf("runner flags: --db-service-url %q: want an http:// or https:// URL", f.dbURL)
@@ -103,6 +112,7 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.WorkDir = f.workDir
 	cfg.DrainTimeout = f.drainTimeout
 	cfg.MaxToolTimeout = f.maxTool
+	cfg.ToolLimits = f.limits
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
 	}

@@ -20,6 +20,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // ServiceName is the gRPC service the health server reports on (besides "").
@@ -47,12 +48,20 @@ type Server struct {
 	dbClients   map[string]*client.Client
 }
 
+// subreaperOnce: the subreaper flag is the process's, set by the first New.
+var subreaperOnce sync.Once
+
 // New builds a runner from cfg. It does not listen yet.
 func New(cfg Config) (*Server, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("runner config: %w", err)
 	}
+	subreaperOnce.Do(func() {
+		if err := proc.SetSubreaper(); err != nil {
+			c.Logger.Error(err, "detached tool processes will escape to init; CleanupTrial still kills them")
+		}
+	})
 	life, endLife := context.WithCancel(context.Background())
 	s := &Server{
 		life:        life,
