@@ -92,8 +92,6 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 		if token, err = authn.ReadTokenFile(cfg.authFile); err != nil {
 			return fmt.Errorf("dbservice: --auth-token-file: %w", err)
 		}
-	} else {
-		log.Info("no --auth-token-file: requests are not authenticated")
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -101,7 +99,7 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 	}
 	srv := New(Options{Limits: cfg.limits, Logger: log, AuthToken: token})
 	l := cfg.limits
-	log.Info("serving", "address", ln.Addr().String(), "max_body_bytes", l.MaxBodyBytes,
+	log.Info("serving", "address", ln.Addr().String(), "authenticated", token != "", "max_body_bytes", l.MaxBodyBytes,
 		"max_number_digits", l.MaxNumberDigits, "max_operations_per_patch", l.MaxOpsPerPatch,
 		"max_query_response_bytes", l.MaxQueryResponseBytes, "max_tables_per_trial", l.MaxTablesPerTrial,
 		"max_records_per_trial", l.MaxRecordsPerTrial, "max_trial_bytes", l.MaxTrialBytes,

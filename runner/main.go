@@ -122,8 +122,6 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 			return fmt.Errorf("runner: --auth-token-file: %w", err)
 		}
 		cfg.AuthToken = tok
-	} else if cfg.AuthToken == "" {
-		cfg.Logger.Info("no --auth-token-file: RunnerService calls are not authenticated")
 	}
 	if cfg.Grader == nil {
 		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir))

@@ -136,7 +136,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.grpc.Serve(lis) }()
 	s.setServing(true)
-	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol)
+	// Whether calls are authenticated, never with what.
+	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol,
+		"authenticated", s.cfg.AuthToken != "", "tool_limits", s.cfg.ToolLimits.String())
 
 	var serveErr error
 	select {
