@@ -38,7 +38,7 @@ var _ = Describe("Attempt credential", func() {
 		tr := getTrial(key)
 
 		var cred corev1.Secret
-		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.AuthSecretName(key.Name, 1)}, &cred)).To(Succeed())
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.AuthSecretName(getTrial(key), 1)}, &cred)).To(Succeed())
 		owner := metav1.GetControllerOf(&cred)
 		Expect(owner).NotTo(BeNil())
 		Expect(owner.Kind).To(Equal("Trial"))

@@ -18,9 +18,16 @@ import (
 // AuthSecretName is the deterministic name of an attempt's credential
 // Secret, so a create retried after a lost response finds its own Secret
 // (and the token the pods already mount) instead of making a second one.
-func AuthSecretName(trial string, attempt int32) string {
-	suffix := fmt.Sprintf("-a%d-auth", attempt)
-	return shortName(trial, 253-len(suffix)) + suffix
+// It carries the Trial's UID: a Trial deleted and re-created under the same
+// name (a Campaign's rerun) must not find its predecessor's Secret, which
+// garbage collection may not have removed yet.
+func AuthSecretName(t *evalv1.Trial, attempt int32) string {
+	uid := string(t.UID)
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	suffix := fmt.Sprintf("-a%d-auth-%s", attempt, uid)
+	return shortName(t.Name, 253-len(suffix)) + suffix
 }
 
 // AuthSecret is an attempt's credential: a fresh random token (package
@@ -40,7 +47,7 @@ func AuthSecret(a attemptRef, token string) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            AuthSecretName(t.Name, a.Number),
+			Name:            AuthSecretName(t, a.Number),
 			Namespace:       t.Namespace,
 			Labels:          labels,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
@@ -55,7 +62,7 @@ func AuthSecret(a attemptRef, token string) *corev1.Secret {
 // Secrets but never lists or watches them). The error names the Secret,
 // never its content.
 func attemptToken(ctx context.Context, r client.Reader, t *evalv1.Trial, attempt int32) (string, error) {
-	name := AuthSecretName(t.Name, attempt)
+	name := AuthSecretName(t, attempt)
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, s); err != nil {
 		return "", fmt.Errorf("read the attempt's credential secret %s/%s: %w", t.Namespace, name, err)

@@ -39,7 +39,7 @@ func TestBothPodsMountTheAttemptCredential(t *testing.T) {
 			if vol == nil || vol.Secret == nil {
 				t.Fatalf("no credential Secret volume: %+v", pod.Spec.Volumes)
 			}
-			if vol.Secret.SecretName != "t1-a3-auth" || len(vol.Secret.Items) != 1 || vol.Secret.Items[0].Key != authn.SecretKey ||
+			if vol.Secret.SecretName != "t1-a3-auth-uid-1" || len(vol.Secret.Items) != 1 || vol.Secret.Items[0].Key != authn.SecretKey ||
 				vol.Secret.Optional != nil || vol.Secret.DefaultMode == nil || *vol.Secret.DefaultMode != 0o440 {
 				t.Errorf("credential volume = %+v, want t1-a3-auth's token only, mode 0440, not optional", vol.Secret)
 			}
@@ -72,7 +72,7 @@ func TestAuthSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := AuthSecret(attemptRef{tr, 2}, tok)
-	if s.Name != "t1-a2-auth" || s.Namespace != "ns" {
+	if s.Name != "t1-a2-auth-uid-1" || s.Namespace != "ns" {
 		t.Errorf("name = %s/%s", s.Namespace, s.Name)
 	}
 	if o := metav1.GetControllerOf(s); o == nil || o.UID != tr.UID || o.Kind != "Trial" {
@@ -87,8 +87,10 @@ func TestAuthSecret(t *testing.T) {
 	if s.Labels[evalv1.LabelTrial] != "t1" || s.Labels[evalv1.LabelAttempt] != "2" {
 		t.Errorf("labels = %v", s.Labels)
 	}
-	if got := AuthSecretName(strings.Repeat("a", 253), 12); len(got) > 253 {
-		t.Errorf("name of a long trial is %d long", len(got))
+	long := testTrial()
+	long.Name, long.UID = strings.Repeat("a", 253), "0123456789abcdef"
+	if got := AuthSecretName(long, 12); len(got) > 253 || !strings.HasSuffix(got, "-a12-auth-01234567") {
+		t.Errorf("name of a long trial = %q (%d long)", got, len(got))
 	}
 }
 
@@ -104,6 +106,7 @@ func TestAttemptTokenNeedsTheTrialsOwnSecret(t *testing.T) {
 	other := testTrial()
 	other.UID = "uid-other"
 	foreign := AuthSecret(attemptRef{other, 2}, "tok-2")
+	foreign.Name = AuthSecretName(tr, 2) // planted under this Trial's name
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mine, foreign).Build()
 	ctx := context.Background()
 	if got, err := attemptToken(ctx, c, tr, 1); err != nil || got != "tok-1" {
@@ -114,7 +117,7 @@ func TestAttemptTokenNeedsTheTrialsOwnSecret(t *testing.T) {
 		t.Errorf("foreign secret: err = %v", err)
 	}
 	_, err = attemptToken(ctx, c, tr, 3)
-	if err == nil || !strings.Contains(err.Error(), "ns/t1-a3-auth") {
+	if err == nil || !strings.Contains(err.Error(), "ns/t1-a3-auth-uid-1") {
 		t.Errorf("absent secret: err = %v", err)
 	}
 }

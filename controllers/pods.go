@@ -254,7 +254,7 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 			Volumes: []corev1.Volume{
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(TmpSizeLimit.DeepCopy())}}},
 				{Name: authVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: AuthSecretName(t.Name, a.Number),
+					SecretName: AuthSecretName(t, a.Number),
 					Items:      []corev1.KeyToPath{{Key: authn.SecretKey, Path: authn.SecretKey}},
 					// Group-readable: the pod's fsGroup is the server's group.
 					DefaultMode: ptr.To[int32](0o440),

@@ -257,7 +257,7 @@ var _ = Describe("Trial", func() {
 		ip, ok := h.Sim.PodAddr(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))
 		Expect(ok).To(BeTrue())
 		var cred corev1.Secret
-		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.AuthSecretName(key.Name, 1)}, &cred)).To(Succeed())
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.AuthSecretName(getTrial(key), 1)}, &cred)).To(Succeed())
 		rc, err := runnerclient.Dial(ctx, net.JoinHostPort(ip, strconv.Itoa(controllers.RunnerPort)),
 			runnerclient.WithToken(string(cred.Data[authn.SecretKey])))
 		Expect(err).NotTo(HaveOccurred())
