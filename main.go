@@ -16,6 +16,7 @@ import (
 
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/runner"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 type command struct {
@@ -40,6 +41,15 @@ func commands() map[string]command {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		// Before anything else: tools can read the runner's initial
+		// environment (/proc/1/environ in a pod), so it holds nothing the
+		// runner does not need. Only here, in the binary's own process.
+		if err := proc.ScrubEnvironment(); err != nil {
+			fmt.Fprintln(os.Stderr, "tolokaforge runner:", err)
+			os.Exit(1)
+		}
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -51,6 +51,13 @@ func TestNoPodsWithoutTheNetworkPolicy(t *testing.T) {
 	if len(pods.Items) != 0 {
 		t.Fatalf("%d pods created without their network policy", len(pods.Items))
 	}
+	var secrets corev1.SecretList
+	if err := c.List(context.Background(), &secrets); err != nil {
+		t.Fatal(err)
+	}
+	if len(secrets.Items) != 0 {
+		t.Fatalf("a credential Secret was created for pods that will not exist: %d", len(secrets.Items))
+	}
 	select {
 	case e := <-rec.Events:
 		want := "Warning NetworkPolicyUnavailable create network policy " + NetworkPolicyName(tr.Name) + ": " + refused.Error() + "; no pods are created without it"

@@ -50,7 +50,7 @@ func TestNetworkPolicyReachability(t *testing.T) {
 			}
 		})
 	}
-	if np.Spec.PolicyTypes[0] != networkingv1.PolicyTypeIngress || len(np.Spec.PolicyTypes) != 1 {
+	if !reflect.DeepEqual(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
 		t.Errorf("policy types = %v", np.Spec.PolicyTypes)
 	}
 	if o := np.OwnerReferences; len(o) != 1 || o[0].UID != "uid-1" {

@@ -92,6 +92,10 @@ func planTrial(w *world) plan {
 		}
 	}
 	st.AttemptCount = int32(len(st.Attempts))
+	if c := meta.FindStatusCondition(st.Conditions, evalv1.TrialNetworkPolicyReady); c != nil &&
+		c.Status != metav1.ConditionTrue && w.HasNetworkPolicy {
+		p.cond(evalv1.TrialNetworkPolicyReady, true, evalv1.ReasonNetworkPolicyCreated, "the trial's network policies exist")
+	}
 	p.collectPods(w)
 	return p
 }
@@ -130,6 +134,8 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 			}
 			if !w.PodsCreated[role] {
 				p.CreatePod = append(p.CreatePod, role)
+				// A retried create re-checks the fence: pods only after it.
+				p.EnsureNP = !w.HasNetworkPolicy
 			}
 			waiting = append(waiting, name+" (not created yet)")
 		case podWaiting:

@@ -24,9 +24,10 @@ import (
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 
-// RunnerDialer connects to the runner at addr (host:port) and waits until it
-// serves. The io.Closer releases the connection.
-type RunnerDialer func(ctx context.Context, addr string) (runnerpb.RunnerServiceClient, io.Closer, error)
+// RunnerDialer connects to the runner at addr (host:port), presenting token
+// (the attempt's credential, package authn) on every call, and waits until
+// it serves. The io.Closer releases the connection.
+type RunnerDialer func(ctx context.Context, addr, token string) (runnerpb.RunnerServiceClient, io.Closer, error)
 
 // RunnerWrapper lets a caller observe or alter one attempt's runner client
 // (tests record RPCs with it). Production leaves it nil.
@@ -111,9 +112,13 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 		return fail(evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, "user simulator: %v", err)
 	}
 
+	token, err := attemptToken(ctx, d.APIReader, t, in.Number)
+	if err != nil {
+		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "runner credential: %v", err)
+	}
 	addr := net.JoinHostPort(runnerIP, strconv.Itoa(RunnerPort))
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	rc, closer, err := d.Dial(dctx, addr)
+	rc, closer, err := d.Dial(dctx, addr, token)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -273,8 +278,8 @@ func (o *observedRunner) GradeTrial(ctx context.Context, in *runnerpb.GradeTrial
 // DialRunner is the production RunnerDialer: runner/client's channel, ready
 // once the runner's health service says SERVING.
 func DialRunner(opts ...runnerclient.Option) RunnerDialer {
-	return func(ctx context.Context, addr string) (runnerpb.RunnerServiceClient, io.Closer, error) {
-		c, err := runnerclient.Dial(ctx, addr, opts...)
+	return func(ctx context.Context, addr, token string) (runnerpb.RunnerServiceClient, io.Closer, error) {
+		c, err := runnerclient.Dial(ctx, addr, append(opts[:len(opts):len(opts)], runnerclient.WithToken(token))...)
 		if err != nil {
 			return nil, nil, err
 		}

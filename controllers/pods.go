@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"tolokaforge.io/operator/api/authn"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
 )
@@ -34,6 +35,13 @@ const (
 	JudgeKeyFile = "judge-api-key"
 	// judgeKeyVolume is the runner pod's volume of the gateway token Secret.
 	judgeKeyVolume = "judge-key"
+	// AuthDir is where both pods mount the attempt's credential Secret
+	// read-only; AuthTokenFile is the token's file, named by
+	// --auth-token-file. A file, like the judge key, never an env var.
+	AuthDir       = "/var/run/tolokaforge/auth"
+	AuthTokenFile = AuthDir + "/" + authn.SecretKey
+	// authVolume is both pods' volume of the credential Secret.
+	authVolume = "auth-token"
 	// podIPEnv is the downward-API variable the listen flags expand.
 	podIPEnv = "POD_IP"
 	// nonRootUID is the distroless "nonroot" user.
@@ -125,6 +133,7 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		"runner",
 		fmt.Sprintf("--listen=$(%s):%d", podIPEnv, RunnerPort),
 		"--work-dir=" + RunnerWorkDir,
+		"--auth-token-file=" + AuthTokenFile,
 	}
 	c := baseContainer(cfg, evalv1.RoleRunner, t.Spec.Runner, args)
 	c.Ports = []corev1.ContainerPort{{Name: "grpc", ContainerPort: RunnerPort, Protocol: corev1.ProtocolTCP}}
@@ -142,7 +151,7 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: RunnerWorkDir})
 	pod := basePod(a, evalv1.RoleRunner, t.Spec.Runner, c)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
-		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(WorkDirSizeLimit.DeepCopy())}},
 	})
 	if gw {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
@@ -177,7 +186,7 @@ func GatewaySecret(t *evalv1.Trial, token string) *corev1.Secret {
 // DBServicePod is the attempt's DB service, probed over HTTP /health.
 func DBServicePod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	t := a.Trial
-	args := []string{"dbservice", fmt.Sprintf("--listen=$(%s):%d", podIPEnv, DBServicePort)}
+	args := []string{"dbservice", fmt.Sprintf("--listen=$(%s):%d", podIPEnv, DBServicePort), "--auth-token-file=" + AuthTokenFile}
 	c := baseContainer(cfg, evalv1.RoleDBService, t.Spec.DBService, args)
 	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: DBServicePort, Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{
@@ -220,12 +229,13 @@ func baseContainer(cfg PodConfig, role string, o evalv1.PodOverrides, args []str
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		// Read-only root: anything that wants a temp file gets an emptyDir.
-		VolumeMounts:             []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "tmp", MountPath: "/tmp"},
+			{Name: authVolume, MountPath: AuthDir, ReadOnly: true},
+		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
-	if o.Resources != nil {
-		c.Resources = *o.Resources.DeepCopy()
-	}
+	c.Resources = resourcesFor(role, o.Resources)
 	return c
 }
 
@@ -254,9 +264,15 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{c},
-			Volumes: []corev1.Volume{{
-				Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
-			}},
+			Volumes: []corev1.Volume{
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(TmpSizeLimit.DeepCopy())}}},
+				{Name: authVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: AuthSecretName(t, a.Number),
+					Items:      []corev1.KeyToPath{{Key: authn.SecretKey, Path: authn.SecretKey}},
+					// Group-readable: the pod's fsGroup is the server's group.
+					DefaultMode: ptr.To[int32](0o440),
+				}}},
+			},
 		},
 	}
 	if len(o.NodeSelector) > 0 {

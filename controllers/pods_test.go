@@ -116,7 +116,7 @@ func TestRunnerPodArgsAndProbe(t *testing.T) {
 	if p.Name != "t1-a1-runner" {
 		t.Errorf("name = %q", p.Name)
 	}
-	want := []string{"runner", "--listen=$(POD_IP):50051", "--work-dir=/var/lib/tolokaforge"}
+	want := []string{"runner", "--listen=$(POD_IP):50051", "--work-dir=/var/lib/tolokaforge", "--auth-token-file=/var/run/tolokaforge/auth/token"}
 	if !reflect.DeepEqual(c.Args, want) || c.Command[0] != "/tolokaforge" {
 		t.Errorf("command/args = %q %q, want [/tolokaforge] %q", c.Command, c.Args, want)
 	}
@@ -127,8 +127,8 @@ func TestRunnerPodArgsAndProbe(t *testing.T) {
 		t.Errorf("no emptyDir for --work-dir: %+v", c.VolumeMounts)
 	}
 	for _, v := range p.Spec.Volumes {
-		if v.Secret != nil {
-			t.Errorf("a Secret volume without a judge: %+v", v)
+		if v.Secret != nil && v.Name != authVolume {
+			t.Errorf("a Secret volume other than the credential without a judge: %+v", v)
 		}
 	}
 }
@@ -139,7 +139,7 @@ func TestDBServicePodArgsAndProbe(t *testing.T) {
 	if p.Name != "t1-a3-dbservice" {
 		t.Errorf("name = %q", p.Name)
 	}
-	if want := []string{"dbservice", "--listen=$(POD_IP):8000"}; !reflect.DeepEqual(c.Args, want) {
+	if want := []string{"dbservice", "--listen=$(POD_IP):8000", "--auth-token-file=/var/run/tolokaforge/auth/token"}; !reflect.DeepEqual(c.Args, want) {
 		t.Errorf("args = %q, want %q", c.Args, want)
 	}
 	g := c.ReadinessProbe.HTTPGet
@@ -207,7 +207,7 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 	}
 	var secrets []corev1.Volume
 	for _, v := range p.Spec.Volumes {
-		if v.Secret != nil {
+		if v.Secret != nil && v.Name != authVolume {
 			secrets = append(secrets, v)
 		}
 		if v.Projected != nil {

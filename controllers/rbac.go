@@ -6,6 +6,8 @@ package controllers
 // gateway token Secret) only in namespaces the install grants, through the Role
 // of config/namespace-grant (helm: trialNamespaces). It reads them with a direct
 // get (Driver.APIReader), never a cache, so it needs no list or watch.
+// Each attempt's credential Secret is created there too (owned by the Trial,
+// so garbage collection removes it).
 //
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks;trials;campaigns,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=eval.tolokaforge.io,resources=tasks/status;trials/status;campaigns/status,verbs=get;update;patch

@@ -175,7 +175,7 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 			gotKey = req.APIKey
 			return nil, errors.New("stop here")
 		},
-		Dial: func(context.Context, string) (runnerpb.RunnerServiceClient, io.Closer, error) {
+		Dial: func(context.Context, string, string) (runnerpb.RunnerServiceClient, io.Closer, error) {
 			t.Fatal("dialed although the actor failed")
 			return nil, nil, nil
 		},

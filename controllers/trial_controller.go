@@ -187,7 +187,8 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 		w.Now = metav1.NewTime(r.Now()).Rfc3339Copy().Time
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(t.Namespace), client.MatchingFields{podOwnerIndex: t.Name}); err != nil {
+	err := r.Client.List(ctx, &pods, client.InNamespace(t.Namespace), client.MatchingFields{podOwnerIndex: t.Name})
+	if err != nil {
 		return nil, fmt.Errorf("list pods of trial %s: %w", key, err)
 	}
 	for i := range pods.Items {
@@ -207,13 +208,8 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 		w.Pods[int32(n)][role] = pod
 	}
 
-	var np networkingv1.NetworkPolicy
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: NetworkPolicyName(t.Name)}, &np)
-	switch {
-	case err == nil:
-		w.HasNetworkPolicy = true
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get network policy of trial %s: %w", key, err)
+	if w.HasNetworkPolicy, err = r.hasNetworkPolicies(ctx, t); err != nil {
+		return nil, err
 	}
 
 	if v, ok := r.Pool.View(key); ok {
@@ -314,17 +310,17 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 
 	var errs []error
 	if p.EnsureNP {
-		if err := r.Client.Create(ctx, NetworkPolicy(t, r.ManagerPeer), client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			// Pods without their fence would take traffic from anyone: none
-			// is created until the policy exists. The event says why; the
-			// create is retried until timeouts.podsReady ends the attempt.
-			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonNetworkPolicyUnavailable, ActionStartAttempt,
-				fmt.Sprintf("create network policy %s: %v; no pods are created without it", NetworkPolicyName(t.Name), err))})
-			return fmt.Errorf("create network policy of trial %s: %w", key, err)
+		if err := r.ensureNetworkPolicies(ctx, t); err != nil {
+			return err
 		}
 	}
 	if a := activeAttempt(&t.Status); a != nil {
 		ref := attemptRef{Trial: t, Number: a.Number}
+		if len(p.CreatePod) > 0 {
+			if err := r.ensureAuthSecret(ctx, ref); err != nil {
+				return err
+			}
+		}
 		if slices.Contains(p.CreatePod, evalv1.RoleRunner) && UsesGateway(t, r.Pods.GatewayURL) {
 			if err := r.ensureGatewaySecret(ctx, t); err != nil {
 				// The runner pod mounts the token: without it the pod could
@@ -396,10 +392,12 @@ func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.Namespace
 			return reconcile.Result{}, fmt.Errorf("delete pods of deleted trial %s: %w", key, err)
 		}
 	}
-	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: NetworkPolicyName(key.Name)}}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(np), np); err == nil && np.DeletionTimestamp == nil {
-		if err := r.Client.Delete(ctx, np, client.Preconditions{UID: &np.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return reconcile.Result{}, fmt.Errorf("delete network policy of deleted trial %s: %w", key, err)
+	for _, name := range []string{NetworkPolicyName(key.Name), RunnerEgressPolicyName(key.Name)} {
+		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name}}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(np), np); err == nil && np.DeletionTimestamp == nil {
+			if err := r.Client.Delete(ctx, np, client.Preconditions{UID: &np.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+				return reconcile.Result{}, fmt.Errorf("delete network policy of deleted trial %s: %w", key, err)
+			}
 		}
 	}
 	if err := r.deleteGatewaySecret(ctx, key); err != nil {

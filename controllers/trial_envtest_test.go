@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/runnerpb"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
@@ -260,7 +261,10 @@ var _ = Describe("Trial", func() {
 		// The runner forgets the registration under the driver's feet.
 		ip, ok := h.Sim.PodAddr(ns, controllers.PodName(key.Name, 1, evalv1.RoleRunner))
 		Expect(ok).To(BeTrue())
-		rc, err := runnerclient.Dial(ctx, net.JoinHostPort(ip, strconv.Itoa(controllers.RunnerPort)))
+		var cred corev1.Secret
+		Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: controllers.AuthSecretName(getTrial(key), 1)}, &cred)).To(Succeed())
+		rc, err := runnerclient.Dial(ctx, net.JoinHostPort(ip, strconv.Itoa(controllers.RunnerPort)),
+			runnerclient.WithToken(string(cred.Data[authn.SecretKey])))
 		Expect(err).NotTo(HaveOccurred())
 		defer rc.Close()
 		resp, err := rc.CleanupTrial(ctx, &runnerpb.CleanupTrialRequest{TrialId: "shop_orders_02:0"})

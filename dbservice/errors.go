@@ -25,7 +25,9 @@ const (
 	// ErrTypeRequestTimeout is a body that did not arrive within the read timeout (408).
 	ErrTypeRequestTimeout = "RequestTimeout"
 	ErrTypeNotFound       = "NotFound"
-	ErrTypeInternal       = "InternalError"
+	// ErrTypeUnauthenticated is a request without the trial's credential (401).
+	ErrTypeUnauthenticated = "Unauthenticated"
+	ErrTypeInternal        = "InternalError"
 )
 
 // Error is a request failure with its HTTP status and wire type.

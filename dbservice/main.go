@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 
+	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/logging"
 )
 
 // Main runs `tolokaforge dbservice`: it serves on --listen until ctx ends.
-// Flags: --listen (default 127.0.0.1:8000), --log-level (error, info, debug, or a logr
+// Flags: --listen (default 127.0.0.1:8000), --auth-token-file (the trial's
+// credential, package authn; default none), --log-level (error, info, debug, or a logr
 // verbosity number; default info), and one flag per field of Limits (--max-body-bytes,
 // --max-number-digits, ...; defaults in DefaultLimits).
 func Main(ctx context.Context, args []string) error {
@@ -22,6 +24,7 @@ func Main(ctx context.Context, args []string) error {
 
 type config struct {
 	listen   string
+	authFile string
 	limits   Limits
 	logLevel int
 }
@@ -44,6 +47,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Int64Var(&l.MaxTotalBytes, "max-total-bytes", d.MaxTotalBytes, "most canonical record bytes held by all trials together (current, initial and snapshot states)")
 	fs.DurationVar(&l.ReadHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout, "time allowed to read a request's headers")
 	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", d.BodyReadTimeout, "time allowed to read a request's body; slower bodies get 408")
+	fs.StringVar(&cfg.authFile, "auth-token-file", "", "file holding the trial's credential; every request but GET /health must carry it as 'Authorization: Bearer <token>' (default: none, requests are not authenticated)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("dbservice flags: %w", err)
@@ -83,13 +87,19 @@ func run(ctx context.Context, args []string, logOut io.Writer) error {
 		return err
 	}
 	log := logging.New(logOut, cfg.logLevel).WithName("dbservice")
+	var token string
+	if cfg.authFile != "" {
+		if token, err = authn.ReadTokenFile(cfg.authFile); err != nil {
+			return fmt.Errorf("dbservice: --auth-token-file: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("dbservice: listen on %s: %w", cfg.listen, err)
 	}
-	srv := New(Options{Limits: cfg.limits, Logger: log})
+	srv := New(Options{Limits: cfg.limits, Logger: log, AuthToken: token})
 	l := cfg.limits
-	log.Info("serving", "address", ln.Addr().String(), "max_body_bytes", l.MaxBodyBytes,
+	log.Info("serving", "address", ln.Addr().String(), "authenticated", token != "", "max_body_bytes", l.MaxBodyBytes,
 		"max_number_digits", l.MaxNumberDigits, "max_operations_per_patch", l.MaxOpsPerPatch,
 		"max_query_response_bytes", l.MaxQueryResponseBytes, "max_tables_per_trial", l.MaxTablesPerTrial,
 		"max_records_per_trial", l.MaxRecordsPerTrial, "max_trial_bytes", l.MaxTrialBytes,

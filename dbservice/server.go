@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"tolokaforge.io/operator/api/authn"
 )
 
 // ServiceVersion is reported by GET /health.
@@ -29,6 +31,10 @@ type Options struct {
 	Limits Limits
 	// Logger receives request logs (V(1)) and failures; the default discards.
 	Logger logr.Logger
+	// AuthToken is the trial's credential (package authn): every request but
+	// GET /health must carry "Authorization: Bearer <token>" or gets 401
+	// before any handler runs. Empty disables the check. Never logged.
+	AuthToken string
 }
 
 // Server is the DB service: an http.Handler over an in-memory store of trials.
@@ -65,7 +71,23 @@ func New(opts Options) *Server {
 		return newError(http.StatusBadRequest, ErrTypeInvalidTrialID, map[string]any{"trial_id": ""},
 			"trial id \"\" must match [A-Za-z0-9._:-]{1,253}")
 	})
+	unauthenticated := s.wrap("unauthenticated", func(w http.ResponseWriter, r *http.Request) *Error {
+		err := authn.Check(r.Header.Get(authn.Header), opts.AuthToken)
+		s.log.Info("refused an unauthenticated request", "method", r.Method, "path", r.URL.Path, "why", err.Error())
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tolokaforge-dbservice"`)
+		msg := "the request carries no trial credential (Authorization: Bearer <token>)"
+		if !errors.Is(err, authn.ErrMissing) {
+			msg = "the request's trial credential is not this DB service's"
+		}
+		return newError(http.StatusUnauthorized, ErrTypeUnauthenticated, nil, "%s", msg)
+	})
 	s.root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Refused before routing: a request without the credential reaches no
+		// handler, so it changes nothing. Health stays open for probes.
+		if opts.AuthToken != "" && !isHealth(r) && authn.Check(r.Header.Get(authn.Header), opts.AuthToken) != nil {
+			unauthenticated(w, r)
+			return
+		}
 		// ServeMux would answer /trials//init with a redirect to a cleaned path; an
 		// empty trial id is a bad request.
 		if strings.HasPrefix(r.URL.Path, "/trials//") {
@@ -75,6 +97,11 @@ func New(opts Options) *Server {
 		s.mux.ServeHTTP(w, r)
 	})
 	return s
+}
+
+// isHealth is the one open endpoint: kubelet's readiness probe.
+func isHealth(r *http.Request) bool {
+	return r.URL.Path == "/health" && (r.Method == http.MethodGet || r.Method == http.MethodHead)
 }
 
 // Handler returns the HTTP handler serving every endpoint.

@@ -220,7 +220,7 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 	if cwd != "" && cwd != "." {
 		dir = filepath.Join(lay.dir, filepath.FromSlash(cwd))
 	}
-	cfg := mcpclient.Config{Command: argv, URL: url, Env: s.mcpEnv(lay, env)}
+	cfg := mcpclient.Config{Command: argv, URL: url, Env: s.mcpEnv(lay, env), Limits: s.cfg.ToolLimits}
 	if url == "" {
 		cfg.Dir = dir
 	}
@@ -238,7 +238,7 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 func (s *Server) mcpEnv(lay layout, extra map[string]string) []string {
 	env := []string{
 		"TMPDIR=" + lay.dir,
-		"TOLOKAFORGE_TRIAL_DIR=" + lay.dir,
+		trialTag(lay.dir),
 		"TOLOKAFORGE_FILES_DIR=" + lay.files,
 	}
 	env = append(env, s.cfg.MCPEnv...)

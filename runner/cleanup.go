@@ -9,7 +9,12 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/proc"
 )
+
+// trialTag is the environment entry every MCP server of a trial (and what it
+// starts) carries, so teardown finds them all: the trial's own directory.
+func trialTag(dir string) string { return "TOLOKAFORGE_TRIAL_DIR=" + dir }
 
 // teardownTimeout bounds one trial's cleanup (process kills, a DB delete).
 const teardownTimeout = 30 * time.Second
@@ -62,6 +67,18 @@ func (s *Server) teardown(ctx context.Context, t *trial, db, dir bool) error {
 	for _, sess := range t.sessions {
 		if err := sess.close(); err != nil {
 			errs = append(errs, fmt.Errorf("stop MCP server: %w", err))
+		}
+	}
+	if t.dir != "" {
+		// What left the servers' process groups (setsid, double fork) still
+		// carries the trial's environment entry, or descends from a process
+		// that does; as subreaper the runner also reaps it.
+		killed, err := proc.KillTagged(ctx, trialTag(t.dir))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("kill the trial's detached processes: %w", err))
+		}
+		if len(killed) > 0 {
+			t.log.Info("killed processes the trial's tools left behind", "count", len(killed))
 		}
 	}
 	if db && t.db != nil {

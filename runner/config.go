@@ -10,6 +10,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
@@ -43,6 +44,10 @@ type Config struct {
 	// name here shadows a catalog tool of the same name. Embedders and tests
 	// use it to add tools without an MCP server.
 	ExtraBuiltins []builtin.Builtin
+	// ToolLimits are the rlimits every stdio MCP server (and whatever it
+	// starts) runs under; zero: none (the runner binary's flags default to
+	// proc.DefaultLimits).
+	ToolLimits proc.Limits
 	// MCPEnv is added to every MCP server's minimal environment (KEY=VALUE),
 	// before the tool source's own env.
 	MCPEnv []string
@@ -51,6 +56,21 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives structured logs (default logr.Discard()).
 	Logger logr.Logger
+	// AuthToken is the trial's credential (package authn): every
+	// RunnerService call must present it; grpc.health.v1 stays open. Empty
+	// disables the check (a runner started by hand). Never logged.
+	AuthToken string
+	// DBAuthToken is what the runner presents to DB services; empty means
+	// AuthToken (the one per-trial Secret is mounted into both pods).
+	DBAuthToken string
+}
+
+// DBToken is the credential the runner's DB client sends.
+func (c *Config) DBToken() string {
+	if c.DBAuthToken != "" {
+		return c.DBAuthToken
+	}
+	return c.AuthToken
 }
 
 // Defaults.

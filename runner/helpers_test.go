@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		// This test binary started as `tolokaforge runner` does
+		// (environ_test.go): scrub, then serve until SIGTERM.
+		return asRunnerBinary(os.Args[2:])
+	}
 	dir, err := os.MkdirTemp("", "runner-selfbin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

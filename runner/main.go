@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/logging"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // Main runs `tolokaforge runner`: it serves RunnerService and grpc.health.v1
@@ -21,7 +23,8 @@ import (
 // --listen (default 127.0.0.1:50051), --db-service-url, --min-engine-protocol
 // (default task.EngineProtocolVersion), --work-dir (default the system temp
 // dir), --drain-timeout (default 10s), --secrets-dir (default
-// grading.DefaultSecretsDir: the judge's key files), --log-level (error, info, debug or a
+// grading.DefaultSecretsDir: the judge's key files), --auth-token-file (the
+// trial's credential, package authn; default none), --log-level (error, info, debug or a
 // verbosity number; default info). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
 func Main(ctx context.Context, args []string) error {
@@ -43,6 +46,8 @@ type flags struct {
 	maxTool      time.Duration
 	logLevel     int
 	secretsDir   string
+	authFile     string
+	limits       proc.Limits
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -56,6 +61,11 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
 	fs.DurationVar(&f.maxTool, "max-tool-timeout", DefaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
 	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
+	fs.StringVar(&f.authFile, "auth-token-file", "", "file holding the trial's credential; every RunnerService call must carry it as 'authorization: Bearer <token>' and the DB client sends it (default: none, calls are not authenticated)")
+	d := proc.DefaultLimits
+	fs.Uint64Var(&f.limits.AddressSpace, "tool-rlimit-as", d.AddressSpace, "RLIMIT_AS (bytes of address space) of every MCP server process and its children; 0: unlimited")
+	fs.Uint64Var(&f.limits.Processes, "tool-rlimit-nproc", d.Processes, "RLIMIT_NPROC of every MCP server process (counts all processes of the pod's user); 0: unlimited")
+	fs.Uint64Var(&f.limits.OpenFiles, "tool-rlimit-nofile", d.OpenFiles, "RLIMIT_NOFILE of every MCP server process; 0: unlimited")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
@@ -71,6 +81,9 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	}
 	if f.maxTool <= 0 {
 		return nil, fmt.Errorf("runner flags: --max-tool-timeout must be positive, got %s", f.maxTool)
+	}
+	if l := f.limits; (l.AddressSpace != 0 && l.AddressSpace < 32<<20) || (l.OpenFiles != 0 && l.OpenFiles < 16) || (l.Processes != 0 && l.Processes < 8) {
+		return nil, fmt.Errorf("runner flags: tool limits too small to start a tool (%s); want 0 (unlimited) or at least RLIMIT_AS=%d RLIMIT_NPROC=8 RLIMIT_NOFILE=16", l, 32<<20)
 	}
 	if f.dbURL != "" && !strings.HasPrefix(f.dbURL, "http://") && !strings.HasPrefix(f.dbURL, "https://") {
 		return nil, fmt.Errorf("runner flags: --db-service-url %q: want an http:// or https:// URL", f.dbURL)
@@ -99,8 +112,16 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.WorkDir = f.workDir
 	cfg.DrainTimeout = f.drainTimeout
 	cfg.MaxToolTimeout = f.maxTool
+	cfg.ToolLimits = f.limits
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
+	}
+	if f.authFile != "" {
+		tok, err := authn.ReadTokenFile(f.authFile)
+		if err != nil {
+			return fmt.Errorf("runner: --auth-token-file: %w", err)
+		}
+		cfg.AuthToken = tok
 	}
 	if cfg.Grader == nil {
 		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir))

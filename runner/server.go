@@ -20,6 +20,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // ServiceName is the gRPC service the health server reports on (besides "").
@@ -47,12 +48,20 @@ type Server struct {
 	dbClients   map[string]*client.Client
 }
 
+// subreaperOnce: the subreaper flag is the process's, set by the first New.
+var subreaperOnce sync.Once
+
 // New builds a runner from cfg. It does not listen yet.
 func New(cfg Config) (*Server, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("runner config: %w", err)
 	}
+	subreaperOnce.Do(func() {
+		if err := proc.SetSubreaper(); err != nil {
+			c.Logger.Error(err, "detached tool processes will escape to init; CleanupTrial still kills them")
+		}
+	})
 	life, endLife := context.WithCancel(context.Background())
 	s := &Server{
 		life:        life,
@@ -72,6 +81,7 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.ChainUnaryInterceptor(s.guard),
+		grpc.ChainStreamInterceptor(s.authStream),
 		// Reused handler goroutines keep their grown stacks: a fresh goroutine
 		// per call spends a noticeable share of a cheap call growing its stack
 		// through JSON decoding and schema validation.
@@ -98,12 +108,16 @@ func (s *Server) setServing(ok bool) {
 }
 
 // guard refuses RunnerService calls while draining (health answers stay
-// available so probes see the drain) and turns a panic that escaped a handler
+// available so probes see the drain) and calls without the trial's
+// credential (Unauthenticated), and turns a panic that escaped a handler
 // into INTERNAL instead of a dead process.
 func (s *Server) guard(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	if s.draining.Load() && info.FullMethod != healthpb.Health_Check_FullMethodName &&
 		info.FullMethod != runnerpb.RunnerService_HealthCheck_FullMethodName {
 		return nil, status.Error(codes.Unavailable, "runner is draining: it no longer accepts calls")
+	}
+	if err := s.authenticate(ctx, info.FullMethod); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -122,7 +136,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.grpc.Serve(lis) }()
 	s.setServing(true)
-	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol)
+	// Whether calls are authenticated, never with what.
+	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol,
+		"authenticated", s.cfg.AuthToken != "", "tool_limits", s.cfg.ToolLimits.String())
 
 	var serveErr error
 	select {
@@ -170,7 +186,8 @@ func (s *Server) dbClient(url string) *client.Client {
 	defer s.mu.Unlock()
 	c, ok := s.dbClients[url]
 	if !ok {
-		c = client.New(url, client.WithHTTPClient(s.cfg.HTTPClient), client.WithLogger(s.log.WithName("dbclient")))
+		c = client.New(url, client.WithHTTPClient(s.cfg.HTTPClient), client.WithLogger(s.log.WithName("dbclient")),
+			client.WithToken(s.cfg.DBToken()))
 		s.dbClients[url] = c
 	}
 	return c

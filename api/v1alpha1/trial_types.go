@@ -86,6 +86,11 @@ const (
 	// before. `kubectl wait --for=condition=Succeeded` waits for a pass.
 	TrialSucceeded = "Succeeded"
 	TrialFailed    = "Failed"
+	// TrialNetworkPolicyReady appears only once a trial's network policies
+	// could not be created (False, reason NetworkPolicyUnavailable, the
+	// API server's refusal in the message): no pod is created without them.
+	// It turns True once they exist.
+	TrialNetworkPolicyReady = "NetworkPolicyReady"
 )
 
 // AttemptOutcome is how one attempt ended.

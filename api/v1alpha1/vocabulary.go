@@ -76,6 +76,11 @@ const (
 	// ReasonNetworkPolicyUnavailable: the trial's NetworkPolicy could not be
 	// created, so its pods are not either.
 	ReasonNetworkPolicyUnavailable = "NetworkPolicyUnavailable"
+	// ReasonNetworkPolicyCreated: NetworkPolicyReady=True after a refusal.
+	ReasonNetworkPolicyCreated = "NetworkPolicyCreated"
+	// ReasonCredentialUnavailable: the attempt's credential Secret could not
+	// be created or read, so its pods cannot be called.
+	ReasonCredentialUnavailable = "CredentialUnavailable"
 
 	// Why the host's driver ended an attempt.
 	ReasonPassed            = "Passed"

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -65,6 +67,10 @@ type Options struct {
 	// the network policies let reach runners. Default $POD_NAMESPACE, else
 	// DefaultManagerNamespace.
 	ManagerNamespace string
+	// GatewayPort is the manager's port runners may reach (its LLM gateway);
+	// the runner egress policy admits exactly that port on the manager's
+	// pods. 0 (default): runners may not reach the manager.
+	GatewayPort int32
 	// MetricsBindAddress ("0" disables) and HealthProbeBindAddress ("0" or
 	// empty disables; Main defaults it to DefaultProbeAddr).
 	MetricsBindAddress     string
@@ -111,6 +117,22 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxConcurrentReconciles < 0 {
 		return o, fmt.Errorf("manager: max concurrent reconciles must be >= 0, got %d", o.MaxConcurrentReconciles)
 	}
+	if a := o.GatewayBindAddress; o.GatewayPort == 0 && a != "" && a != "0" {
+		// The runner-egress NetworkPolicy lets runners reach the port the
+		// gateway serves on; one flag sets both.
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return o, fmt.Errorf("manager: --gateway-bind-address %q: %w", a, err)
+		}
+		n, err := strconv.ParseInt(port, 10, 32)
+		if err != nil {
+			return o, fmt.Errorf("manager: --gateway-bind-address %q: port %q is not a number", a, port)
+		}
+		o.GatewayPort = int32(n)
+	}
+	if o.GatewayPort < 0 || o.GatewayPort > 65535 {
+		return o, fmt.Errorf("manager: gateway port must be 0 (none) or 1-65535, got %d", o.GatewayPort)
+	}
 	if o.MetricsBindAddress == "" {
 		o.MetricsBindAddress = "0"
 	}
@@ -149,6 +171,12 @@ func (o Options) withDefaults() (Options, error) {
 		o.Dial = controllers.DialRunner()
 	}
 	return o, nil
+}
+
+func managerPeer(o Options) controllers.ManagerPeer {
+	p := controllers.DefaultManagerPeer(o.ManagerNamespace)
+	p.GatewayPort = o.GatewayPort
+	return p
 }
 
 // Scheme holds the types the manager reads and writes.
@@ -244,7 +272,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			GatewayURL: opts.GatewayURL,
 		},
 		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL},
-		ManagerPeer:             controllers.DefaultManagerPeer(opts.ManagerNamespace),
+		ManagerPeer:             managerPeer(opts),
 		Metrics:                 metrics,
 		Log:                     opts.Logger.WithName("trial"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/api/authn"
 )
 
 // Client talks to one DB service. It is safe for concurrent use.
@@ -22,6 +24,8 @@ type Client struct {
 	retries int
 	backoff time.Duration
 	log     logr.Logger
+	// auth is the Authorization value ("Bearer <token>"), empty for none.
+	auth string
 }
 
 // Option configures a Client.
@@ -41,6 +45,18 @@ func WithBackoff(d time.Duration) Option { return func(c *Client) { c.backoff = 
 
 // WithLogger sets the logger for retries (default: discard).
 func WithLogger(l logr.Logger) Option { return func(c *Client) { c.log = l } }
+
+// WithToken makes every request present the trial's credential (package
+// authn) in the Authorization header. Empty sends none.
+func WithToken(token string) Option {
+	return func(c *Client) {
+		if token == "" {
+			c.auth = ""
+			return
+		}
+		c.auth = authn.Bearer(token)
+	}
+}
 
 // New returns a client for the service at baseURL (e.g. http://127.0.0.1:8000).
 func New(baseURL string, opts ...Option) *Client {
@@ -318,6 +334,9 @@ func (c *Client) once(ctx context.Context, method, target string, body []byte, o
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.auth != "" {
+		req.Header.Set(authn.Header, c.auth)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -27,6 +27,9 @@ var (
 	// a response cut off. The service's answer is unknown, so a write may or may not
 	// have landed.
 	ErrUnavailable = errors.New("dbservice: unavailable")
+	// ErrUnauthenticated matches a 401: the request did not carry the
+	// trial's credential, or carried another one.
+	ErrUnauthenticated = errors.New("dbservice: unauthenticated")
 )
 
 // unavailableError keeps the transport error's text and matches ErrUnavailable.
@@ -53,6 +56,9 @@ func (e *APIError) Is(target error) bool {
 	if target == ErrLimitExceeded {
 		_, named := e.Details["limit"].(string)
 		return e.Type == "PayloadTooLarge" || e.Type == "LimitExceeded" || e.Type == "RequestTimeout" || named
+	}
+	if target == ErrUnauthenticated {
+		return e.StatusCode == 401
 	}
 	switch e.Type {
 	case "TrialNotFound":

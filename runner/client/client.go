@@ -11,6 +11,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+
+	"tolokaforge.io/operator/api/authn"
 
 	"tolokaforge.io/operator/api/runnerpb"
 )
@@ -42,6 +45,25 @@ type options struct {
 // win): TLS credentials, interceptors, a custom dialer.
 func WithDialOptions(opts ...grpc.DialOption) Option {
 	return func(o *options) { o.dial = append(o.dial, opts...) }
+}
+
+// WithToken makes every call present the trial's credential (package authn)
+// as "authorization: Bearer <token>" metadata, health checks included (the
+// runner ignores it there). Empty sends none.
+func WithToken(token string) Option {
+	return func(o *options) {
+		if token == "" {
+			return
+		}
+		bearer := authn.Bearer(token)
+		o.dial = append(o.dial,
+			grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				return invoker(metadata.AppendToOutgoingContext(ctx, authn.MetadataKey, bearer), method, req, reply, cc, opts...)
+			}),
+			grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				return streamer(metadata.AppendToOutgoingContext(ctx, authn.MetadataKey, bearer), desc, cc, method, opts...)
+			}))
+	}
 }
 
 // WithReadyPoll sets WaitReady's first polling interval (default 50 ms; it

@@ -76,6 +76,7 @@ type podState struct {
 	exitHandled chan struct{} // closed after onExit has recorded the exit
 	stopProbes  context.CancelFunc
 	workDir     string
+	volDir      string // the container's Secret volumes (mountSecrets)
 	deleting    bool
 }
 
@@ -319,6 +320,21 @@ func (s *Simulator) start(ctx context.Context, pod *corev1.Pod, st *podState) er
 		return nil
 	}
 	argv := containerArgv(c, vars)
+	volDir, mounts, err := s.mountVolumes(ctx, pod, c)
+	if err != nil {
+		var ce *configError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("start pod %s: %w", st.key, err)
+		}
+		st.log.Info("container volume error", "error", err.Error())
+		s.mu.Lock()
+		st.startedWall = now
+		st.snap.waitReason, st.snap.waitMessage = "CreateContainerConfigError", err.Error()
+		st.retry, st.retryAt = true, now.Add(configRetry)
+		s.mu.Unlock()
+		return nil
+	}
+	argv = rewriteMounts(argv, mounts)
 	sub := ""
 	if len(argv) > 0 {
 		sub = argv[0]
@@ -354,6 +370,7 @@ func (s *Simulator) start(ctx context.Context, pod *corev1.Pod, st *podState) er
 		})
 		if err != nil {
 			_ = os.RemoveAll(workDir)
+			_ = os.RemoveAll(volDir)
 			st.log.Error(err, "container failed to start")
 			s.mu.Lock()
 			st.startedWall = now
@@ -368,6 +385,7 @@ func (s *Simulator) start(ctx context.Context, pod *corev1.Pod, st *podState) er
 		}
 		st.log.Info("container started", "ip", st.ip.String(), "binary", bin, "pid", rc.pid)
 	default:
+		_ = os.RemoveAll(volDir)
 		msg := fmt.Sprintf("podsim: no binary mapped for image %q and no in-process function for subcommand %q", c.Image, sub)
 		st.log.Info("cannot start container", "reason", msg)
 		s.mu.Lock()
@@ -383,6 +401,7 @@ func (s *Simulator) start(ctx context.Context, pod *corev1.Pod, st *podState) er
 	s.mu.Lock()
 	st.container = rc
 	st.workDir = workDir
+	st.volDir = volDir
 	st.startedWall = now
 	st.stopProbes = stopProbes
 	st.hasProbe = c.ReadinessProbe != nil
@@ -476,7 +495,7 @@ func (s *Simulator) forget(st *podState) {
 
 func (s *Simulator) teardown(st *podState, grace time.Duration) {
 	s.mu.Lock()
-	c, stop, dir := st.container, st.stopProbes, st.workDir
+	c, stop, dir, volDir := st.container, st.stopProbes, st.workDir, st.volDir
 	s.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -488,6 +507,9 @@ func (s *Simulator) teardown(st *podState, grace time.Duration) {
 	s.releaseIP(st)
 	if dir != "" {
 		_ = os.RemoveAll(dir)
+	}
+	if volDir != "" {
+		_ = os.RemoveAll(volDir)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/client"
@@ -42,6 +43,9 @@ type Stack struct {
 	DBServiceURL string
 	RunnerAddr   string
 	Runner       *client.Client
+	// Token is the stack's credential: the runner and the DB service refuse
+	// calls without it (Runner already sends it).
+	Token string
 
 	stopOnce sync.Once
 	stop     func() error
@@ -87,11 +91,18 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return nil, err
 	}
 
+	// The in-process stack authenticates like a cluster attempt does (a
+	// fresh token, held in memory only), so `trial run` exercises the same
+	// code path and other local users cannot drive its loopback ports.
+	token, err := authn.NewToken()
+	if err != nil {
+		return fail(fmt.Errorf("start stack: %w", err))
+	}
 	dbLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fail(fmt.Errorf("start stack: DB service listen: %w", err))
 	}
-	db := dbservice.New(dbservice.Options{Logger: log.WithName("dbservice")})
+	db := dbservice.New(dbservice.Options{Logger: log.WithName("dbservice"), AuthToken: token})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -113,6 +124,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		Grader:            grading.New(gradingOpts...),
 		Version:           "local",
 		Logger:            log.WithName("runner"),
+		AuthToken:         token,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("start stack: %w", err))
@@ -129,7 +141,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		}
 	}()
 	addr := rLn.Addr().String()
-	c, err := client.Dial(ctx, addr)
+	c, err := client.Dial(ctx, addr, client.WithToken(token))
 	if err != nil {
 		return fail(fmt.Errorf("start stack: %w", err))
 	}
@@ -139,7 +151,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		_ = c.Close()
 		return fail(fmt.Errorf("start stack: %w", err))
 	}
-	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c}
+	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token}
 	s.stop = func() error {
 		cerr := c.Close()
 		end()

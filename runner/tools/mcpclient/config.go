@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // SelfCommand as Command[0] means the runner's own binary (os.Executable()), so a
@@ -41,6 +43,9 @@ type Config struct {
 	Logger logr.Logger
 	// KillGrace is the SIGTERM-to-SIGKILL delay of Close; 0 means DefaultKillGrace.
 	KillGrace time.Duration
+	// Limits are the stdio server's rlimits (package proc), inherited by
+	// everything it starts; zero: the runner's own.
+	Limits proc.Limits
 }
 
 func (c *Config) validate() error {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/runner/proc"
 )
 
 const (
@@ -55,6 +57,9 @@ func spawn(cfg *Config) (*process, error) {
 	cmd.Dir = cfg.Dir
 	cmd.Env = cfg.childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := proc.Apply(cmd, cfg.Limits); err != nil {
+		return nil, fmt.Errorf("mcpclient: start %q under %s: %w", cfg.Command[0], cfg.Limits, err)
+	}
 
 	var ours, theirs []*os.File
 	closeAll := func(fs []*os.File) {

@@ -116,8 +116,17 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		if proc != nil {
 			proc.stop(0)
+			limits := ""
+			if !s.cfg.Limits.IsZero() {
+				// A server killed by its limits often says only "out of
+				// memory" or "Resource temporarily unavailable".
+				limits = "; it ran under " + s.cfg.Limits.String()
+			}
 			if tail := proc.recentStderr(); tail != "" {
-				return nil, fmt.Errorf("mcpclient: initialize %s: %w (stderr: %s)", s.target(), err, tail)
+				return nil, fmt.Errorf("mcpclient: initialize %s: %w (stderr: %s%s)", s.target(), err, tail, limits)
+			}
+			if limits != "" {
+				return nil, fmt.Errorf("mcpclient: initialize %s: %w (%s)", s.target(), err, limits[2:])
 			}
 		}
 		return nil, fmt.Errorf("mcpclient: initialize %s: %w", s.target(), err)

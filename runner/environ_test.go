@@ -1,0 +1,110 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner"
+	"tolokaforge.io/operator/runner/client"
+	"tolokaforge.io/operator/runner/proc"
+)
+
+// asRunnerBinary is main.go's runner path: scrub the environment, then Main.
+func asRunnerBinary(args []string) int {
+	if err := proc.ScrubEnvironment(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := runner.Main(ctx, args); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// A tool that reads the runner's environment (/proc/1/environ in a pod: the
+// runner is PID 1; here its parent), its own, and PID 1's finds no provider
+// key, although the runner was started with one in its environment.
+func TestToolsFindNoProviderKeyInAnyEnviron(t *testing.T) {
+	const fakeKey = "sk-fake-provider-key-that-must-not-leak"
+	db := startDB(t)
+	dir := t.TempDir()
+	// A free port for the subprocess (it cannot tell us which it picked).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "runner", "--listen="+addr, "--db-service-url="+db.url, "--work-dir="+filepath.Join(dir, "work"),
+		"--log-level=error", "--drain-timeout=1s")
+	// The parent's whole environment plus provider keys, as a careless pod
+	// spec or a shell would pass them.
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+fakeKey, "ANTHROPIC_API_KEY="+fakeKey, "JUDGE_KEY="+fakeKey)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	c, err := client.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatalf("runner subprocess: %v", err)
+	}
+
+	out := filepath.Join(dir, "environs")
+	script := `for p in 1 $PPID self; do echo "== $p"; tr '\0' '\n' < /proc/$p/environ 2>&1; done > "$ENVIRON_OUT"; exec "$SELF" mcp testkit`
+	tl := tool("echo")
+	tl["source"] = obj{"toolset": "testkit", "module_path": "", "class_name": "echo", "invocation_style": "mcp_server",
+		"extra": obj{"command": []any{"sh", "-c", script}, "env": obj{"ENVIRON_OUT": out, "SELF": selfBin}}}
+	spec := specJSON(t, "env", baseTask([]any{tl}, nil, nil))
+	resp, err := c.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{TrialId: "env", TrialSpecJson: spec, EngineProtocolVersion: task.EngineProtocolVersion})
+	if err != nil || !resp.GetSuccess() {
+		t.Fatalf("RegisterTrial: %v %s", err, resp.GetError())
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(raw)
+	if strings.Contains(got, fakeKey) {
+		t.Fatalf("a tool found the provider key:\n%s", got)
+	}
+	// The reads worked: the runner's environment is there, scrubbed to what
+	// it needs, and the tool's own is the minimal one.
+	sections := strings.Split(got, "== ")
+	if len(sections) != 4 || !strings.Contains(sections[2], "PATH=") || !strings.Contains(sections[3], "TOLOKAFORGE_TRIAL_DIR=") {
+		t.Fatalf("environ dump is not what the test expects:\n%s", got)
+	}
+	for _, k := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JUDGE_KEY"} {
+		if strings.Contains(sections[2], k+"=") || strings.Contains(sections[3], k+"=") {
+			t.Errorf("%s is set (empty or not) in the runner's or the tool's environment", k)
+		}
+	}
+}

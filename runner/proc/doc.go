@@ -1,0 +1,12 @@
+// Package proc confines the processes a runner starts for a task (MCP
+// servers): resource limits set before the tool's first instruction, and a
+// teardown that finds and kills every process a trial left behind, including
+// ones that detached with setsid and double-forked out of their process group.
+//
+// Limits are applied by re-executing the runner's own binary as a tiny
+// wrapper: the child starts as the runner, this package's init sees the
+// marker variables, calls setrlimit and execs the tool. Go's os/exec has no
+// hook between fork and exec, and a prlimit(2) from the parent after Start
+// would race the tool's first fork or allocation. Any binary importing this
+// package (the runner, its tests) carries the wrapper.
+package proc

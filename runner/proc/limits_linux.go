@@ -1,0 +1,43 @@
+package proc
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const supported = true
+
+// init is the limits wrapper: in a process started by Apply it sets the
+// limits and replaces itself with the tool before anything else runs.
+func init() {
+	spec, ok := os.LookupEnv(envLimits)
+	if !ok {
+		return
+	}
+	path := os.Getenv(envPath)
+	fail := func(err error) {
+		fmt.Fprintf(os.Stderr, "tolokaforge: start %s under resource limits: %v\n", path, err)
+		os.Exit(127)
+	}
+	l, err := decode(spec)
+	if err != nil {
+		fail(err)
+	}
+	for _, r := range []struct {
+		res int
+		v   uint64
+	}{{unix.RLIMIT_AS, l.AddressSpace}, {unix.RLIMIT_NPROC, l.Processes}, {unix.RLIMIT_NOFILE, l.OpenFiles}} {
+		if r.v == 0 {
+			continue
+		}
+		// syscall's Setrlimit, not unix's: it also updates the NOFILE limit
+		// the runtime would otherwise restore on exec.
+		if err := syscall.Setrlimit(r.res, &syscall.Rlimit{Cur: r.v, Max: r.v}); err != nil {
+			fail(fmt.Errorf("setrlimit %d: %w", r.res, err))
+		}
+	}
+	fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
+}

@@ -1,0 +1,159 @@
+package proc_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tolokaforge.io/operator/runner/proc"
+)
+
+// The wrapper sets every limit before the tool runs, and the tool sees
+// neither the wrapper's markers nor a different argv.
+func TestApplySetsLimitsBeforeTheToolStarts(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `cat /proc/self/limits; echo "argv: $0 $1"; echo "markers: $(env | grep -c TOLOKAFORGE_PROC_)"`, "arg0", "arg1")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if err := proc.Apply(cmd, proc.Limits{AddressSpace: 512 << 20, OpenFiles: 64, Processes: 300}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{
+		"Max address space         536870912            536870912            bytes",
+		"Max open files            64                   64                   files",
+		"Max processes             300                  300                  processes",
+		"argv: arg0 arg1",
+		"markers: 0",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the tool's view lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestApplyZeroChangesNothing(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "true")
+	path := cmd.Path
+	if err := proc.Apply(cmd, proc.Limits{}); err != nil || cmd.Path != path || cmd.Env != nil {
+		t.Fatalf("zero limits altered the command: %v %s %v", err, cmd.Path, cmd.Env)
+	}
+}
+
+func TestApplyUnknownCommand(t *testing.T) {
+	cmd := exec.Command("no-such-tool-anywhere")
+	if err := proc.Apply(cmd, proc.DefaultLimits); err == nil || !strings.Contains(err.Error(), "no-such-tool-anywhere") {
+		t.Fatalf("Apply = %v, want the lookup error", err)
+	}
+}
+
+// A process past its address space limit fails its allocation.
+func TestAddressSpaceLimitStopsAnAllocation(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 here")
+	}
+	run := func(l proc.Limits) (string, error) {
+		cmd := exec.Command(py, "-c", "b = bytearray(512 << 20); print('allocated')")
+		if err := proc.Apply(cmd, l); err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(proc.Limits{}); err != nil || !strings.Contains(out, "allocated") {
+		t.Fatalf("without limits: %v %s", err, out)
+	}
+	out, err := run(proc.Limits{AddressSpace: 256 << 20})
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(out, "MemoryError") {
+		t.Fatalf("under RLIMIT_AS=256Mi: %v %q, want a MemoryError exit", err, out)
+	}
+}
+
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// KillTagged finds a process that left its group and session, kills what
+// carries the tag (and its descendants) and leaves everything else alone.
+func TestKillTaggedKillsDetachedAndSparesOthers(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid(1) here")
+	}
+	if err := proc.SetSubreaper(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	start := func(tag, pidfile string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", `(setsid sh -c 'sleep 1000 & echo $! > "$1"; wait' sh "$PIDFILE" </dev/null >/dev/null 2>&1 &); sleep 1000`)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidfile, tag}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+		return cmd
+	}
+	readPid := func(path string) int {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			raw, _ := os.ReadFile(path)
+			if n, err := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil {
+				return n
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no pid in %s", path)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	mine := start("TRIAL_TAG=mine", filepath.Join(dir, "mine"))
+	other := start("TRIAL_TAG=other", filepath.Join(dir, "other"))
+	minePid, otherPid := readPid(filepath.Join(dir, "mine")), readPid(filepath.Join(dir, "other"))
+	t.Cleanup(func() { _, _ = proc.KillTagged(context.Background(), "TRIAL_TAG=other") })
+
+	// The group kill a server's stop does, which the detached process escapes.
+	_ = syscall.Kill(-mine.Process.Pid, syscall.SIGKILL)
+	_ = mine.Wait()
+	if !alive(minePid) {
+		t.Fatal("the detached process died with its group; the test proves nothing")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	killed, err := proc.KillTagged(ctx, "TRIAL_TAG=mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alive(minePid) {
+		t.Fatalf("detached pid %d survived KillTagged (killed %v)", minePid, killed)
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(minePid)); err == nil {
+		t.Fatalf("pid %d was killed but not reaped", minePid)
+	}
+	if !alive(otherPid) || !alive(other.Process.Pid) {
+		t.Fatal("KillTagged killed another trial's processes")
+	}
+}
+
+func TestScrubbedEnvKeepsOnlyWhatARunnerNeeds(t *testing.T) {
+	in := []string{"PATH=/bin", "POD_IP=10.0.0.1", "OPENAI_API_KEY=sk-x", "HOME=/h", "KUBERNETES_SERVICE_HOST=10.96.0.1", "AWS_SECRET_ACCESS_KEY=y", "HTTPS_PROXY=http://proxy:3128"}
+	got := strings.Join(proc.ScrubbedEnv(in), " ")
+	if want := "PATH=/bin POD_IP=10.0.0.1 HOME=/h HTTPS_PROXY=http://proxy:3128"; got != want {
+		t.Fatalf("ScrubbedEnv = %q, want %q", got, want)
+	}
+}
