@@ -284,7 +284,7 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*Re
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true,
-				Err: fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name),
+				Err:     fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name),
 				Missing: &MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: t.Namespace, Name: t.Spec.TaskRef.Name, Field: "spec.taskRef"}}
 		}
 		return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
