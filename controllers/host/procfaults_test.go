@@ -338,3 +338,47 @@ func TestFaultInjectionMidTool(t *testing.T) {
 		})
 	}
 }
+
+// A tool that times out while the DB service is stopped: the runner, whose
+// call never reached the DB service, answers TIMEOUT; the host's probe finds
+// the DB service unreachable, so the timeout is not shown to the agent and the
+// attempt ends as an infrastructure fault.
+func TestToolTimeoutWhileTheDBServiceIsStoppedIsAnInfraFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts service processes")
+	}
+	td, err := task.DecodeTaskDescription([]byte(`{
+		"task_id": "faults", "name": "faults", "category": "test", "description": "sleep",
+		"adapter_type": "native", "system_prompt": "Sleep.",
+		"agent_tools": [{"name": "sleep", "description": "sleep", "timeout_s": 1,
+			"source": {"toolset": "testkit", "module_path": "", "class_name": "sleep", "invocation_style": "mcp_server",
+				"extra": {"command": ["tolokaforge", "mcp", "testkit"]}}}],
+		"initial_state": {"tables": {"items": [{"id": "a"}]}}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := startProcStack(t, func(*procStack) {})
+	var toolMsg []string
+	agent := funcActor(func(_ context.Context, conv []task.Message, _ []*runnerpb.ToolSchema) (host.Turn, error) {
+		id, secs := "s0", "0"
+		if last := conv[len(conv)-1]; last.Role == task.RoleTool {
+			toolMsg = append(toolMsg, last.Content)
+			// The MCP session is up and synced: the next call needs no DB.
+			ps.db.stop()
+			id, secs = "s1", "5"
+		}
+		return host.Turn{ToolCalls: []task.ToolCall{{ID: id, Function: task.FunctionCall{Name: "sleep", Arguments: `{"seconds":` + secs + `}`}}}}, nil
+	})
+	spec := &task.TrialSpec{TrialID: "faults:0", RunID: "faults", AttemptID: "faults-1", Task: td,
+		Agent: &task.ModelConfig{Provider: task.ProviderOracle}, EnvEndpoints: &task.EnvEndpoints{DBServiceURL: ps.relay.url()}}
+	res := host.RunAttempt(ctxT(t), host.AttemptConfig{Runner: ps.client, Spec: spec, InitialUserMessage: "sleep", MaxTurns: 5,
+		TrialTimeout: 30 * time.Second, GradingTimeout: 10 * time.Second, CleanupTimeout: time.Second, Agent: agent, AttemptNumber: 1, Log: logr.Discard()})
+	want := `execute tool "sleep" (call s1) of trial "faults:0": the runner answered "timeout" while its DB service was unreachable`
+	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonDBServiceUnavailable || res.Message != want || res.Grade != nil {
+		t.Fatalf("%s: %q", res, res.Message)
+	}
+	if len(toolMsg) != 1 || toolMsg[0] != "slept" {
+		t.Fatalf("tool results shown to the agent: %q", toolMsg)
+	}
+}
