@@ -27,6 +27,9 @@ type World struct {
 	// while set, no Trial is created: each would fail at once.
 	MissingRef       string
 	MissingRefReason string
+	// RefsChecked: the Secrets were looked up this time (only when a Trial
+	// was about to be created); otherwise ReferencesResolved stays as it was.
+	RefsChecked bool
 	// Trials are the Trials the Campaign controls (from the cache).
 	Trials []TrialView
 	// InFlight are creations not yet in Trials.

@@ -51,7 +51,7 @@ func (w *World) setConditions(st *evalv1.CampaignStatus, in conditionInputs) {
 	switch {
 	case w.MissingRef != "":
 		set(evalv1.CampaignReferencesResolved, false, w.MissingRefReason, w.MissingRef+"; no Trial is created until it exists")
-	case meta.FindStatusCondition(st.Conditions, evalv1.CampaignReferencesResolved) != nil:
+	case w.RefsChecked && meta.FindStatusCondition(st.Conditions, evalv1.CampaignReferencesResolved) != nil:
 		set(evalv1.CampaignReferencesResolved, true, evalv1.ReasonReferencesResolved, "every Secret the campaign's models name exists")
 	}
 	resolved := len(w.Missing) == 0 && len(w.Tasks) > 0

@@ -61,7 +61,7 @@ func TestPlanSuspendAndResume(t *testing.T) {
 func TestPlanHoldsEverythingWhileASecretIsMissing(t *testing.T) {
 	c := campaign(1, 10, "a")
 	missing := "Secret ns/openai not found (spec.agents[a].model.apiKeySecretRef)"
-	w := &World{Campaign: c, Tasks: []string{"t", "u"}, Now: now, MissingRef: missing, MissingRefReason: evalv1.ReasonSecretNotFound}
+	w := &World{Campaign: c, Tasks: []string{"t", "u"}, Now: now, MissingRef: missing, MissingRefReason: evalv1.ReasonSecretNotFound, RefsChecked: true}
 	p := w.Plan()
 	if len(p.Creates) != 0 {
 		t.Fatalf("creates %v while the Secret is missing", names(p.Creates))
@@ -74,7 +74,11 @@ func TestPlanHoldsEverythingWhileASecretIsMissing(t *testing.T) {
 	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionFalse, evalv1.ReasonSecretNotFound)
 
 	c.Status = p.Status
-	w.MissingRef, w.MissingRefReason = "", ""
+	w.MissingRef, w.MissingRefReason, w.RefsChecked = "", "", false
+	p = w.Plan()
+	// Not looked up this time: the condition stands as it was.
+	wantCond(t, &p.Status, evalv1.CampaignReferencesResolved, metav1.ConditionFalse, evalv1.ReasonSecretNotFound)
+	w.RefsChecked = true
 	p = w.Plan()
 	if len(p.Creates) != 2 {
 		t.Fatalf("creates %v once the Secret exists, want 2", names(p.Creates))

@@ -257,13 +257,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if w.MissingRef, err = missingSecret(ctx, r.apiReader, c.Namespace, campaignSecretRefs(&c.Spec)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("campaign %s: %w", req.NamespacedName, err)
-	}
-	if w.MissingRef != "" {
-		w.MissingRefReason = evalv1.ReasonSecretNotFound
-	}
 	p := w.Plan()
+	if len(p.Creates) > 0 {
+		// Secrets are read uncached, so only when a Trial is about to be
+		// created: a missing one would fail every Trial at once.
+		if w.MissingRef, err = missingSecret(ctx, r.apiReader, c.Namespace, campaignSecretRefs(&c.Spec)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("campaign %s: %w", req.NamespacedName, err)
+		}
+		w.RefsChecked = true
+		if w.MissingRef != "" {
+			w.MissingRefReason = evalv1.ReasonSecretNotFound
+		}
+		p = w.Plan()
+	}
 
 	if p.RerunStarted {
 		// Recorded before anything is deleted, under the campaign's
