@@ -382,3 +382,28 @@ func TestToolTimeoutWhileTheDBServiceIsStoppedIsAnInfraFault(t *testing.T) {
 		t.Fatalf("tool results shown to the agent: %q", toolMsg)
 	}
 }
+
+// A DB service down when the attempt starts: the runner refuses the
+// registration (it cannot initialize the trial's state), and the host tells
+// that from an invalid task by the runner's health: InfraFailed, retried,
+// never Invalid.
+func TestRegistrationWithTheDBServiceDownIsAnInfraFault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts service processes")
+	}
+	ps := startProcStack(t, func(*procStack) {})
+	ps.db.kill()
+	calls := 0
+	agent := funcActor(func(context.Context, []task.Message, []*runnerpb.ToolSchema) (host.Turn, error) {
+		calls++
+		return host.Turn{Content: host.StopMarker}, nil
+	})
+	spec := &task.TrialSpec{TrialID: "faults:0", RunID: "faults", AttemptID: "faults-1", Task: dbTask(t),
+		Agent: &task.ModelConfig{Provider: task.ProviderOracle}, EnvEndpoints: &task.EnvEndpoints{DBServiceURL: ps.relay.url()}}
+	res := host.RunAttempt(ctxT(t), host.AttemptConfig{Runner: ps.client, Spec: spec, InitialUserMessage: "x",
+		CleanupTimeout: time.Second, Agent: agent, AttemptNumber: 1, Log: logr.Discard()})
+	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonDBServiceUnavailable || res.Grade != nil || calls != 0 ||
+		!strings.HasPrefix(res.Message, `register trial "faults:0": the runner answered "DB Service initialization failed: `) {
+		t.Fatalf("%s: %q (agent called %d times)", res, res.Message, calls)
+	}
+}
