@@ -562,3 +562,24 @@ func TestPlanFailsFastOnAMissingReference(t *testing.T) {
 		})
 	}
 }
+
+// A DB service fault the host reported ends the attempt ungraded and, after
+// the backoff, a new attempt starts with new pods: the budget allows it.
+func TestPlanRetriesADBServiceFault(t *testing.T) {
+	tr := running(1)
+	msg := `execute tool "db_insert" (call w) of trial "t1:0": DB service unavailable (Unavailable): no answer within 1s`
+	p := planTrial(&world{Now: t0.Add(time.Second), Trial: tr, Driver: &driverView{AttemptID: "uid-1-1", State: stateDone,
+		Result: &host.AttemptResult{Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonDBServiceUnavailable, Message: msg}}})
+	a := p.Status.Attempts[0]
+	if a.Outcome != evalv1.OutcomeInfraFailed || a.Reason != evalv1.ReasonDBServiceUnavailable || a.Message != msg || p.Status.Grade != nil {
+		t.Fatalf("attempt 1 = %+v, grade %v", a, p.Status.Grade)
+	}
+	if c := cond(&p.Status, evalv1.TrialCompleted); c.Status != metav1.ConditionFalse || c.Reason != evalv1.ReasonBackoff || p.Claim != nil {
+		t.Fatalf("Completed = %+v, claim %v", c, p.Claim != nil)
+	}
+	tr.Status = p.Status
+	p = planTrial(&world{Now: t0.Add(time.Minute), Trial: tr, Task: &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop"}}})
+	if p.Claim == nil || p.Claim.Number != 2 || len(p.CreatePod) != 2 || len(p.Status.Attempts) != 2 {
+		t.Fatalf("no second attempt: claim %v pods %v attempts %d", p.Claim, p.CreatePod, len(p.Status.Attempts))
+	}
+}

@@ -18,7 +18,7 @@ import (
 // gives up after 2 s, so a stopped (SIGSTOP) DB service still gets an answer.
 const ProbeTimeout = 5 * time.Second
 
-// runnerHealthy is the stack's state as the runner reports it.
+// stackHealth is the stack's state as the runner reports it.
 type stackHealth int
 
 const (
