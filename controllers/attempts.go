@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
 )
@@ -171,13 +173,22 @@ func isTerminal(st *evalv1.TrialStatus) bool {
 	return false
 }
 
-// keepPodsUntil says until when an ended attempt's pods stay: a passed
-// attempt's go at once; any other outcome keeps them for
-// ttlSecondsAfterFinished so someone can read the logs. Zero time: delete now.
-func keepPodsUntil(t *evalv1.Trial, a *evalv1.AttemptStatus) time.Time {
+// keepPods says whether an ended attempt's pods stay: only when the Trial
+// asks for them (keepPodsAfterFinished), and then until the Trial is
+// deleted. Otherwise they go as soon as the attempt ends.
+func keepPods(t *evalv1.Trial) bool { return t.Spec.KeepPodsAfterFinished }
+
+// deleteTrialAt is when ttlSecondsAfterFinished deletes a finished Trial, as
+// the TTL controller deletes a Job. Zero: never (no ttl, not finished, or a
+// Campaign controls it: the Campaign would re-create a deleted cell, and its
+// own ttl deletes it with its Trials).
+func deleteTrialAt(t *evalv1.Trial) time.Time {
 	ttl := t.Spec.TTLSecondsAfterFinished
-	if a.Outcome == evalv1.OutcomePassed || ttl == nil || *ttl <= 0 || a.EndTime == nil {
+	if ttl == nil || *ttl < 0 || !isTerminal(&t.Status) || t.Status.CompletionTime == nil {
 		return time.Time{}
 	}
-	return a.EndTime.Add(time.Duration(*ttl) * time.Second)
+	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" {
+		return time.Time{}
+	}
+	return t.Status.CompletionTime.Add(time.Duration(*ttl) * time.Second)
 }

@@ -77,20 +77,35 @@ func TestBackoffDoublesAndCaps(t *testing.T) {
 	}
 }
 
-func TestKeepPodsUntil(t *testing.T) {
-	tr := testTrial()
-	end := metav1.NewTime(t0)
-	failed := &evalv1.AttemptStatus{Outcome: evalv1.OutcomeFailed, EndTime: &end}
-	if got := keepPodsUntil(tr, failed); !got.IsZero() {
-		t.Errorf("no ttl: keep until %v", got)
+func TestDeleteTrialAt(t *testing.T) {
+	done := func(ttl *int32, phase evalv1.TrialPhase, owner string) *evalv1.Trial {
+		tr := testTrial()
+		tr.Spec.TTLSecondsAfterFinished = ttl
+		tr.Status.Phase = phase
+		if phase != evalv1.PhaseRunning {
+			tr.Status.CompletionTime = mt(0)
+		}
+		if owner != "" {
+			tr.OwnerReferences = []metav1.OwnerReference{{APIVersion: evalv1.GroupVersion.String(), Kind: owner, Name: "c", UID: "c", Controller: ptr.To(true)}}
+		}
+		return tr
 	}
-	tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](30)
-	if got := keepPodsUntil(tr, failed); !got.Equal(t0.Add(30 * time.Second)) {
-		t.Errorf("failed with ttl: keep until %v", got)
+	cases := []struct {
+		name string
+		tr   *evalv1.Trial
+		want time.Time
+	}{
+		{"no ttl: kept", done(nil, evalv1.PhaseFailed, ""), time.Time{}},
+		{"ttl after a pass", done(ptr.To[int32](30), evalv1.PhasePassed, ""), t0.Add(30 * time.Second)},
+		{"ttl after a failure", done(ptr.To[int32](30), evalv1.PhaseInfraFailed, ""), t0.Add(30 * time.Second)},
+		{"ttl 0: at once", done(ptr.To[int32](0), evalv1.PhaseInvalid, ""), t0},
+		{"still running", done(ptr.To[int32](30), evalv1.PhaseRunning, ""), time.Time{}},
+		{"a campaign's trial: the campaign's ttl decides", done(ptr.To[int32](30), evalv1.PhasePassed, "Campaign"), time.Time{}},
 	}
-	passed := &evalv1.AttemptStatus{Outcome: evalv1.OutcomePassed, EndTime: &end}
-	if got := keepPodsUntil(tr, passed); !got.IsZero() {
-		t.Errorf("passed: keep until %v, want now", got)
+	for _, tc := range cases {
+		if got := deleteTrialAt(tc.tr); !got.Equal(tc.want) {
+			t.Errorf("%s: delete at %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -13,6 +13,7 @@
 // backoff), pods.go and networkpolicy.go (what is created per attempt and per
 // trial), pool.go and driver.go (the drivers that run host.RunAttempt off the
 // reconcile path), status.go (status write), grade.go (runner grade to status),
+// references.go (the Secrets a Trial reads, looked up before any pod),
 // reasons.go (condition types, reasons and labels shared by conditions and
 // events), events.go, metrics.go.
 //

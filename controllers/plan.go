@@ -37,6 +37,9 @@ type world struct {
 	// KeyErr says why a provider Secret of the Trial may not be used; it is
 	// checked with the task, before any attempt's pods.
 	KeyErr *KeyError
+	// Missing is the first object the Trial names that does not exist (a
+	// Secret of its models); nil when all exist or were not looked at.
+	Missing *MissingRef
 }
 
 // plan is the desired status and what to do once it is written.
@@ -283,6 +286,14 @@ func (p *plan) complete(w *world, phase evalv1.TrialPhase, msg string) {
 func (p *plan) startNext(w *world) {
 	st := &p.Status
 	t := w.Trial
+	if te := w.TaskErr; te != nil && te.Missing != nil {
+		p.failMissing(w, te.Missing)
+		return
+	}
+	if w.Missing != nil {
+		p.failMissing(w, w.Missing)
+		return
+	}
 	if te := w.TaskErr; te != nil {
 		if te.Transient {
 			st.Phase = evalv1.PhasePending
@@ -328,6 +339,7 @@ func (p *plan) startNext(w *world) {
 
 	n := int32(len(st.Attempts)) + 1
 	now := metav1.NewTime(w.Now)
+	p.cond(evalv1.TrialReferencesResolved, true, evalv1.ReasonReferencesResolved, "the task and every Secret the trial names exist")
 	a := evalv1.AttemptStatus{
 		Number: n, ID: AttemptID(t, n), StartTime: &now,
 		Outcome: evalv1.OutcomeRunning, Reason: evalv1.ReasonStarting,
@@ -355,8 +367,8 @@ func (p *plan) startNext(w *world) {
 	p.requeueIn(podsReadyTimeout(t))
 }
 
-// collectPods deletes pods of ended attempts once their keep time is over,
-// and pods left behind by an earlier Trial of the same name.
+// collectPods deletes pods of ended attempts (unless the Trial keeps them
+// for debugging) and pods left behind by an earlier Trial of the same name.
 func (p *plan) collectPods(w *world) {
 	st := &p.Status
 	active := activeAttempt(st)
@@ -375,9 +387,7 @@ func (p *plan) collectPods(w *world) {
 		if allDeleting(w.Pods[n]) {
 			continue
 		}
-		until := keepPodsUntil(w.Trial, &st.Attempts[n-1])
-		if !until.IsZero() && w.Now.Before(until) {
-			p.requeueIn(until.Sub(w.Now))
+		if keepPods(w.Trial) {
 			continue
 		}
 		p.DeletePodsOf = append(p.DeletePodsOf, n)
@@ -421,4 +431,15 @@ func (p *plan) cond(typ string, ok bool, reason, msg string) {
 		Type: typ, Status: s, Reason: reason, Message: truncate(msg, 4096), ObservedGeneration: p.gen,
 		LastTransitionTime: p.now,
 	})
+}
+
+// failMissing ends a Trial that names an object which does not exist, before
+// any pod and without using an attempt: no attempt could succeed, so retries
+// would only spend pods. Final, as a Job with an invalid spec: the spec is
+// immutable, and an object created later does not revive the Trial.
+func (p *plan) failMissing(w *world, m *MissingRef) {
+	msg := m.String()
+	p.cond(evalv1.TrialReferencesResolved, false, m.Reason, msg)
+	p.Events = append(p.Events, warningEvent(m.Reason, ActionStartAttempt, msg+"; no pods are created and the trial ends as Invalid"))
+	p.complete(w, evalv1.PhaseInvalid, msg)
 }

@@ -495,12 +495,14 @@ func TestPlanProviderKeyProblems(t *testing.T) {
 
 func TestPlanCollectsPods(t *testing.T) {
 	tr := testTrial()
+	// The Trial's ttl is about the Trial, not its pods: ended attempts'
+	// pods go at once.
 	tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
 	tr.Status.Phase = evalv1.PhasePassed
 	tr.Status.Attempts = []evalv1.AttemptStatus{
-		{Number: 1, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-90 * time.Second)}, // ttl over
-		{Number: 2, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-30 * time.Second)}, // kept 30s more
-		{Number: 3, Outcome: evalv1.OutcomePassed, EndTime: mt(0)},                      // passed: now
+		{Number: 1, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-90 * time.Second)}, // already deleting
+		{Number: 2, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-30 * time.Second)},
+		{Number: 3, Outcome: evalv1.OutcomePassed, EndTime: mt(0)},
 	}
 	now := metav1.NewTime(t0)
 	deleting := readyPod(tr, 1, evalv1.RoleDBService, "x")
@@ -511,11 +513,11 @@ func TestPlanCollectsPods(t *testing.T) {
 		Pods: podsOf(readyPod(tr, 1, evalv1.RoleRunner, "x"), deleting,
 			readyPod(tr, 2, evalv1.RoleRunner, "x"), readyPod(tr, 3, evalv1.RoleRunner, "x"), readyPod(tr, 4, evalv1.RoleRunner, "x"))}
 	p := planTrial(w)
-	if diff := cmp.Diff([]int32{1, 3}, p.DeletePodsOf); diff != "" {
+	if diff := cmp.Diff([]int32{1, 2, 3}, p.DeletePodsOf); diff != "" {
 		t.Errorf("delete (-want +got):\n%s", diff)
 	}
-	if p.RequeueAfter != 30*time.Second {
-		t.Errorf("requeue = %s, want when attempt 2's pods expire", p.RequeueAfter)
+	if p.RequeueAfter != 0 {
+		t.Errorf("requeue = %s, want none", p.RequeueAfter)
 	}
 	if len(p.DeleteStrays) != 1 || p.DeleteStrays[0] != stray {
 		t.Errorf("strays = %v", p.DeleteStrays)
@@ -530,3 +532,88 @@ func TestPlanCollectsPods(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+func TestPlanKeepsPodsWhenAsked(t *testing.T) {
+	tr := testTrial()
+	tr.Spec.KeepPodsAfterFinished = true
+	tr.Status.Phase = evalv1.PhaseFailed
+	tr.Status.Attempts = []evalv1.AttemptStatus{
+		{Number: 1, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-time.Hour)},
+		{Number: 2, Outcome: evalv1.OutcomeFailed, EndTime: mt(0)},
+	}
+	p := planTrial(&world{Now: t0, Trial: tr, Pods: podsOf(readyPod(tr, 1, evalv1.RoleRunner, "x"), readyPod(tr, 2, evalv1.RoleDBService, "x"))})
+	if len(p.DeletePodsOf) != 0 || p.RequeueAfter != 0 {
+		t.Errorf("keepPodsAfterFinished: delete %v, requeue %s; want the pods kept", p.DeletePodsOf, p.RequeueAfter)
+	}
+}
+
+func TestPlanFailsFastOnAMissingReference(t *testing.T) {
+	secret := &MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: "ns", Name: "openai", Field: "spec.agent.apiKeySecretRef"}
+	noKey := &MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: "ns", Name: "openai", Key: "token", Field: "spec.judge.apiKeySecretRef"}
+	task := &MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: "ns", Name: "shop", Field: "spec.taskRef"}
+	cm := &MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: "ns", Name: "state", Field: "spec.initialStateFrom.configMapKeyRef"}
+	cases := []struct {
+		name    string
+		w       world
+		reason  string
+		message string
+	}{
+		{"secret", world{Task: &ResolvedTask{}, Missing: secret}, evalv1.ReasonSecretNotFound,
+			"Secret ns/openai not found (spec.agent.apiKeySecretRef)"},
+		{"secret key", world{Task: &ResolvedTask{}, Missing: noKey}, evalv1.ReasonSecretNotFound,
+			`Secret ns/openai has no key "token" (spec.judge.apiKeySecretRef)`},
+		{"task", world{TaskErr: &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found"), Missing: task}},
+			evalv1.ReasonTaskNotFound, "Task ns/shop not found (spec.taskRef)"},
+		{"configmap", world{TaskErr: &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Transient: true, Err: errString("x"), Missing: cm}},
+			evalv1.ReasonConfigMapNotFound, "ConfigMap ns/state not found (spec.initialStateFrom.configMapKeyRef)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := testTrial()
+			// A later attempt is refused the same way, and its budget is not
+			// touched.
+			tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, Outcome: evalv1.OutcomeInfraFailed, EndTime: mt(-time.Hour)}}
+			w := tc.w
+			w.Now, w.Trial = t0, tr
+			p := planTrial(&w)
+			if p.Claim != nil || len(p.CreatePod) != 0 || p.EnsureNP || len(p.Status.Attempts) != 1 {
+				t.Fatalf("an attempt started: claim %v pods %v attempts %d", p.Claim, p.CreatePod, len(p.Status.Attempts))
+			}
+			if p.Status.Phase != evalv1.PhaseInvalid || p.Status.CompletionTime == nil {
+				t.Errorf("phase %s, completion %v; want Invalid, completed", p.Status.Phase, p.Status.CompletionTime)
+			}
+			rr := cond(&p.Status, evalv1.TrialReferencesResolved)
+			if rr.Status != metav1.ConditionFalse || rr.Reason != tc.reason || rr.Message != tc.message {
+				t.Errorf("ReferencesResolved = %+v", rr)
+			}
+			if f := cond(&p.Status, evalv1.TrialFailed); f.Status != metav1.ConditionTrue || f.Reason != string(evalv1.PhaseInvalid) || f.Message != tc.message {
+				t.Errorf("Failed = %+v", f)
+			}
+			if len(p.Events) != 2 || p.Events[0].Reason != tc.reason || p.Events[0].Type != corev1.EventTypeWarning ||
+				p.Events[0].Message != tc.message+"; no pods are created and the trial ends as Invalid" {
+				t.Errorf("events = %+v", p.Events)
+			}
+		})
+	}
+}
+
+// A DB service fault the host reported ends the attempt ungraded and, after
+// the backoff, a new attempt starts with new pods: the budget allows it.
+func TestPlanRetriesADBServiceFault(t *testing.T) {
+	tr := running(1)
+	msg := `execute tool "db_insert" (call w) of trial "t1:0": DB service unavailable (Unavailable): no answer within 1s`
+	p := planTrial(&world{Now: t0.Add(time.Second), Trial: tr, Driver: &driverView{AttemptID: "uid-1-1", State: stateDone,
+		Result: &host.AttemptResult{Outcome: evalv1.OutcomeInfraFailed, Reason: evalv1.ReasonDBServiceUnavailable, Message: msg}}})
+	a := p.Status.Attempts[0]
+	if a.Outcome != evalv1.OutcomeInfraFailed || a.Reason != evalv1.ReasonDBServiceUnavailable || a.Message != msg || p.Status.Grade != nil {
+		t.Fatalf("attempt 1 = %+v, grade %v", a, p.Status.Grade)
+	}
+	if c := cond(&p.Status, evalv1.TrialCompleted); c.Status != metav1.ConditionFalse || c.Reason != evalv1.ReasonBackoff || p.Claim != nil {
+		t.Fatalf("Completed = %+v, claim %v", c, p.Claim != nil)
+	}
+	tr.Status = p.Status
+	p = planTrial(&world{Now: t0.Add(time.Minute), Trial: tr, Task: &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop"}}})
+	if p.Claim == nil || p.Claim.Number != 2 || len(p.CreatePod) != 2 || len(p.Status.Attempts) != 2 {
+		t.Fatalf("no second attempt: claim %v pods %v attempts %d", p.Claim, p.CreatePod, len(p.Status.Attempts))
+	}
+}

@@ -193,10 +193,11 @@ func JudgeUpstream(reader client.Reader) gateway.UpstreamFunc {
 	}
 }
 
-// CheckGatewayGrant asks, before any pod, whether the manager may manage the
-// Trial's gateway token Secret in its namespace: a judge with no key Secret
-// would otherwise only meet the missing grant when the token is created.
-func CheckGatewayGrant(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
+// CheckNamespaceGrant asks, before any pod, whether the manager may manage
+// Secrets in the Trial's namespace: every attempt's credential Secret and a
+// judge's gateway token are created there, and a Trial with no key Secret
+// would otherwise only meet the missing grant when they are created.
+func CheckNamespaceGrant(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
 	name := gateway.SecretName(t.Name)
 	err := reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &corev1.Secret{})
 	switch {
@@ -204,7 +205,7 @@ func CheckGatewayGrant(ctx context.Context, reader client.Reader, t *evalv1.Tria
 		return nil
 	case apierrors.IsForbidden(err):
 		return &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
-			"spec.judge: the manager may not manage the gateway token Secret in namespace %s (secret %s: %w); the install grants it per namespace: helm value trialNamespaces or config/namespace-grant",
+			"namespace %s is not granted to the manager: it may not manage the attempt credential and gateway token Secrets there (secret %s: %w); the install grants namespaces one by one: helm value trialNamespaces or config/namespace-grant",
 			t.Namespace, name, err)}
 	}
 	return &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", t.Namespace, name, err)}

@@ -99,12 +99,12 @@ func TestInstallRBACGrantsSecretsOnlyInGrantedNamespaces(t *testing.T) {
 		tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge", BaseURL: "http://local-llm:8000/v1"}
 		return tr
 	}
-	if ke := CheckGatewayGrant(ctx, mc, judged(granted)); ke != nil {
+	if ke := CheckNamespaceGrant(ctx, mc, judged(granted)); ke != nil {
 		t.Fatalf("granted namespace, gateway token: %v", ke)
 	}
-	ke = CheckGatewayGrant(ctx, mc, judged(other))
+	ke = CheckNamespaceGrant(ctx, mc, judged(other))
 	if ke == nil || ke.Reason != evalv1.ReasonNamespaceNotGranted || ke.Transient ||
-		!strings.HasPrefix(ke.Error(), "spec.judge: the manager may not manage the gateway token Secret in namespace team-b (secret j-llm-gateway: ") {
+		!strings.HasPrefix(ke.Error(), "namespace team-b is not granted to the manager: it may not manage the attempt credential and gateway token Secrets there (secret j-llm-gateway: ") {
 		t.Fatalf("ungranted namespace, gateway token: %#v (%v)", ke, ke)
 	}
 	// No list or watch, in either namespace: the manager never caches Secrets.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -134,9 +135,7 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 		Expect(err.Error()).To(ContainSubstring("exactly one of taskRef and task must be set"))
 	})
 
-	It("refuses any change to a Trial's spec", func() {
-		// No Task named "later" exists: the trial waits, untouched by the
-		// controller, so the update races nothing.
+	It("refuses any change to a Trial's spec; a Trial whose Task is missing fails fast and stays failed", func() {
 		tr := oracleTrial(ns, "frozen", "later")
 		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 		orig := tr.DeepCopy()
@@ -147,18 +146,19 @@ var _ = Describe("Trial validation (CEL, by the API server)", func() {
 		Expect(err).To(HaveOccurred())
 		Expect(err.Error()).To(ContainSubstring("spec is immutable"))
 
-		Eventually(func() string {
-			c := findCond(getTrial(client.ObjectKeyFromObject(tr)).Status.Conditions, evalv1.TrialCompleted)
-			if c == nil {
-				return ""
-			}
-			return c.Reason
-		}, waitLong, pollEvery).Should(Equal(evalv1.ReasonTaskNotFound))
+		key := client.ObjectKeyFromObject(tr)
+		t := completed(key)
+		Expect(t.Status.Phase).To(Equal(evalv1.PhaseInvalid), describeTrial(t))
+		Expect(t.Status.AttemptCount).To(BeZero())
+		rr := findCond(t.Status.Conditions, evalv1.TrialReferencesResolved)
+		Expect(rr).NotTo(BeNil())
+		Expect(rr.Reason).To(Equal(evalv1.ReasonTaskNotFound))
+		Expect(rr.Message).To(Equal("Task " + ns + "/later not found (spec.taskRef)"))
 
-		// The Task appearing is what starts the waiting trial.
+		// Terminal, as a Job with an invalid spec: the Task appearing later
+		// does not revive it.
 		Expect(h.Client.Create(ctx, shopTask(ns, "later", nil))).To(Succeed())
-		t := completed(client.ObjectKeyFromObject(tr))
-		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
-		Expect(t.Status.Grade.Score).To(Equal(1.0))
+		Consistently(func() evalv1.TrialPhase { return getTrial(key).Status.Phase }, 2*time.Second, pollEvery).Should(Equal(evalv1.PhaseInvalid))
+		Expect(podsOf(key)).To(BeEmpty())
 	})
 })

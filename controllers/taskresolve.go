@@ -37,6 +37,10 @@ type TaskError struct {
 	// Transient errors (a ConfigMap not there yet, an API hiccup) may heal
 	// by themselves; the rest need a new spec.
 	Transient bool
+	// Missing names the object that does not exist, when that is the
+	// error. A Task retries (its Valid condition follows the ConfigMap); a
+	// Trial fails fast on it.
+	Missing *MissingRef
 }
 
 func (e *TaskError) Error() string { return e.Err.Error() }
@@ -94,7 +98,9 @@ func LoadInitialState(ctx context.Context, r client.Reader, namespace string, re
 	cm := &corev1.ConfigMap{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true}
+			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true,
+				Missing: &MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: namespace, Name: ref.Name,
+					Field: "spec.initialStateFrom.configMapKeyRef"}}
 		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}

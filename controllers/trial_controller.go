@@ -172,7 +172,31 @@ func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if err := r.execute(ctx, t, &p); err != nil {
 		return reconcile.Result{}, err
 	}
+	if at := deleteTrialAt(t); !at.IsZero() {
+		now := time.Now()
+		if r.Now != nil {
+			now = r.Now()
+		}
+		if wait := at.Sub(now); wait > 0 {
+			return reconcile.Result{RequeueAfter: min(wait, nonZero(p.RequeueAfter, wait))}, nil
+		}
+		// ttlSecondsAfterFinished: deleted as a Job is; reconcileGone then
+		// takes its pods. The UID precondition spares a re-created namesake.
+		uid := t.UID
+		if err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return reconcile.Result{}, fmt.Errorf("delete finished trial %s after ttlSecondsAfterFinished: %w", req.NamespacedName, err)
+		}
+		log.V(1).Info("deleted after ttlSecondsAfterFinished")
+		return reconcile.Result{}, nil
+	}
 	return reconcile.Result{RequeueAfter: p.RequeueAfter}, nil
+}
+
+func nonZero(d, fallback time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return fallback
 }
 
 // observe gathers the world of one live Trial.
@@ -223,9 +247,18 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
-			w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
-			if w.KeyErr == nil && UsesGateway(t, r.Pods.GatewayURL) {
-				w.KeyErr = CheckGatewayGrant(ctx, r.APIReader, t)
+			m, err := missingSecret(ctx, r.APIReader, t.Namespace, trialSecretRefs(&t.Spec))
+			if err != nil {
+				return nil, fmt.Errorf("trial %s: %w", key, err)
+			}
+			w.Missing = m
+			if m == nil {
+				w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
+			}
+			if w.Missing == nil && w.KeyErr == nil {
+				// Every attempt creates its credential Secret (and a judged
+				// Trial its gateway token) in the Trial's namespace.
+				w.KeyErr = CheckNamespaceGrant(ctx, r.APIReader, t)
 			}
 		}
 	}
@@ -247,10 +280,18 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*Re
 		return nil, &TaskError{Reason: string(evalv1.PhaseInvalid), Err: errors.New("spec names no task")}
 	}
 	task := &evalv1.Task{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.TaskRef.Name}, task); err != nil {
+	tkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.TaskRef.Name}
+	err := r.Client.Get(ctx, tkey, task)
+	if apierrors.IsNotFound(err) {
+		// The cache may lag a Task created just before the Trial: only the
+		// API server's NotFound fails the Trial.
+		err = r.APIReader.Get(ctx, tkey, task)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true,
-				Err: fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name)}
+				Err:     fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name),
+				Missing: &MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: t.Namespace, Name: t.Spec.TaskRef.Name, Field: "spec.taskRef"}}
 		}
 		return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
 	}

@@ -435,23 +435,62 @@ var _ = Describe("Trial", func() {
 		Eventually(func() bool { _, ok := mgr.Pool.View(key); return ok }, waitLong, pollEvery).Should(BeFalse())
 	})
 
-	It("keeps a failed attempt's pods for ttlSecondsAfterFinished, then deletes them", func() {
+	It("keeps a finished attempt's pods with keepPodsAfterFinished, and deletes the Trial (pods too) ttlSecondsAfterFinished after it finished", func() {
 		skewNS := newNamespace()
 		h.RunnerArgs.Store(skewNS, []string{"--min-engine-protocol=3"})
 		Expect(h.Client.Create(ctx, shopTask(skewNS, "shop", nil))).To(Succeed())
 		key := types.NamespacedName{Namespace: skewNS, Name: "kept"}
 		tr := oracleTrial(skewNS, key.Name, "shop")
-		tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](8)
+		tr.Spec.TTLSecondsAfterFinished = ptr.To[int32](4)
+		tr.Spec.KeepPodsAfterFinished = true
 		Expect(h.Client.Create(ctx, tr)).To(Succeed())
 
 		t := completed(key)
 		Expect(t.Status.Phase).To(Equal(evalv1.PhaseProtocolSkew))
-		pods := podsOf(key)
-		Expect(pods).To(HaveLen(2), "kept for debugging")
-		for _, p := range pods {
-			Expect(p.DeletionTimestamp).To(BeNil())
-		}
+		Consistently(func(g Gomega) {
+			pods := podsOf(key)
+			g.Expect(pods).To(HaveLen(2), "kept for debugging")
+			for _, p := range pods {
+				g.Expect(p.DeletionTimestamp).To(BeNil())
+			}
+		}, time.Second, pollEvery).Should(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(h.Client.Get(ctx, key, &evalv1.Trial{}))
+		}, waitLong, pollEvery).Should(BeTrue(), "deleted after ttlSecondsAfterFinished")
 		expectNoPods(key)
+	})
+
+	It("fails a Trial whose API-key Secret is missing before any pod, with an event naming it", func() {
+		key := types.NamespacedName{Namespace: ns, Name: "nokey"}
+		tr := oracleTrial(ns, key.Name, "shop")
+		tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "absent"}, Key: "k"}
+		Expect(h.Client.Create(ctx, tr)).To(Succeed())
+
+		t := completed(key)
+		msg := "Secret " + ns + "/absent not found (spec.agent.apiKeySecretRef)"
+		Expect(t.Status.Phase).To(Equal(evalv1.PhaseInvalid), describeTrial(t))
+		Expect(t.Status.Attempts).To(BeEmpty(), "no attempt of the budget used")
+		rr := findCond(t.Status.Conditions, evalv1.TrialReferencesResolved)
+		Expect(rr).NotTo(BeNil())
+		Expect(rr.Status).To(Equal(metav1.ConditionFalse))
+		Expect(rr.Reason).To(Equal(evalv1.ReasonSecretNotFound))
+		Expect(rr.Message).To(Equal(msg))
+		Expect(findCond(t.Status.Conditions, evalv1.TrialFailed).Reason).To(Equal(string(evalv1.PhaseInvalid)))
+		Eventually(func() []string {
+			var evs eventsv1.EventList
+			Expect(h.Client.List(ctx, &evs, client.InNamespace(ns))).To(Succeed())
+			var got []string
+			for _, e := range evs.Items {
+				if e.Regarding.Name == key.Name {
+					got = append(got, e.Type+"/"+e.Reason+": "+e.Note)
+				}
+			}
+			return got
+		}, waitLong, pollEvery).Should(ConsistOf(
+			"Warning/SecretNotFound: "+msg+"; no pods are created and the trial ends as Invalid",
+			"Warning/Invalid: "+msg))
+		Expect(podsOf(key)).To(BeEmpty())
+		Expect(rpcs.Of(key, "RegisterTrial")).To(BeEmpty())
 	})
 })
 

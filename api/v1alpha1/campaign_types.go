@@ -42,9 +42,22 @@ type CampaignSpec struct {
 	Runner PodOverrides `json:"runner,omitempty"`
 	// +optional
 	DBService PodOverrides `json:"dbService,omitempty"`
+	// TTLSecondsAfterFinished deletes the Campaign (and its Trials with it)
+	// this many seconds after it completed, as a JobSet's does; unset keeps
+	// it. It is not passed down to the Trials: a Trial deleted under a live
+	// Campaign would be re-created.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// KeepPodsAfterFinished is passed down to every Trial: ended attempts'
+	// pods stay until the Trial is deleted, for debugging.
+	// +optional
+	KeepPodsAfterFinished bool `json:"keepPodsAfterFinished,omitempty"`
+	// Suspend, as on a Job or JobSet: while true no new Trial is created;
+	// Trials already created run to their end. Setting it back to false
+	// resumes creating.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
 	// Rerun deletes and re-creates, once per campaign generation, the Trials
 	// that ended in these phases and were created under an earlier
 	// generation. A Trial re-created by a rerun is not rerun again until the
@@ -95,6 +108,13 @@ const (
 	CampaignTasksResolved = "TasksResolved"
 	// CampaignCompleted is True when nothing is left to create or to wait for.
 	CampaignCompleted = "Completed"
+	// CampaignSuspended is True while spec.suspend holds back the creation
+	// of Trials (reason Suspended), False once resumed (reason Resumed).
+	CampaignSuspended = "Suspended"
+	// CampaignReferencesResolved is False while an object the Campaign names
+	// is missing (a Task of spec.tasks.names, a model's Secret): no Trial is
+	// created until it exists.
+	CampaignReferencesResolved = "ReferencesResolved"
 )
 
 // Annotations and labels the Campaign controller puts on its Trials.

@@ -43,10 +43,19 @@ type TrialSpec struct {
 	Runner PodOverrides `json:"runner,omitempty"`
 	// +optional
 	DBService PodOverrides `json:"dbService,omitempty"`
-	// TTLSecondsAfterFinished keeps a failed attempt's pods for debugging.
+	// TTLSecondsAfterFinished is what it is on a Job: the Trial is deleted
+	// this many seconds after it finished (status.completionTime), its pods
+	// with it; 0 deletes it as soon as it finished; unset keeps it. A Trial a
+	// Campaign controls is never deleted this way (the Campaign would
+	// re-create it): the Campaign's own ttlSecondsAfterFinished deletes it.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+	// KeepPodsAfterFinished keeps the runner and DB service pods of every
+	// ended attempt until the Trial is deleted, for debugging (logs, exec).
+	// By default an attempt's pods are deleted as soon as it ends.
+	// +optional
+	KeepPodsAfterFinished bool `json:"keepPodsAfterFinished,omitempty"`
 }
 
 // TaskReference names a Task.
@@ -91,6 +100,12 @@ const (
 	// API server's refusal in the message): no pod is created without them.
 	// It turns True once they exist.
 	TrialNetworkPolicyReady = "NetworkPolicyReady"
+	// TrialReferencesResolved says whether every object the Trial names
+	// exists: its Task, the Task's initial-state ConfigMap and the Secrets of
+	// its models. False (reason TaskNotFound, ConfigMapNotFound or
+	// SecretNotFound, the message naming kind and name) ends the Trial as
+	// Invalid before any pod is created and without using an attempt.
+	TrialReferencesResolved = "ReferencesResolved"
 )
 
 // AttemptOutcome is how one attempt ended.

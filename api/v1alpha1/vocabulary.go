@@ -110,6 +110,30 @@ const (
 	ReasonNoBudget        = "NoBudget"
 	ReasonResolved        = "Resolved"
 	ReasonNoTasksSelected = "NoTasksSelected"
+	// Suspended: spec.suspend holds back new Trials; Resumed: it no longer does.
+	ReasonSuspended = "Suspended"
+	ReasonResumed   = "Resumed"
+)
+
+// Reasons of ReferencesResolved (Trial and Campaign): which kind of object
+// is missing; the message names it (kind namespace/name, and the key). A
+// Trial whose reference is missing ends as Invalid before any pod exists and
+// stays so, as a Job with an invalid spec does: an object created later does
+// not revive it (the Trial's spec is immutable; a new Trial runs).
+const (
+	ReasonReferencesResolved = "Resolved"
+	ReasonSecretNotFound     = "SecretNotFound"
+	ReasonConfigMapNotFound  = "ConfigMapNotFound"
+	// ReasonTaskNotFound (above) serves for the Task.
+)
+
+// Reasons of infrastructure faults the host names after probing the runner.
+const (
+	// ReasonDBServiceUnavailable: the runner answered, but the DB service
+	// behind it did not (down, stopped, restarted empty) while a tool ran or
+	// the trial was graded. The attempt is InfraFailed and retried; the agent
+	// never reads an error for it and the broken episode is never graded.
+	ReasonDBServiceUnavailable = "DBServiceUnavailable"
 )
 
 // Labels on everything the manager creates. The pod cache is limited to

@@ -199,6 +199,11 @@ func (in *CampaignSpec) DeepCopyInto(out *CampaignSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.Suspend != nil {
+		in, out := &in.Suspend, &out.Suspend
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Rerun != nil {
 		in, out := &in.Rerun, &out.Rerun
 		*out = make([]TrialPhase, len(*in))

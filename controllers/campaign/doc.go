@@ -15,7 +15,8 @@
 // estimators, exact rational arithmetic), aggregate.go (cells and
 // aggregates, also used by controllers/campaign/report), plan.go (what to create and
 // the status), plan_rerun.go, plan_budget.go (maxParallel and the budget),
-// plan_conditions.go, trial.go (the Trial of a cell and what the
+// plan_conditions.go (also spec.suspend's and missing Secrets' holds),
+// references.go (the Secrets the Campaign's models read), trial.go (the Trial of a cell and what the
 // planner reads back from one), expectations.go, reconciler.go, status.go.
 //
 // Imports: api/v1alpha1, controller-runtime, client-go and apimachinery.

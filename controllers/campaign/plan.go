@@ -22,6 +22,14 @@ type World struct {
 	// spec.tasks.names lists that do not exist.
 	Tasks   []string
 	Missing []string
+	// MissingRef names an object the Campaign's models need that does not
+	// exist (a Secret, "Secret ns/name not found (field)"), with its Reason;
+	// while set, no Trial is created: each would fail at once.
+	MissingRef       string
+	MissingRefReason string
+	// RefsChecked: the Secrets were looked up this time (only when a Trial
+	// was about to be created); otherwise ReferencesResolved stays as it was.
+	RefsChecked bool
 	// Trials are the Trials the Campaign controls (from the cache).
 	Trials []TrialView
 	// InFlight are creations not yet in Trials.
@@ -111,6 +119,11 @@ func (w *World) Plan() *Plan {
 		}
 	}
 	g := gate(c, cs, spent, len(missing))
+	held := 0
+	if suspended(c) || w.MissingRef != "" {
+		// Held back whole: running Trials finish, nothing new starts.
+		held, g.create, g.rest, g.heldByBudget, g.heldByParallel = len(missing), 0, len(missing), 0, 0
+	}
 	for _, cell := range missing[:g.create] {
 		p.Creates = append(p.Creates, Creation{Name: exp.names[cell], Cell: cell})
 	}
@@ -124,6 +137,7 @@ func (w *World) Plan() *Plan {
 		notCreated:       g.rest,
 		heldByParallel:   p.HeldByParallel,
 		heldByBudget:     p.HeldByBudget,
+		held:             held,
 	})
 	p.Status = st
 	return p

@@ -39,6 +39,9 @@ func gate(c *evalv1.Campaign, cs census, spent evalv1.Spend, missing int) creati
 	return g
 }
 
+// suspended is spec.suspend.
+func suspended(c *evalv1.Campaign) bool { return c.Spec.Suspend != nil && *c.Spec.Suspend }
+
 func maxParallel(c *evalv1.Campaign) int32 {
 	if c.Spec.MaxParallel < 1 {
 		return 10 // the CRD default, for objects that bypassed defaulting

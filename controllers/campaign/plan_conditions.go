@@ -19,6 +19,8 @@ type conditionInputs struct {
 	notCreated     int
 	heldByParallel int
 	heldByBudget   int
+	// held: missing Trials held back by spec.suspend or a missing reference.
+	held int
 }
 
 // setConditions sets TasksResolved, BudgetExceeded, Completed and
@@ -37,6 +39,20 @@ func (w *World) setConditions(st *evalv1.CampaignStatus, in conditionInputs) {
 			Type: typ, Status: s, Reason: reason, Message: msg,
 			ObservedGeneration: c.Generation, LastTransitionTime: w.Now,
 		})
+	}
+	switch {
+	case suspended(c):
+		set(evalv1.CampaignSuspended, true, evalv1.ReasonSuspended,
+			fmt.Sprintf("spec.suspend is true: %d Trials not created; the %d created and not finished run to their end", in.held, in.nonTerminalAfter))
+	case meta.FindStatusCondition(st.Conditions, evalv1.CampaignSuspended) != nil:
+		// As a Job's: the condition appears with the first suspension.
+		set(evalv1.CampaignSuspended, false, evalv1.ReasonResumed, "spec.suspend is false: Trials are created again")
+	}
+	switch {
+	case w.MissingRef != "":
+		set(evalv1.CampaignReferencesResolved, false, w.MissingRefReason, w.MissingRef+"; no Trial is created until it exists")
+	case w.RefsChecked && meta.FindStatusCondition(st.Conditions, evalv1.CampaignReferencesResolved) != nil:
+		set(evalv1.CampaignReferencesResolved, true, evalv1.ReasonReferencesResolved, "every Secret the campaign's models name exists")
 	}
 	resolved := len(w.Missing) == 0 && len(w.Tasks) > 0
 	switch {
@@ -82,6 +98,21 @@ func (w *World) setConditions(st *evalv1.CampaignStatus, in conditionInputs) {
 	if n := len(deletingOf(st.Rerun)); n > 0 {
 		msg += fmt.Sprintf("; %d retired Trials being deleted for rerun", n)
 	}
-	set(evalv1.CampaignCompleted, false, evalv1.ReasonRunning, msg)
-	set(evalv1.CampaignProgressing, true, evalv1.ReasonRunning, msg)
+	switch {
+	case in.held > 0 && suspended(c):
+		msg += fmt.Sprintf(" (suspended: %d not created)", in.held)
+	case in.held > 0:
+		msg += fmt.Sprintf(" (%d held: %s)", in.held, w.MissingRef)
+	}
+	switch {
+	case in.held > 0 && suspended(c):
+		set(evalv1.CampaignCompleted, false, evalv1.ReasonSuspended, msg)
+		set(evalv1.CampaignProgressing, in.nonTerminalAfter > 0, evalv1.ReasonSuspended, msg)
+	case in.held > 0:
+		set(evalv1.CampaignCompleted, false, w.MissingRefReason, msg)
+		set(evalv1.CampaignProgressing, in.nonTerminalAfter > 0, w.MissingRefReason, msg)
+	default:
+		set(evalv1.CampaignCompleted, false, evalv1.ReasonRunning, msg)
+		set(evalv1.CampaignProgressing, true, evalv1.ReasonRunning, msg)
+	}
 }

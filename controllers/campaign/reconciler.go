@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -249,11 +250,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if done, res, err := r.expire(ctx, &c); done || err != nil {
+		return res, err
+	}
 	w, err := r.world(ctx, &c, tasks, missing)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	p := w.Plan()
+	if len(p.Creates) > 0 {
+		// Secrets are read uncached, so only when a Trial is about to be
+		// created: a missing one would fail every Trial at once.
+		if w.MissingRef, err = missingSecret(ctx, r.apiReader, c.Namespace, campaignSecretRefs(&c.Spec)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("campaign %s: %w", req.NamespacedName, err)
+		}
+		w.RefsChecked = true
+		if w.MissingRef != "" {
+			w.MissingRefReason = evalv1.ReasonSecretNotFound
+		}
+		p = w.Plan()
+	}
 
 	if p.RerunStarted {
 		// Recorded before anything is deleted, under the campaign's
@@ -289,7 +305,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(p.Creates) > 0 || len(p.Deletes) > 0 {
 		log.V(1).Info("acted", "created", len(p.Creates), "deleted", len(p.Deletes), "progress", final.Progress)
 	}
+	r.announceHolds(&c, &final)
 	res, err := r.maybeWriteStatus(ctx, &c, &final)
+	if w.MissingRef != "" && (res.RequeueAfter == 0 || res.RequeueAfter > secretRecheck) {
+		res.RequeueAfter = secretRecheck
+	}
+	if at := expireAt(&final, c.Spec.TTLSecondsAfterFinished); !at.IsZero() {
+		if wait := at.Sub(r.now()); res.RequeueAfter == 0 || wait < res.RequeueAfter {
+			res.RequeueAfter = max(wait, time.Millisecond)
+		}
+	}
 	if err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, errors.Join(errs...)
@@ -452,4 +477,54 @@ func (r *Reconciler) event(c *evalv1.Campaign, typ, reason, action, msg string) 
 		return
 	}
 	r.recorder.Eventf(c, nil, typ, reason, action, "%s", msg)
+}
+
+// announceHolds emits an event when Suspended, TasksResolved or
+// ReferencesResolved changes, so `kubectl describe` tells when and why
+// creation stopped (a missing Task or Secret named) and resumed.
+func (r *Reconciler) announceHolds(c *evalv1.Campaign, st *evalv1.CampaignStatus) {
+	for _, typ := range []string{evalv1.CampaignSuspended, evalv1.CampaignTasksResolved, evalv1.CampaignReferencesResolved} {
+		now := meta.FindStatusCondition(st.Conditions, typ)
+		if now == nil {
+			continue
+		}
+		before := meta.FindStatusCondition(c.Status.Conditions, typ)
+		if before != nil && before.Status == now.Status && before.Reason == now.Reason {
+			continue
+		}
+		if before == nil && (now.Reason == evalv1.ReasonResolved || now.Reason == evalv1.ReasonReferencesResolved) {
+			continue // resolved from the start: nothing to tell
+		}
+		typEv := corev1.EventTypeNormal
+		if now.Reason == evalv1.ReasonSecretNotFound || now.Reason == evalv1.ReasonTaskNotFound || now.Reason == evalv1.ReasonNoTasksSelected {
+			typEv = corev1.EventTypeWarning
+		}
+		r.event(c, typEv, now.Reason, ActionCreate, now.Message)
+	}
+}
+
+// expireAt is when ttlSecondsAfterFinished deletes a completed Campaign
+// (zero: never).
+func expireAt(st *evalv1.CampaignStatus, ttl *int32) time.Time {
+	done := meta.FindStatusCondition(st.Conditions, evalv1.CampaignCompleted)
+	if ttl == nil || *ttl < 0 || done == nil || done.Status != metav1.ConditionTrue {
+		return time.Time{}
+	}
+	return done.LastTransitionTime.Add(time.Duration(*ttl) * time.Second)
+}
+
+// expire deletes the Campaign once its ttlSecondsAfterFinished is over, as
+// the TTL controller deletes a finished Job; its Trials go with it.
+func (r *Reconciler) expire(ctx context.Context, c *evalv1.Campaign) (bool, ctrl.Result, error) {
+	at := expireAt(&c.Status, c.Spec.TTLSecondsAfterFinished)
+	if at.IsZero() || r.now().Before(at) {
+		return false, ctrl.Result{}, nil
+	}
+	uid := c.UID
+	err := r.client.Delete(ctx, c, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+		return true, ctrl.Result{}, fmt.Errorf("delete campaign %s/%s after ttlSecondsAfterFinished: %w", c.Namespace, c.Name, err)
+	}
+	r.log.V(1).Info("deleted after ttlSecondsAfterFinished", "campaign", client.ObjectKeyFromObject(c).String())
+	return true, ctrl.Result{}, nil
 }

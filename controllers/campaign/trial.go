@@ -131,17 +131,19 @@ func BuildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 			}},
 		},
 		Spec: evalv1.TrialSpec{
-			TaskRef:                 &evalv1.TaskReference{Name: cell.Task},
-			TrialIndex:              cell.Index,
-			Agent:                   *agent.DeepCopy(),
-			UserSimulator:           s.UserSimulator,
-			Judge:                   s.Judge,
-			MaxTurns:                s.MaxTurns,
-			Timeouts:                s.Timeouts,
-			RetryPolicy:             s.RetryPolicy,
-			Runner:                  s.Runner,
-			DBService:               s.DBService,
-			TTLSecondsAfterFinished: s.TTLSecondsAfterFinished,
+			TaskRef:       &evalv1.TaskReference{Name: cell.Task},
+			TrialIndex:    cell.Index,
+			Agent:         *agent.DeepCopy(),
+			UserSimulator: s.UserSimulator,
+			Judge:         s.Judge,
+			MaxTurns:      s.MaxTurns,
+			Timeouts:      s.Timeouts,
+			RetryPolicy:   s.RetryPolicy,
+			Runner:        s.Runner,
+			DBService:     s.DBService,
+			// Not the ttl: a Trial deleted under its Campaign would be
+			// re-created; the Campaign's ttl deletes it with its Trials.
+			KeepPodsAfterFinished: s.KeepPodsAfterFinished,
 		},
 	}
 }

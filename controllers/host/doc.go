@@ -13,6 +13,12 @@
 // timeout, error (graded 0 by the host), or rate_limit, api_error, trial_lost
 // (infrastructure: the attempt is retried by the caller's policy).
 //
+// Infrastructure faults never reach the agent (infra.go): a runner call that
+// fails at gRPC level, and a tool TIMEOUT or a grading error while the
+// runner's HealthCheck reports its DB service unreachable, end the attempt
+// InfraFailed (DBServiceUnavailable or RunnerUnavailable, told apart by that
+// probe rather than by error texts), ungraded.
+//
 // Subpackages: agents (oracle, OpenAI-compatible agent and user simulator),
 // artifacts (trajectory.yaml, grade.yaml, metrics.yaml), local (the in-process stack of `tolokaforge
 // trial run`).

@@ -51,6 +51,14 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 		if jerr != nil {
 			r.log.Error(jerr, "read the failed judge's spend from the GradeTrial trailer")
 		}
+		// A grader that could not read the state of a stopped or vanished DB
+		// service says so in its error; the DB service's health decides
+		// whether that is the grade's failure or the infrastructure's.
+		if e := r.answerFault(ctx, fmt.Sprintf("grade trial %q", r.trialID), resp.GetError()); e != nil {
+			e.termination = end.termination
+			e.failedJudge = jr
+			return e
+		}
 		return &ending{outcome: evalv1.OutcomeGradingFailed, reason: evalv1.ReasonGradingFailed, termination: end.termination,
 			message: resp.GetError(), failedJudge: jr}
 	}

@@ -9,7 +9,6 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"github.com/go-logr/logr"
-	"google.golang.org/grpc/status"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
@@ -136,8 +135,9 @@ func (r *run) transportEnding(ctx context.Context, what string, err error) *endi
 	if ctx.Err() != nil {
 		return canceled(ctx)
 	}
-	return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonRunnerUnavailable,
-		message: fmt.Sprintf("%s %q: runner unreachable (%s): %s", what, r.trialID, status.Code(err), status.Convert(err).Message())}
+	e := r.callFault(ctx, fmt.Sprintf("%s %q", what, r.trialID), err)
+	e.termination = ""
+	return e
 }
 
 // terminate builds the ending of a loop termination; the outcome follows the

@@ -9,8 +9,6 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
-	"google.golang.org/grpc/status"
-
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
@@ -44,11 +42,17 @@ func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task
 			if e := r.ctxEnding(lctx, ctx); e != nil {
 				return statuses, e
 			}
-			// The runner stopped answering mid-trial: whatever it held is
-			// out of reach, which is trial_lost to this attempt.
-			return statuses, terminate(task.TerminationTrialLost, evalv1.ReasonRunnerUnavailable, fmt.Sprintf(
-				"execute tool %q (call %s) of trial %q: runner unreachable (%s): %s",
-				c.Function.Name, c.ID, r.trialID, status.Code(err), status.Convert(err).Message()))
+			// The runner, or the DB service behind it (the runner answers
+			// UNAVAILABLE for that), failed mid-trial: an infrastructure
+			// fault. Nothing reaches the agent and the episode is not graded.
+			return statuses, r.callFault(ctx, fmt.Sprintf("execute tool %q (call %s) of trial %q", c.Function.Name, c.ID, r.trialID), err)
+		}
+		if resp.GetStatus() == runnerpb.ExecutionStatus_EXECUTION_STATUS_TIMEOUT {
+			// A tool waiting on a stopped DB service times out like a slow
+			// one; only the DB service's health tells them apart.
+			if e := r.answerFault(ctx, fmt.Sprintf("execute tool %q (call %s) of trial %q", c.Function.Name, c.ID, r.trialID), "timeout"); e != nil {
+				return statuses, e
+			}
 		}
 		var (
 			recStatus task.ToolCallStatus

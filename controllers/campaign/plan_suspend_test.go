@@ -1,0 +1,113 @@
+package campaign
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// spec.suspend holds back every Trial not created yet; created ones run on;
+// false resumes, and the condition says which.
+func TestPlanSuspendAndResume(t *testing.T) {
+	c := campaign(2, 10, "a")
+	c.Spec.Suspend = ptr.To(true)
+	w := &World{Campaign: c, Tasks: []string{"t", "u"}, Now: now, Trials: []TrialView{tv("a", "t", 0, evalv1.PhaseRunning)}}
+	p := w.Plan()
+	if len(p.Creates) != 0 {
+		t.Fatalf("suspended campaign creates %v", names(p.Creates))
+	}
+	wantCond(t, &p.Status, evalv1.CampaignSuspended, metav1.ConditionTrue, evalv1.ReasonSuspended)
+	if got := cond(&p.Status, evalv1.CampaignSuspended).Message; got != "spec.suspend is true: 3 Trials not created; the 1 created and not finished run to their end" {
+		t.Fatalf("Suspended message %q", got)
+	}
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonSuspended)
+	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionTrue, evalv1.ReasonSuspended)
+	if got := p.Status.Counts; got.Queued != 3 || got.Running != 1 {
+		t.Fatalf("counts %+v", got)
+	}
+
+	// The running Trial finishes: nothing runs, nothing is created, and the
+	// campaign is not complete.
+	c.Status = p.Status
+	w.Trials = []TrialView{tv("a", "t", 0, evalv1.PhasePassed)}
+	p = w.Plan()
+	if len(p.Creates) != 0 {
+		t.Fatalf("suspended campaign creates %v", names(p.Creates))
+	}
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonSuspended)
+	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionFalse, evalv1.ReasonSuspended)
+
+	// Resumed: the held Trials are created, the condition turns False.
+	c.Status = p.Status
+	c.Spec.Suspend = ptr.To(false)
+	p = w.Plan()
+	if len(p.Creates) != 3 {
+		t.Fatalf("resumed campaign creates %v, want 3", names(p.Creates))
+	}
+	wantCond(t, &p.Status, evalv1.CampaignSuspended, metav1.ConditionFalse, evalv1.ReasonResumed)
+	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionTrue, evalv1.ReasonRunning)
+
+	// Never suspended: no Suspended condition at all, as on a Job.
+	p = (&World{Campaign: campaign(1, 10, "a"), Tasks: []string{"t"}, Now: now}).Plan()
+	if cond(&p.Status, evalv1.CampaignSuspended) != nil || len(p.Creates) != 1 {
+		t.Fatalf("never suspended: conditions %+v, creates %v", p.Status.Conditions, names(p.Creates))
+	}
+}
+
+func TestPlanHoldsEverythingWhileASecretIsMissing(t *testing.T) {
+	c := campaign(1, 10, "a")
+	missing := "Secret ns/openai not found (spec.agents[a].model.apiKeySecretRef)"
+	w := &World{Campaign: c, Tasks: []string{"t", "u"}, Now: now, MissingRef: missing, MissingRefReason: evalv1.ReasonSecretNotFound, RefsChecked: true}
+	p := w.Plan()
+	if len(p.Creates) != 0 {
+		t.Fatalf("creates %v while the Secret is missing", names(p.Creates))
+	}
+	wantCond(t, &p.Status, evalv1.CampaignReferencesResolved, metav1.ConditionFalse, evalv1.ReasonSecretNotFound)
+	if got := cond(&p.Status, evalv1.CampaignReferencesResolved).Message; got != missing+"; no Trial is created until it exists" {
+		t.Fatalf("message %q", got)
+	}
+	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonSecretNotFound)
+	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionFalse, evalv1.ReasonSecretNotFound)
+
+	c.Status = p.Status
+	w.MissingRef, w.MissingRefReason, w.RefsChecked = "", "", false
+	p = w.Plan()
+	// Not looked up this time: the condition stands as it was.
+	wantCond(t, &p.Status, evalv1.CampaignReferencesResolved, metav1.ConditionFalse, evalv1.ReasonSecretNotFound)
+	w.RefsChecked = true
+	p = w.Plan()
+	if len(p.Creates) != 2 {
+		t.Fatalf("creates %v once the Secret exists, want 2", names(p.Creates))
+	}
+	wantCond(t, &p.Status, evalv1.CampaignReferencesResolved, metav1.ConditionTrue, evalv1.ReasonReferencesResolved)
+}
+
+func TestExpireAt(t *testing.T) {
+	done := evalv1.CampaignStatus{Conditions: []metav1.Condition{{Type: evalv1.CampaignCompleted, Status: metav1.ConditionTrue, LastTransitionTime: now}}}
+	running := evalv1.CampaignStatus{Conditions: []metav1.Condition{{Type: evalv1.CampaignCompleted, Status: metav1.ConditionFalse, LastTransitionTime: now}}}
+	if got := expireAt(&done, ptr.To[int32](60)); !got.Equal(now.Add(time.Minute)) {
+		t.Errorf("completed, ttl 60: %v", got)
+	}
+	if got := expireAt(&done, nil); !got.IsZero() {
+		t.Errorf("no ttl: %v", got)
+	}
+	if got := expireAt(&running, ptr.To[int32](0)); !got.IsZero() {
+		t.Errorf("not completed: %v", got)
+	}
+}
+
+// The ttl stays on the Campaign (a Trial deleted under it would be
+// re-created); keepPodsAfterFinished goes down to every Trial.
+func TestBuildTrialPassesKeepPodsNotTheTTL(t *testing.T) {
+	c := campaign(1, 1, "a")
+	c.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
+	c.Spec.KeepPodsAfterFinished = true
+	tr := BuildTrial(c, Cell{Agent: "a", Task: "t"}, "n", c.Spec.Agents[0].Model)
+	if tr.Spec.TTLSecondsAfterFinished != nil || !tr.Spec.KeepPodsAfterFinished {
+		t.Fatalf("trial ttl %v keepPods %v", tr.Spec.TTLSecondsAfterFinished, tr.Spec.KeepPodsAfterFinished)
+	}
+}
