@@ -238,13 +238,14 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 		t.Errorf("args = %q, want --secrets-dir=%s", c.Args, RunnerSecretsDir)
 	}
 
-	// No gateway configured, or an oracle judge: no Secret at all.
+	// No gateway configured, or an oracle judge: no Secret but the attempt's
+	// credential.
 	for name, pod := range map[string]*corev1.Pod{
 		"no gateway":   RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}),
 		"oracle judge": RunnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{testTrial(), 1}),
 	} {
 		for _, v := range pod.Spec.Volumes {
-			if v.Secret != nil {
+			if v.Secret != nil && v.Name != authVolume {
 				t.Errorf("%s: Secret volume %+v", name, v.Secret)
 			}
 		}

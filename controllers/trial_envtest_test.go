@@ -343,7 +343,8 @@ var _ = Describe("Trial", func() {
 				secretVolumes = append(secretVolumes, v.Secret.SecretName)
 			}
 		}
-		Expect(secretVolumes).To(Equal([]string{gateway.SecretName(key.Name)}))
+		// The attempt's credential and the gateway token; no provider Secret.
+		Expect(secretVolumes).To(ConsistOf(controllers.AuthSecretName(getTrial(key), 1), gateway.SecretName(key.Name)))
 		b, err := json.Marshal(runner)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(string(b)).NotTo(ContainSubstring("judge-provider-secret"))

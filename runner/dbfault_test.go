@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
 	dbclient "tolokaforge.io/operator/dbservice/client"
 )
 
@@ -179,5 +180,25 @@ func TestTimedOutWriteMarksMCPMirrorStale(t *testing.T) {
 	st, err := db.c.State(ctxT(t), "tm", []string{"counters"})
 	if err != nil || string(st.Data["counters"]) != `[{"id":"x","n":11}]` {
 		t.Fatalf("counters after incr over a landed write: %v %s (the MCP write-back undid the write)", err, st.Data["counters"])
+	}
+}
+
+// A DB service that cannot be reached at registration is an infrastructure
+// fault told as UNAVAILABLE, like a tool call's; the host retries the attempt
+// instead of ending the trial Invalid. A DB service that answers and refuses
+// the state stays the spec's in-band refusal, and neither leaves the trial
+// registered.
+func TestRegistrationWithTheDBServiceDown(t *testing.T) {
+	db := startDB(t)
+	h := startRunner(t, db)
+	db.stop()
+	_, err := h.c.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{TrialId: "down",
+		TrialSpecJson: specJSON(t, "down", baseTask([]any{tool("db_get")}, nil, obj{"items": []any{obj{"id": "a"}}})), EngineProtocolVersion: task.EngineProtocolVersion})
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.Unavailable || !strings.HasPrefix(st.Message(), `DB Service initialization failed: init trial "down": `) {
+		t.Fatalf("RegisterTrial with the DB service down: %v, want UNAVAILABLE naming the init", err)
+	}
+	if n := h.srv.ActiveTrials(); n != 0 {
+		t.Fatalf("%d trials registered after a failed registration", n)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
@@ -23,6 +25,12 @@ import (
 // RegisterTrial implements RunnerService.RegisterTrial.
 func (s *Server) RegisterTrial(ctx context.Context, req *runnerpb.RegisterTrialRequest) (*runnerpb.RegisterTrialResponse, error) {
 	resp, err := s.register(ctx, req)
+	if errors.Is(err, client.ErrUnavailable) {
+		// The DB service could not be reached: an infrastructure fault, told
+		// as ExecuteTool tells it (UNAVAILABLE), not as a refused task.
+		s.log.Error(err, "registration failed: DB service unavailable", "trial", req.GetTrialId())
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
 	if err != nil {
 		s.log.Info("registration refused", "trial", req.GetTrialId(), "error", err.Error())
 		return &runnerpb.RegisterTrialResponse{Success: false, Error: err.Error()}, nil
@@ -199,12 +207,12 @@ func (s *Server) initDB(ctx context.Context, c *client.Client, id string, st *ta
 	if errors.Is(err, client.ErrTrialAlreadyExists) {
 		s.log.Info("replacing a DB trial no registration owns", "trial", id)
 		if derr := c.Delete(ctx, id); derr != nil && !errors.Is(derr, client.ErrTrialNotFound) {
-			return nil, wiref("DB Service initialization failed: %v", derr)
+			return nil, dbInitFailed(derr)
 		}
 		resp, err = c.Init(ctx, id, req)
 	}
 	if err != nil {
-		return nil, wiref("DB Service initialization failed: %v", err)
+		return nil, dbInitFailed(err)
 	}
 	return resp, nil
 }

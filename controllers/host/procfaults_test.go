@@ -403,7 +403,7 @@ func TestRegistrationWithTheDBServiceDownIsAnInfraFault(t *testing.T) {
 	res := host.RunAttempt(ctxT(t), host.AttemptConfig{Runner: ps.client, Spec: spec, InitialUserMessage: "x",
 		CleanupTimeout: time.Second, Agent: agent, AttemptNumber: 1, Log: logr.Discard()})
 	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonDBServiceUnavailable || res.Grade != nil || calls != 0 ||
-		!strings.HasPrefix(res.Message, `register trial "faults:0": the runner answered "DB Service initialization failed: `) {
+		!strings.HasPrefix(res.Message, `register trial "faults:0": DB service unavailable (Unavailable): DB Service initialization failed: `) {
 		t.Fatalf("%s: %q (agent called %d times)", res, res.Message, calls)
 	}
 }

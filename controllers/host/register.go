@@ -56,12 +56,10 @@ func (r *run) register(ctx context.Context) (*registration, *ending) {
 		if isProtocolSkew(resp.GetError()) {
 			return nil, &ending{outcome: evalv1.OutcomeProtocolSkew, reason: evalv1.ReasonProtocolSkew, message: resp.GetError()}
 		}
-		// A DB service that cannot take the trial's state refuses it like a
-		// bad task would; only its health tells a fault from an invalid task.
-		if e := r.answerFault(ctx, fmt.Sprintf("register trial %q", r.trialID), resp.GetError()); e != nil {
-			e.termination = ""
-			return nil, e
-		}
+		// A DB service the runner could not reach is UNAVAILABLE (the
+		// transport path above), so an in-band refusal is the task's or the
+		// state's: the runner knows no DB service to probe before a trial
+		// registers, so its health cannot tell the two apart here.
 		return nil, &ending{outcome: evalv1.OutcomeInvalid, reason: evalv1.ReasonInvalidTask, message: resp.GetError()}
 	}
 	schemas := resp.GetToolSchemas()
