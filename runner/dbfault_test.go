@@ -202,3 +202,22 @@ func TestRegistrationWithTheDBServiceDown(t *testing.T) {
 		t.Fatalf("%d trials registered after a failed registration", n)
 	}
 }
+
+// A DB service that restarted empty no longer holds the trial: the tool call
+// that meets it is an infrastructure fault (UNAVAILABLE), never a "trial not
+// found" tool error for the agent to read, and it is not recorded.
+func TestDBServiceRestartedEmptyIsInfraFault(t *testing.T) {
+	db := startDB(t)
+	h := startRunner(t, db)
+	h.mustRegister(t, "re", baseTask([]any{tool("db_insert"), tool("db_get")}, nil, obj{"items": []any{obj{"id": "a", "n": 1}}}))
+	if err := db.c.Delete(ctxT(t), "re"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []call{
+		{tool: "db_insert", args: `{"table":"items","record":{"id":"b"}}`, callID: "c1"},
+		{tool: "db_get", args: `{"table":"items","key":"zz"}`, callID: "c2"},
+	} {
+		_, err := h.c.ExecuteTool(ctxT(t), &runnerpb.ExecuteToolRequest{TrialId: "re", ToolName: c.tool, ArgumentsJson: c.args, CallId: c.callID})
+		wantUnavailable(t, err, c.tool, `"re" not found`)
+	}
+}

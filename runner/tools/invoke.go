@@ -24,8 +24,10 @@ type Outcome struct {
 	// the runner's log (never shown to the LLM).
 	Panic string
 	// Infra is set when the call failed because the DB service could not be
-	// reached (client.ErrUnavailable): an infrastructure fault, not the tool's
-	// result, so the runner must not hand Message to the agent.
+	// reached (client.ErrUnavailable) or no longer holds the trial
+	// (client.ErrTrialNotFound: it restarted empty, since a tool only ever
+	// touches its own registered trial): an infrastructure fault, not the
+	// tool's result, so the runner must not hand Message to the agent.
 	Infra bool
 }
 
@@ -69,7 +71,7 @@ func Invoke(ctx context.Context, e *Entry, args json.RawMessage, budget time.Dur
 	if errors.As(r.err, &ae) {
 		return Outcome{Status: task.ToolCallInvalidArguments, Message: fmt.Sprintf("Invalid arguments for tool '%s': %s", e.Name, ae.Error())}
 	}
-	return Outcome{Status: task.ToolCallError, Message: r.err.Error(), Panic: r.panic, Infra: errors.Is(r.err, client.ErrUnavailable)}
+	return Outcome{Status: task.ToolCallError, Message: r.err.Error(), Panic: r.panic, Infra: errors.Is(r.err, client.ErrUnavailable) || errors.Is(r.err, client.ErrTrialNotFound)}
 }
 
 // callSafely runs the tool, turning a panic into an error.

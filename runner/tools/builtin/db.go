@@ -254,6 +254,11 @@ func (env Env) patch(ctx context.Context, table string, op client.Operation) (in
 		return 0, errNoStore
 	}
 	n, err := env.Store.Patch(ctx, table, []client.Operation{op})
+	if errors.Is(err, client.ErrTrialNotFound) {
+		// The DB service lost the trial (it restarted empty): the runner's
+		// fault to report (tools.Outcome.Infra), not a sentence for the agent.
+		return 0, fmt.Errorf("%s on table %q: %w", op.Op, table, err)
+	}
 	var api *client.APIError
 	if errors.As(err, &api) && api.StatusCode < 500 {
 		// The service's own sentence is what the agent can act on; the
