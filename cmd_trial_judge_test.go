@@ -20,7 +20,7 @@ const judgeKey = "sk-trial-judge-key"
 // judgeRun runs examples/shop/task_full.json through `trial run` with an LLM agent
 // and the judge both on the fake provider, the judge's key in a secrets directory
 // and nowhere in the environment.
-func judgeRun(t *testing.T, agent []fakellm.Reply, judge fakellm.Reply) (string, error, *fakellm.Server, string) {
+func judgeRun(t *testing.T, agent []fakellm.Reply, judge fakellm.Reply) (string, *fakellm.Server, string, error) {
 	t.Helper()
 	f, err := fakellm.New(fakellm.Config{APIKey: judgeKey, Scripts: map[string][]fakellm.Reply{"agent": agent, "judge": {judge}}})
 	if err != nil {
@@ -62,7 +62,7 @@ judge:
 	artifacts := filepath.Join(dir, "out")
 	err = runTrial(ctxT(t), []string{"run", "--task", fullTaskPath, "--agent", "openai:agent", "--base-url", f.URL(),
 		"--api-key-env", "AGENT_KEY", "--model-config", models, "--secrets-dir", secrets, "--out", artifacts}, e)
-	return out.String(), err, f, filepath.Join(onlyRun(t, artifacts), "trials", "shop_orders_02_full", "0")
+	return out.String(), f, filepath.Join(onlyRun(t, artifacts), "trials", "shop_orders_02_full", "0"), err
 }
 
 func judgeAnswer(polite, accurate string) fakellm.Reply {
@@ -72,7 +72,7 @@ func judgeAnswer(polite, accurate string) fakellm.Reply {
 // The shop task graded by every component at once passes with 1.0 when the agent
 // does the job, and every component's reason is on the grade.
 func TestRunFullyGradedShopPasses(t *testing.T) {
-	out, err, f, trialDir := judgeRun(t, []fakellm.Reply{
+	out, f, trialDir, err := judgeRun(t, []fakellm.Reply{
 		{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "list_products", Arguments: `{}`}, {ID: "c2", Name: "get_customer", Arguments: `{"customer_id":"C-101"}`}}},
 		{ToolCalls: []fakellm.ToolCall{{ID: "c3", Name: "place_order", Arguments: `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`}}},
 		{ToolCalls: []fakellm.ToolCall{{ID: "c4", Name: "confirm_payment", Arguments: `{"order_id":"O-001"}`}}},
@@ -113,7 +113,7 @@ func TestRunFullyGradedShopPasses(t *testing.T) {
 // A wrong run (the order placed but paid under a wrong id, the customer never looked
 // up, the payment failure blurted out) fails, and every component is named failing.
 func TestRunFullyGradedShopWrongRunNamesEveryFailingComponent(t *testing.T) {
-	out, err, _, trialDir := judgeRun(t, []fakellm.Reply{
+	out, _, trialDir, err := judgeRun(t, []fakellm.Reply{
 		{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "place_order", Arguments: `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`}}},
 		{ToolCalls: []fakellm.ToolCall{{ID: "c2", Name: "confirm_payment", Arguments: `{"order_id":"O-999"}`}}},
 		{Content: "Sorry, payment failed. Try again later."},
@@ -211,7 +211,7 @@ func TestRunJudgedTaskWithoutJudgeConfigIsRefused(t *testing.T) {
 
 // A judge billed and then failed leaves no grade; its spend is still the trial's.
 func TestRunFullyGradedShopFailedJudgeSpendIsCounted(t *testing.T) {
-	out, err, _, trialDir := judgeRun(t, []fakellm.Reply{
+	out, _, trialDir, err := judgeRun(t, []fakellm.Reply{
 		{ToolCalls: []fakellm.ToolCall{{ID: "c1", Name: "place_order", Arguments: `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99}]}`}}},
 		{Content: "Done."},
 	}, fakellm.Reply{Content: "Looks fine.", Usage: fakellm.Usage{PromptTokens: 500, CompletionTokens: 20}})

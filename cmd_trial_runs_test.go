@@ -23,7 +23,7 @@ func onlyRun(tb testing.TB, out string) string {
 var runLine = regexp.MustCompile(`(?m)^(new|resuming) run (\S+) in (\S+) \(continue it with --resume (\S+)\)$`)
 
 // trialRun runs `trial run` and returns its output, error and printed run id.
-func trialRun(t *testing.T, args ...string) (string, error, string) {
+func trialRun(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	err := runTrial(ctxT(t), append([]string{"run", "--task", shopTaskPath}, args...), trialTestEnv(t, &out))
@@ -34,7 +34,7 @@ func trialRun(t *testing.T, args ...string) (string, error, string) {
 			t.Errorf("run line names %s and --resume %s", id, m[4])
 		}
 	}
-	return out.String(), err, id
+	return out.String(), id, err
 }
 
 // snapshot maps every file and directory under root to its content (""
@@ -78,7 +78,7 @@ func sameTree(t *testing.T, what string, before, after map[string]string) {
 // has.
 func TestTrialRunNeverOverwritesAndResumes(t *testing.T) {
 	out := t.TempDir()
-	got, err, r1 := trialRun(t, "--out", out)
+	got, r1, err := trialRun(t, "--out", out)
 	if err != nil || r1 == "" {
 		t.Fatalf("first run: %v, id %q\n%s", err, r1, got)
 	}
@@ -88,7 +88,7 @@ func TestTrialRunNeverOverwritesAndResumes(t *testing.T) {
 	}
 	first := snapshot(t, filepath.Join(out, r1))
 
-	got, err, r2 := trialRun(t, "--out", out)
+	got, r2, err := trialRun(t, "--out", out)
 	if err != nil || r2 == "" || r2 == r1 {
 		t.Fatalf("second run: %v, id %q (first %q)\n%s", err, r2, r1, got)
 	}
@@ -99,7 +99,7 @@ func TestTrialRunNeverOverwritesAndResumes(t *testing.T) {
 	}
 
 	// A trial with a result is skipped: nothing runs, nothing changes.
-	got, err, _ = trialRun(t, "--out", out, "--resume", r1)
+	got, _, err = trialRun(t, "--out", out, "--resume", r1)
 	if err != nil || !strings.Contains(got, "run "+r1+": trial shop_orders_02:0 already has a result (outcome Passed), skipped") ||
 		strings.Contains(got, "turn 1") {
 		t.Fatalf("resume of a finished trial: %v\n%s", err, got)
@@ -107,7 +107,7 @@ func TestTrialRunNeverOverwritesAndResumes(t *testing.T) {
 	sameTree(t, "first run after a resume that skips", first, snapshot(t, filepath.Join(out, r1)))
 
 	// A trial the run does not have yet runs into the run.
-	got, err, id := trialRun(t, "--out", out, "--resume", r1, "--trial-index", "1")
+	got, id, err := trialRun(t, "--out", out, "--resume", r1, "--trial-index", "1")
 	if err != nil || id != r1 || !strings.Contains(got, "resuming run "+r1) {
 		t.Fatalf("resume with a new trial index: %v, id %q\n%s", err, id, got)
 	}
@@ -127,7 +127,7 @@ func TestTrialRunNeverOverwritesAndResumes(t *testing.T) {
 	if err := os.Remove(filepath.Join(trial2, "grade.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	got, err, _ = trialRun(t, "--out", out, "--resume", r2)
+	got, _, err = trialRun(t, "--out", out, "--resume", r2)
 	if err != nil || !strings.Contains(got, "grade: score 1, pass true") {
 		t.Fatalf("resume of an infra-failed trial: %v\n%s", err, got)
 	}
@@ -157,7 +157,7 @@ func TestTrialRunResumeRefusesUnknownRuns(t *testing.T) {
 		{"a/b", `trial run: --resume "a/b": not a run id`},
 		{".", `trial run: --resume ".": not a run id`},
 	} {
-		got, err, _ := trialRun(t, "--out", out, "--resume", tc.id)
+		got, _, err := trialRun(t, "--out", out, "--resume", tc.id)
 		if err == nil || err.Error() != tc.want && !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("--resume %q: %v, want %q", tc.id, err, tc.want)
 		}
@@ -172,7 +172,7 @@ func TestTrialRunResumeRefusesUnknownRuns(t *testing.T) {
 	sameTree(t, "out after refused resumes", before, snapshot(t, out))
 	// Nothing under a missing --out either.
 	missing := filepath.Join(t.TempDir(), "none")
-	if _, err, _ := trialRun(t, "--out", missing, "--resume", "local-x"); err == nil || !strings.Contains(err.Error(), "(runs there: none)") {
+	if _, _, err := trialRun(t, "--out", missing, "--resume", "local-x"); err == nil || !strings.Contains(err.Error(), "(runs there: none)") {
 		t.Errorf("resume under a missing out: %v", err)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
