@@ -63,7 +63,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "file holding the trial's credential; every RunnerService call must carry it as 'authorization: Bearer <token>' and the DB client sends it (default: none, calls are not authenticated)")
 	d := proc.DefaultLimits
-	fs.Uint64Var(&f.limits.AddressSpace, "tool-rlimit-as", d.AddressSpace, "RLIMIT_AS (bytes of address space) of every MCP server process and its children; 0: unlimited")
+	fs.Uint64Var(&f.limits.AddressSpace, "tool-rlimit-as", d.AddressSpace, "RLIMIT_AS (bytes of address space) of every MCP server process, the test_execution verifier, and their children; 0: unlimited")
 	fs.Uint64Var(&f.limits.Processes, "tool-rlimit-nproc", d.Processes, "RLIMIT_NPROC of every MCP server process (counts all processes of the pod's user); 0: unlimited")
 	fs.Uint64Var(&f.limits.OpenFiles, "tool-rlimit-nofile", d.OpenFiles, "RLIMIT_NOFILE of every MCP server process; 0: unlimited")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 		cfg.AuthToken = tok
 	}
 	if cfg.Grader == nil {
-		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir))
+		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir), grading.WithVerifierLimits(f.limits))
 	}
 	srv, err := New(cfg)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // Defaults of grading_method: test_execution.
@@ -37,6 +38,7 @@ const (
 
 type verifierOptions struct {
 	outputCap int
+	limits    proc.Limits
 }
 
 func defaultVerifierOptions() verifierOptions {
@@ -51,6 +53,13 @@ func WithVerifierOutputCap(n int) Option {
 			o.verifier.outputCap = n
 		}
 	}
+}
+
+// WithVerifierLimits starts the test_execution verifier under l (RLIMIT_AS,
+// RLIMIT_NPROC, RLIMIT_NOFILE), as the runner starts tool processes: the
+// verifier runs code the pack ships, in the pod that serves other trials.
+func WithVerifierLimits(l proc.Limits) Option {
+	return func(o *options) { o.verifier.limits = l }
 }
 
 // runTestExecution grades a grading_method: test_execution trial: the task's verifier
@@ -88,7 +97,7 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		}
 	}
 
-	res, err := runVerifier(ctx, dir, te.Command, reward, g.id, timeout, g.opts.verifier.outputCap)
+	res, err := runVerifier(ctx, dir, te.Command, reward, g.id, timeout, g.opts.verifier)
 	if err != nil {
 		return nil, gradingError(err)
 	}
@@ -123,7 +132,7 @@ type verifierResult struct {
 	out      *cappedBuffer
 }
 
-func runVerifier(ctx context.Context, dir string, argv []string, reward, trialID string, timeout time.Duration, outCap int) (verifierResult, error) {
+func runVerifier(ctx context.Context, dir string, argv []string, reward, trialID string, timeout time.Duration, vo verifierOptions) (verifierResult, error) {
 	vctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(vctx, argv[0], argv[1:]...)
@@ -141,7 +150,10 @@ func runVerifier(ctx context.Context, dir string, argv []string, reward, trialID
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = verifierWaitDelay
-	out := &cappedBuffer{cap: outCap}
+	if err := proc.Apply(cmd, vo.limits); err != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q under %s: %w", argv, vo.limits, err)
+	}
+	out := &cappedBuffer{cap: vo.outputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Stdin = nil
 

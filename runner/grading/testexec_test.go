@@ -12,6 +12,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // testExecEnv is a trial graded by a verifier: no DB, a real work directory.
@@ -161,5 +162,31 @@ func writeFile(t *testing.T, path, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The verifier runs under the runner's tool rlimits: the pack's code gets no
+// more room in the shared pod than its tools do.
+func TestVerifierRunsUnderTheToolLimits(t *testing.T) {
+	// ulimit -v and -n report RLIMIT_AS (in KiB) and RLIMIT_NOFILE.
+	te := task.TestExecution{Command: sh(`test "$(ulimit -v)" = 262144 && test "$(ulimit -n)" = 64`)}
+	for _, c := range []struct {
+		name   string
+		limits proc.Limits
+		score  float64
+	}{
+		{"with limits", proc.Limits{AddressSpace: 256 << 20, OpenFiles: 64}, 1},
+		{"without", proc.Limits{}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := testExecEnv(t, &te, nil)
+			g, err := New(WithVerifierLimits(c.limits)).Grade(context.Background(), env, Request{TerminationReason: "agent_done"})
+			if err != nil {
+				t.Fatalf("Grade: %v", err)
+			}
+			if g.GetScore() != c.score {
+				t.Fatalf("score %v, want %v: %s", g.GetScore(), c.score, g.GetReasons())
+			}
+		})
 	}
 }
