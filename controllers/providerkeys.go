@@ -39,38 +39,6 @@ func AllowedBaseURLs(v string) []string {
 	return out
 }
 
-// keyUse is one place a Trial sends a Secret's value: a model's API key or
-// one of its extra headers, to that model's base URL.
-type keyUse struct {
-	Field   string // spec path, for messages
-	Ref     *corev1.SecretKeySelector
-	BaseURL string // normalized
-}
-
-// providerKeyUses lists every Secret value the Trial would send, and where.
-func providerKeyUses(t *evalv1.Trial) []keyUse {
-	var uses []keyUse
-	add := func(field string, m *evalv1.ModelSpec) {
-		if m == nil {
-			return
-		}
-		base := NormalizeBaseURL(m.BaseURL)
-		if m.APIKeySecretRef != nil {
-			uses = append(uses, keyUse{Field: field + ".apiKeySecretRef", Ref: m.APIKeySecretRef, BaseURL: base})
-		}
-		for i := range m.ExtraHeaders {
-			h := &m.ExtraHeaders[i]
-			uses = append(uses, keyUse{Field: fmt.Sprintf("%s.extraHeaders[%s]", field, h.Name), Ref: &h.ValueFrom.SecretKeyRef, BaseURL: base})
-		}
-	}
-	add("spec.agent", &t.Spec.Agent)
-	if u := t.Spec.UserSimulator; u != nil && u.Mode == evalv1.UserSimulatorLLM {
-		add("spec.userSimulator.model", u.Model)
-	}
-	add("spec.judge", t.Spec.Judge)
-	return uses
-}
-
 // KeyError says why a provider Secret cannot be used. Transient ones (the
 // Secret or its key not there yet, an API hiccup) may heal; the rest (not
 // opted in, namespace not granted) need someone to change something.
@@ -140,8 +108,8 @@ func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *
 // attempt's pods are created, so a Trial that may not use a key never gets
 // a pod. Errors name the spec field, the Secret and the URL.
 func CheckProviderKeys(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
-	for _, u := range providerKeyUses(t) {
-		if _, err := readProviderKey(ctx, reader, t.Namespace, u.Ref, u.BaseURL); err != nil {
+	for _, u := range t.Spec.SecretUses() {
+		if _, err := readProviderKey(ctx, reader, t.Namespace, u.Ref, NormalizeBaseURL(u.BaseURL)); err != nil {
 			var ke *KeyError
 			if !errors.As(err, &ke) {
 				ke = &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: err}

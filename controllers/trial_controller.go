@@ -247,7 +247,7 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
-			m, err := missingSecret(ctx, r.APIReader, t.Namespace, trialSecretRefs(&t.Spec))
+			m, err := missingSecret(ctx, r.APIReader, t.Namespace, t.Spec.SecretUses())
 			if err != nil {
 				return nil, fmt.Errorf("trial %s: %w", key, err)
 			}
