@@ -61,6 +61,8 @@ type Reconciler struct {
 
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
+	// memos keep each Campaign's expansion between reconciles.
+	memos map[types.NamespacedName]*expansionMemo
 }
 
 // Option configures the reconciler.
@@ -106,6 +108,7 @@ func NewReconciler(mgr ctrl.Manager, opts ...Option) (*Reconciler, error) {
 		statusInterval:          DefaultStatusInterval,
 		now:                     time.Now,
 		lastWrite:               map[types.UID]time.Time{},
+		memos:                   map[types.NamespacedName]*expansionMemo{},
 	}
 	r.recorder = mgr.GetEventRecorder(evalv1.FieldManager)
 	for _, o := range opts {
@@ -234,6 +237,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var c evalv1.Campaign
 	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forgetMemo(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get campaign %s: %w", req.NamespacedName, err)
@@ -242,6 +246,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Its Trials go with it through garbage collection.
 		r.expect.clear(c.UID)
 		r.forgetWrite(c.UID)
+		r.forgetMemo(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
@@ -369,7 +374,26 @@ func (r *Reconciler) world(ctx context.Context, c *evalv1.Campaign, tasks, missi
 		Trials:   views,
 		InFlight: r.expect.pending(c.UID, func(n string) bool { return names[n] }),
 		Now:      metav1.NewTime(r.now()),
+		memo:     r.memo(client.ObjectKeyFromObject(c)),
 	}, nil
+}
+
+// memo returns the Campaign's expansion memo, made on first use.
+func (r *Reconciler) memo(key types.NamespacedName) *expansionMemo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.memos[key]
+	if m == nil {
+		m = &expansionMemo{}
+		r.memos[key] = m
+	}
+	return m
+}
+
+func (r *Reconciler) forgetMemo(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.memos, key)
+	r.mu.Unlock()
 }
 
 // deleteRetired deletes one retired Trial, only if it is still the Trial
