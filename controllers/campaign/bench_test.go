@@ -36,7 +36,8 @@ import (
 // logged) and its requests per trial; the process's CPU ms per trial and
 // peak RSS (VmHWM: manager, pod simulator, the in-process runners and DB
 // services; the shop MCP servers are child processes, counted in
-// cpu_children_s); the resident set before the manager started
+// cpu_children_s) during the campaign (bare_rss_peak_MiB: up to the end of
+// the bare Trials); the resident set before the manager started
 // (rss_baseline_MiB). As in BenchmarkOracleTrials, pods are probed every
 // second after readiness and the tool servers are the small mcpstandin
 // binary, not the re-executed test binary. BENCH_BARE_TRIALS=n runs n bare
@@ -74,6 +75,12 @@ func BenchmarkCampaign1000(b *testing.B) {
 		bareRate := float64(bare) / bd.Seconds()
 		bareWrites := s.api.Writes.Load() - w0
 		logWrites(b, "bare Trials", kinds0, s.api.WritesByKind(), float64(bare))
+		b.ReportMetric(procStatusMiB(b, "VmHWM"), "bare_rss_peak_MiB")
+		// The campaign's own peak: clear_refs 5 resets VmHWM to the current
+		// resident set.
+		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+			b.Logf("reset the peak RSS: %v; rss_peak_MiB covers the bare Trials too", err)
+		}
 
 		reads0, writes0 := s.api.Reads.Load(), s.api.Writes.Load()
 		kinds0 = s.api.WritesByKind()
