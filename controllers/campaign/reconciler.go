@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,9 @@ const OwnerIndex = "eval.tolokaforge.io/campaign-owner-uid"
 const (
 	DefaultCreateWorkers  = 8
 	DefaultStatusInterval = time.Second
+	// DefaultTrialEventDelay is how long a Trial's change waits before its
+	// Campaign reconciles, so the changes of many Trials are planned once.
+	DefaultTrialEventDelay = 200 * time.Millisecond
 )
 
 // Event actions.
@@ -54,6 +58,7 @@ type Reconciler struct {
 	maxConcurrentReconciles int
 	createWorkers           int
 	statusInterval          time.Duration
+	trialEventDelay         time.Duration
 	expectationTTL          time.Duration
 	now                     func() time.Time
 
@@ -89,6 +94,13 @@ func WithStatusInterval(d time.Duration) Option {
 	return func(r *Reconciler) { r.statusInterval = d }
 }
 
+// WithTrialEventDelay sets how long a Trial's change waits before its
+// Campaign is reconciled (default DefaultTrialEventDelay; 0: at once). Every
+// change arriving meanwhile joins the same reconcile: a plan reads all the
+// Campaign's Trials, so one per Trial event made a campaign's work grow with
+// its size times its event rate.
+func WithTrialEventDelay(d time.Duration) Option { return func(r *Reconciler) { r.trialEventDelay = d } }
+
 // WithExpectationTTL bounds how long an unseen creation counts as running.
 func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
 
@@ -106,6 +118,7 @@ func NewReconciler(mgr ctrl.Manager, opts ...Option) (*Reconciler, error) {
 		maxConcurrentReconciles: 2,
 		createWorkers:           DefaultCreateWorkers,
 		statusInterval:          DefaultStatusInterval,
+		trialEventDelay:         DefaultTrialEventDelay,
 		now:                     time.Now,
 		lastWrite:               map[types.UID]time.Time{},
 		memos:                   map[types.NamespacedName]*expansionMemo{},
@@ -133,11 +146,43 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("campaign").
 		For(&evalv1.Campaign{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&evalv1.Trial{}, builder.WithPredicates(trialChanged())).
+		Watches(&evalv1.Trial{}, r.trialEvents(), builder.WithPredicates(trialChanged())).
 		Watches(&evalv1.Task{}, handler.EnqueueRequestsFromMapFunc(r.campaignsForTask),
 			builder.WithPredicates(taskMembershipChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles}).
 		Complete(r)
+}
+
+// trialEvents enqueues a Trial's controlling Campaign trialEventDelay after
+// the change; the queue keeps one entry per Campaign, so every change within
+// that delay is planned by one reconcile.
+func (r *Reconciler) trialEvents() handler.EventHandler {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "Campaign" || ref.APIVersion != evalv1.GroupVersion.String() {
+			return
+		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}
+		if r.trialEventDelay <= 0 {
+			q.Add(req)
+			return
+		}
+		q.AddAfter(req, r.trialEventDelay)
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
 }
 
 // ownerUIDs is the OwnerIndex function.
