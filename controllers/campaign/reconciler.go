@@ -99,7 +99,9 @@ func WithStatusInterval(d time.Duration) Option {
 // change arriving meanwhile joins the same reconcile: a plan reads all the
 // Campaign's Trials, so one per Trial event made a campaign's work grow with
 // its size times its event rate.
-func WithTrialEventDelay(d time.Duration) Option { return func(r *Reconciler) { r.trialEventDelay = d } }
+func WithTrialEventDelay(d time.Duration) Option {
+	return func(r *Reconciler) { r.trialEventDelay = d }
+}
 
 // WithExpectationTTL bounds how long an unseen creation counts as running.
 func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
