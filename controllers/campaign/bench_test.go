@@ -26,10 +26,11 @@ import (
 // BenchmarkCampaign1000 runs a 1,000-trial campaign (the oracle on the shop
 // task, maxParallel 100) through envtest with the in-process pod simulator,
 // and, in the same run and stack as its baseline, the same number of bare
-// oracle Trials of the same task, at most 100 unfinished at once as
-// maxParallel keeps the campaign (the next is created as one completes; all
-// at once would start 2,000 pods whose attempts wait for the manager's 100
-// drivers). The bare Trials run first, so the campaign meets the larger etcd.
+// oracle Trials of the same task: half before the campaign and half after,
+// so a load drifting on the shared machine weighs on both sides alike; at
+// most 100 unfinished at once, as maxParallel keeps the campaign (the next
+// is created as one completes; all at once would start 2,000 pods whose
+// attempts wait for the manager's 100 drivers).
 //
 // Reported: campaign_trial_ratio (campaign trials/s over bare trials/s; the
 // issue's target is >= 0.9), trials_per_s and completion_s of the campaign,
@@ -39,7 +40,8 @@ import (
 // peak RSS (VmHWM: manager, pod simulator, the in-process runners and DB
 // services; the shop MCP servers are child processes, counted in
 // cpu_children_s) during the campaign (bare_rss_peak_MiB: up to the end of
-// the bare Trials); the resident set before the manager started
+// the first bare half; bare_cpu_ms_per_trial); campaign reconciles per
+// trial; the resident set before the manager started
 // (rss_baseline_MiB). As in BenchmarkOracleTrials, pods are probed every
 // second after readiness and the tool servers are the small mcpstandin
 // binary, not the re-executed test binary. BENCH_BARE_TRIALS=n runs n bare
@@ -71,12 +73,16 @@ func BenchmarkCampaign1000(b *testing.B) {
 
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		// The bare Trials run in two halves around the campaign, so a load
+		// that drifts during the run weighs on both sides alike.
+		first := bare / 2
 		w0 := s.api.Writes.Load()
 		kinds0 := s.api.WritesByKind()
-		bd := runBareTrials(b, s, bare, parallel)
-		bareRate := float64(bare) / bd.Seconds()
+		bself0 := cpuSeconds(syscall.RUSAGE_SELF)
+		bd1 := runBareTrials(b, s, first, parallel)
+		bareCPU := cpuSeconds(syscall.RUSAGE_SELF) - bself0
 		bareWrites := s.api.Writes.Load() - w0
-		logWrites(b, "bare Trials", kinds0, s.api.WritesByKind(), float64(bare))
+		bareKinds := diffKinds(kinds0, s.api.WritesByKind())
 		b.ReportMetric(procStatusMiB(b, "VmHWM"), "bare_rss_peak_MiB")
 		// The campaign's own peak: clear_refs 5 resets VmHWM to the current
 		// resident set.
@@ -90,22 +96,37 @@ func BenchmarkCampaign1000(b *testing.B) {
 		self0, child0 := cpuSeconds(syscall.RUSAGE_SELF), cpuSeconds(syscall.RUSAGE_CHILDREN)
 		d := runBenchCampaign(b, s, trials, parallel, nil)
 		reads, writes := s.api.Reads.Load()-reads0, s.api.Writes.Load()-writes0
-		logWrites(b, "campaign", kinds0, s.api.WritesByKind(), trials)
+		cpu, children := cpuSeconds(syscall.RUSAGE_SELF)-self0, cpuSeconds(syscall.RUSAGE_CHILDREN)-child0
+		campaignReconciles := reconciles(b, "campaign") - rec0
+		logWrites(b, "campaign", diffKinds(kinds0, s.api.WritesByKind()), trials)
+		peak := procStatusMiB(b, "VmHWM")
+
+		w0, kinds0, bself0 = s.api.Writes.Load(), s.api.WritesByKind(), cpuSeconds(syscall.RUSAGE_SELF)
+		bd2 := runBareTrials(b, s, bare-first, parallel)
+		bareCPU += cpuSeconds(syscall.RUSAGE_SELF) - bself0
+		bareWrites += s.api.Writes.Load() - w0
+		for k, v := range diffKinds(kinds0, s.api.WritesByKind()) {
+			bareKinds[k] += v
+		}
+		logWrites(b, "bare Trials", bareKinds, float64(bare))
+		bareRate := float64(bare) / (bd1 + bd2).Seconds()
 		rate := trials / d.Seconds()
+		b.Logf("bare Trials: %d at %.2f/s before the campaign, %d at %.2f/s after", first, float64(first)/bd1.Seconds(), bare-first, float64(bare-first)/bd2.Seconds())
 		b.ReportMetric(d.Seconds(), "completion_s")
 		b.ReportMetric(rate, "trials_per_s")
 		b.ReportMetric(rate/bareRate, "campaign_trial_ratio")
 		b.ReportMetric(bareRate, "bare_trials_per_s")
 		b.ReportMetric(float64(bare), "bare_trials")
 		b.ReportMetric(float64(bareWrites)/float64(bare), "bare_api_writes_per_trial")
+		b.ReportMetric(bareCPU/float64(bare)*1000, "bare_cpu_ms_per_trial")
+		b.ReportMetric(peak, "rss_peak_MiB")
 		b.ReportMetric(float64(reads+writes)/trials, "api_requests_per_trial")
 		b.ReportMetric(float64(writes)/trials, "api_writes_per_trial")
-		b.ReportMetric((cpuSeconds(syscall.RUSAGE_SELF)-self0)/trials*1000, "cpu_ms_per_trial")
-		b.ReportMetric(cpuSeconds(syscall.RUSAGE_CHILDREN)-child0, "cpu_children_s")
-		b.ReportMetric((reconciles(b, "campaign")-rec0)/trials, "campaign_reconciles_per_trial")
+		b.ReportMetric(cpu/trials*1000, "cpu_ms_per_trial")
+		b.ReportMetric(children, "cpu_children_s")
+		b.ReportMetric(campaignReconciles/trials, "campaign_reconciles_per_trial")
 	}
 	b.StopTimer()
-	b.ReportMetric(procStatusMiB(b, "VmHWM"), "rss_peak_MiB")
 	b.ReportMetric(rssBase, "rss_baseline_MiB")
 }
 
@@ -182,14 +203,23 @@ func BenchmarkCampaignScale(b *testing.B) {
 	b.ReportMetric(procStatusMiB(b, "VmHWM"), "rss_peak_MiB")
 }
 
-// logWrites logs the writes per trial between two WritesByKind snapshots.
-func logWrites(b *testing.B, what string, before, after map[string]int64, trials float64) {
-	b.Helper()
-	var parts []string
+// diffKinds is after - before, per kind.
+func diffKinds(before, after map[string]int64) map[string]int64 {
+	out := map[string]int64{}
 	for k, v := range after {
 		if d := v - before[k]; d > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(d)/trials))
+			out[k] = d
 		}
+	}
+	return out
+}
+
+// logWrites logs writes per trial by kind.
+func logWrites(b *testing.B, what string, kinds map[string]int64, trials float64) {
+	b.Helper()
+	var parts []string
+	for k, v := range kinds {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(v)/trials))
 	}
 	sort.Strings(parts)
 	b.Logf("%s: API writes per trial: %s", what, strings.Join(parts, " "))
