@@ -72,3 +72,32 @@ func TestTrialEventsAreBatchedPerCampaign(t *testing.T) {
 		})
 	}
 }
+
+// A Trial that finishes frees a maxParallel slot, so its Campaign is woken
+// after a quarter of the delay; other changes wait the whole delay.
+func TestFinishedTrialWakesItsCampaignSooner(t *testing.T) {
+	const delay = 2 * time.Second
+	phase := func(name string, p evalv1.TrialPhase) *evalv1.Trial {
+		tr := ownedTrial(name, "c1")
+		tr.Status.Phase = p
+		return tr
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new *evalv1.Trial
+		wantBy   time.Duration // queued by then
+	}{
+		{"finished", phase("a", evalv1.PhaseRunning), phase("a", evalv1.PhasePassed), 3 * delay / 4},
+		{"started", phase("a", evalv1.PhaseStarting), phase("a", evalv1.PhaseRunning), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			(&Reconciler{trialEventDelay: delay}).trialEvents().Update(context.Background(), event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}, q)
+			time.Sleep(3 * delay / 4)
+			if got, want := q.Len(), map[bool]int{true: 1, false: 0}[tc.wantBy > 0]; got != want {
+				t.Errorf("after %s: %d requests queued, want %d", 3*delay/4, got, want)
+			}
+		})
+	}
+}
