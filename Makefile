@@ -102,6 +102,10 @@ test: tools verify-generated verify-imports vet lint ## Everything CI runs.
 bench: build ## Benchmarks; figures are printed as ratios against in-run baselines.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -p 1 -run '^$$' -bench . -benchmem -benchtime=$${BENCHTIME:-1x} -timeout 60m ./... | tee bin/bench.txt
 
+.PHONY: bench-scale
+bench-scale: ## A 10,000-trial campaign (not part of test or bench); prints RSS growth per 1,000 trials.
+	BENCH_SCALE=1 KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" go test -run '^$$' -bench '^BenchmarkCampaignScale$$' -benchtime=1x -timeout 120m ./controllers/campaign
+
 fuzz: ## Run every fuzz target briefly (seeds also run as regression cases in `make test`).
 	@for pkg in $$(go list ./...); do \
 	  for f in $$(go test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \

@@ -148,6 +148,9 @@ func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			return reconcile.Result{}, err
 		}
 		p = planTrial(w)
+		if podsReadyOnly(&t.Status, &p.Status, &p) {
+			break
+		}
 		written, _, err := writeTrialStatus(ctx, r.Client, t, &p.Status)
 		if err == nil {
 			t = written

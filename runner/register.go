@@ -238,7 +238,7 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 		}
 		sessions[p.mcp.key] = sess
 		t.sessions = append(t.sessions, sess)
-		infos, err := sess.srv.Tools(ctx)
+		infos, err := sess.srv.StartTools()
 		if err != nil {
 			return fmt.Errorf("%s (%s): list tools of MCP server %s: %w", p.path, p.schema.Name, describeLaunch(cfg.Command, cfg.URL), err)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -22,11 +23,24 @@ func Append(dst []byte, v Value) []byte {
 // WriteTo streams the canonical bytes of v to w through a small buffer, so a large
 // state is never held as one byte slice.
 func WriteTo(w io.Writer, v Value) error {
-	e := encoder{buf: make([]byte, 0, 2*flushAt), sink: w}
+	// The buffer is pooled: a fresh 64 KiB per call made hashing small tables
+	// (every MCP write-back, every grade) the largest allocator of a trial.
+	bp := streamBufs.Get().(*[]byte)
+	e := encoder{buf: (*bp)[:0], sink: w}
 	e.value(v)
 	e.flush()
+	if cap(e.buf) <= 4*flushAt {
+		// A buffer a huge string grew is dropped rather than kept alive.
+		*bp = e.buf[:0]
+		streamBufs.Put(bp)
+	}
 	return e.err
 }
+
+var streamBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 2*flushAt)
+	return &b
+}}
 
 // Sum returns the sha256 of v's canonical bytes.
 func Sum(v Value) [sha256.Size]byte {

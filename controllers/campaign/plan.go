@@ -2,6 +2,8 @@ package campaign
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +37,50 @@ type World struct {
 	// InFlight are creations not yet in Trials.
 	InFlight []InFlight
 	Now      metav1.Time
+
+	// memo, when set, keeps the expansion of the spec between plans: a
+	// reconcile plans twice, and re-expanding a thousand cells (names and
+	// maps) on every Trial event was an eighth of a campaign's allocation.
+	memo *expansionMemo
+}
+
+// expansionMemo holds the last expansion of one Campaign and what it was
+// expanded from. An expansion is never modified once made, so it is shared.
+type expansionMemo struct {
+	mu  sync.Mutex
+	key string
+	exp *planned
+}
+
+// expansionKey is everything expand reads.
+func expansionKey(c *evalv1.Campaign, tasks []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\x00%s\x00%d", c.UID, c.Name, c.Spec.TrialsPerTask)
+	for _, a := range c.Spec.Agents {
+		b.WriteString("\x00a:")
+		b.WriteString(a.Name)
+	}
+	for _, t := range tasks {
+		b.WriteString("\x00t:")
+		b.WriteString(t)
+	}
+	return b.String()
+}
+
+// expansion returns the expansion of the spec, from the memo when the spec
+// and the tasks are those it was made from.
+func (w *World) expansion() planned {
+	if w.memo == nil {
+		return expand(w.Campaign, w.Tasks)
+	}
+	key := expansionKey(w.Campaign, w.Tasks)
+	w.memo.mu.Lock()
+	defer w.memo.mu.Unlock()
+	if w.memo.exp == nil || w.memo.key != key {
+		exp := expand(w.Campaign, w.Tasks)
+		w.memo.key, w.memo.exp = key, &exp
+	}
+	return *w.memo.exp
 }
 
 // Creation is a Trial to create.
@@ -98,7 +144,7 @@ func expand(c *evalv1.Campaign, tasks []string) planned {
 // Plan plans one reconcile. It is pure: same world, same plan.
 func (w *World) Plan() *Plan {
 	c := w.Campaign
-	exp := expand(c, w.Tasks)
+	exp := w.expansion()
 	p := &Plan{}
 
 	present := map[types.UID]*TrialView{}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,6 +35,9 @@ const OwnerIndex = "eval.tolokaforge.io/campaign-owner-uid"
 const (
 	DefaultCreateWorkers  = 8
 	DefaultStatusInterval = time.Second
+	// DefaultTrialEventDelay is how long a Trial's change waits before its
+	// Campaign reconciles, so the changes of many Trials are planned once.
+	DefaultTrialEventDelay = 200 * time.Millisecond
 )
 
 // Event actions.
@@ -55,6 +59,7 @@ type Reconciler struct {
 	maxConcurrentReconciles int
 	createWorkers           int
 	statusInterval          time.Duration
+	trialEventDelay         time.Duration
 	expectationTTL          time.Duration
 	now                     func() time.Time
 
@@ -62,6 +67,8 @@ type Reconciler struct {
 
 	mu        sync.Mutex
 	lastWrite map[types.UID]time.Time
+	// memos keep each Campaign's expansion between reconciles.
+	memos map[types.NamespacedName]*expansionMemo
 }
 
 // Option configures the reconciler.
@@ -88,6 +95,15 @@ func WithStatusInterval(d time.Duration) Option {
 	return func(r *Reconciler) { r.statusInterval = d }
 }
 
+// WithTrialEventDelay sets how long a Trial's change waits before its
+// Campaign is reconciled (default DefaultTrialEventDelay; 0: at once). Every
+// change arriving meanwhile joins the same reconcile: a plan reads all the
+// Campaign's Trials, so one per Trial event made a campaign's work grow with
+// its size times its event rate.
+func WithTrialEventDelay(d time.Duration) Option {
+	return func(r *Reconciler) { r.trialEventDelay = d }
+}
+
 // WithExpectationTTL bounds how long an unseen creation counts as running.
 func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
 
@@ -105,8 +121,10 @@ func NewReconciler(mgr ctrl.Manager, opts ...Option) (*Reconciler, error) {
 		maxConcurrentReconciles: 2,
 		createWorkers:           DefaultCreateWorkers,
 		statusInterval:          DefaultStatusInterval,
+		trialEventDelay:         DefaultTrialEventDelay,
 		now:                     time.Now,
 		lastWrite:               map[types.UID]time.Time{},
+		memos:                   map[types.NamespacedName]*expansionMemo{},
 	}
 	r.recorder = mgr.GetEventRecorder(evalv1.FieldManager)
 	for _, o := range opts {
@@ -131,11 +149,58 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("campaign").
 		For(&evalv1.Campaign{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&evalv1.Trial{}, builder.WithPredicates(trialChanged())).
+		Watches(&evalv1.Trial{}, r.trialEvents(), builder.WithPredicates(trialChanged())).
 		Watches(&evalv1.Task{}, handler.EnqueueRequestsFromMapFunc(r.campaignsForTask),
 			builder.WithPredicates(taskMembershipChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.maxConcurrentReconciles}).
 		Complete(r)
+}
+
+// trialEvents enqueues a Trial's controlling Campaign trialEventDelay after
+// the change (a quarter of it when the Trial finished or went away); the
+// queue keeps one entry per Campaign, so every change within that delay is
+// planned by one reconcile.
+func (r *Reconciler) trialEvents() handler.EventHandler {
+	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], finished bool) {
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "Campaign" || ref.APIVersion != evalv1.GroupVersion.String() {
+			return
+		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}
+		d := r.trialEventDelay
+		if finished {
+			// A finished Trial frees a maxParallel slot: the next one should
+			// not wait the whole delay (the queue keeps the earliest time, so
+			// the changes already waiting come along).
+			d /= 4
+		}
+		if d <= 0 {
+			q.Add(req)
+			return
+		}
+		q.AddAfter(req, d)
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q, false)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q, finished(e.ObjectOld, e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q, true)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q, false)
+		},
+	}
+}
+
+// finished reports whether an update ended the Trial.
+func finished(old, new client.Object) bool {
+	o, ok1 := old.(*evalv1.Trial)
+	n, ok2 := new.(*evalv1.Trial)
+	return ok1 && ok2 && !IsTerminalPhase(PhaseOf(o)) && IsTerminalPhase(PhaseOf(n))
 }
 
 // ownerUIDs is the OwnerIndex function.
@@ -235,6 +300,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var c evalv1.Campaign
 	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forgetMemo(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get campaign %s: %w", req.NamespacedName, err)
@@ -243,6 +309,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Its Trials go with it through garbage collection.
 		r.expect.clear(c.UID)
 		r.forgetWrite(c.UID)
+		r.forgetMemo(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 
@@ -394,7 +461,26 @@ func (r *Reconciler) world(ctx context.Context, c *evalv1.Campaign, tasks, missi
 		Trials:   views,
 		InFlight: r.expect.pending(c.UID, func(n string) bool { return names[n] }),
 		Now:      metav1.NewTime(r.now()),
+		memo:     r.memo(client.ObjectKeyFromObject(c)),
 	}, nil
+}
+
+// memo returns the Campaign's expansion memo, made on first use.
+func (r *Reconciler) memo(key types.NamespacedName) *expansionMemo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.memos[key]
+	if m == nil {
+		m = &expansionMemo{}
+		r.memos[key] = m
+	}
+	return m
+}
+
+func (r *Reconciler) forgetMemo(key types.NamespacedName) {
+	r.mu.Lock()
+	delete(r.memos, key)
+	r.mu.Unlock()
 }
 
 // deleteRetired deletes one retired Trial, only if it is still the Trial

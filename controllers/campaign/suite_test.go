@@ -76,7 +76,12 @@ type stackOptions struct {
 	maxTrials  int
 	// statusInterval of the campaign reconciler (0: every change at once).
 	statusInterval time.Duration
-	log            logr.Logger
+	// probeInterval of the pod simulator after readiness (0: 50ms).
+	probeInterval time.Duration
+	// smallMCP serves the shop tools from the small cmd/mcpstandin binary
+	// instead of the re-executed test binary.
+	smallMCP bool
+	log      logr.Logger
 }
 
 func startStack(o stackOptions) (_ *stack, err error) {
@@ -86,8 +91,17 @@ func startStack(o stackOptions) (_ *stack, err error) {
 			err = errors.Join(err, s.stop())
 		}
 	}()
-	if s.Env, err = envtest.Start(envtest.Options{SimWorkers: o.simWorkers, ProbeInterval: 50 * time.Millisecond, KillGrace: time.Second}); err != nil {
+	probe := o.probeInterval
+	if probe <= 0 {
+		probe = 50 * time.Millisecond
+	}
+	if s.Env, err = envtest.Start(envtest.Options{SimWorkers: o.simWorkers, ProbeInterval: probe, KillGrace: time.Second}); err != nil {
 		return nil, err
+	}
+	if o.smallMCP {
+		if s.Self, err = mcpstandin.Build(s.Work); err != nil {
+			return nil, err
+		}
 	}
 	if s.llm, err = fakellm.New(fakellm.Config{Responder: responder}); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package envtest
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -172,10 +173,57 @@ func (r *recordingRunner) CleanupTrial(ctx context.Context, in *runnerpb.Cleanup
 	return resp, err
 }
 
-// APICounter counts API requests by whether they change something.
+// APICounter counts API requests by whether they change something, and
+// writes by verb and resource (WritesByKind), so a benchmark can say where
+// its writes per trial go.
 type APICounter struct {
 	Writes atomic.Int64
 	Reads  atomic.Int64
+
+	mu     sync.Mutex
+	byKind map[string]int64
+}
+
+// WritesByKind returns the writes so far keyed "VERB resource[/subresource]"
+// (e.g. "PATCH trials/status").
+func (c *APICounter) WritesByKind() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.byKind))
+	for k, v := range c.byKind {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *APICounter) countWrite(method, path string) {
+	c.Writes.Add(1)
+	k := method + " " + writeKind(path)
+	c.mu.Lock()
+	if c.byKind == nil {
+		c.byKind = map[string]int64{}
+	}
+	c.byKind[k]++
+	c.mu.Unlock()
+}
+
+// writeKind reduces an API path to its resource and subresource:
+// /apis/g/v/namespaces/ns/trials/name/status -> trials/status.
+func writeKind(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "namespaces" && i+2 < len(parts) {
+			rest := parts[i+2:]
+			if len(rest) >= 3 {
+				return rest[0] + "/" + rest[2]
+			}
+			return rest[0]
+		}
+	}
+	if len(parts) > 0 {
+		return parts[len(parts)-1]
+	}
+	return path
 }
 
 type countingTransport struct {
@@ -186,7 +234,7 @@ type countingTransport struct {
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch req.Method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		t.c.Writes.Add(1)
+		t.c.countWrite(req.Method, req.URL.Path)
 	default:
 		t.c.Reads.Add(1)
 	}

@@ -1,11 +1,15 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -101,5 +105,50 @@ func TestUnreachableURL(t *testing.T) {
 	_, err := Start(testCtx(t), Config{URL: ts.URL + "/mcp"})
 	if err == nil || !strings.HasPrefix(err.Error(), "mcpclient: initialize "+ts.URL+"/mcp: ") {
 		t.Errorf("Start = %v", err)
+	}
+}
+
+// StartTools answers from the listing Start read: the same tools as a fresh
+// Tools, without a second tools/list round trip.
+func TestStartToolsReusesTheHandshakeListing(t *testing.T) {
+	var lists atomic.Int32
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return shop.NewServer(shop.State{}) }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			lists.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	ctx := testCtx(t)
+	s, err := Start(ctx, Config{URL: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := lists.Load(); n != 1 {
+		t.Fatalf("Start sent %d tools/list, want 1", n)
+	}
+	got, err := s.StartTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("StartTools sent a tools/list (%d in all, want 1)", n)
+	}
+	want, err := s.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 || !reflect.DeepEqual(got, want) {
+		t.Errorf("StartTools = %+v\nTools = %+v", got, want)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartTools(); !errors.Is(err, ErrClosed) {
+		t.Errorf("StartTools after Close = %v, want ErrClosed", err)
 	}
 }

@@ -58,6 +58,8 @@ type session struct {
 	mcp  *mcp.ClientSession
 	proc *process
 	once sync.Once
+	// tools is the listing read right after the handshake.
+	tools []*mcp.Tool
 }
 
 // Start launches (or, with a URL, connects to) the server and performs the MCP
@@ -137,6 +139,7 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 		sess.stop(0)
 		return nil, fmt.Errorf("mcpclient: list tools of %s: %w", s.target(), err)
 	}
+	sess.tools = tools
 	var get, set bool
 	for _, t := range tools {
 		get = get || t.Name == GetStateTool
@@ -194,6 +197,21 @@ func (s *Server) Tools(ctx context.Context) ([]ToolInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpclient: list tools of %s: %w", s.target(), err)
 	}
+	return toolInfos(tools)
+}
+
+// StartTools is Tools as listed right after the last Start or Restart
+// (which list them anyway, to learn whether the server follows the state
+// convention): a registration needs no second tools/list round trip.
+func (s *Server) StartTools() ([]ToolInfo, error) {
+	sess, err := s.current()
+	if err != nil {
+		return nil, err
+	}
+	return toolInfos(sess.tools)
+}
+
+func toolInfos(tools []*mcp.Tool) ([]ToolInfo, error) {
 	out := make([]ToolInfo, 0, len(tools))
 	for _, t := range tools {
 		if t.Name == GetStateTool || t.Name == SetStateTool {
