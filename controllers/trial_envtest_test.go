@@ -293,10 +293,13 @@ var _ = Describe("Trial", func() {
 		tr := oracleTrial(ns, key.Name, "shop")
 		tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "agent"}
+		// Kept, so the pods can be read after the trial: an oracle trial may
+		// create and remove them between two polls.
+		tr.Spec.KeepPodsAfterFinished = true
 		Expect(h.Client.Create(ctx, tr)).To(Succeed())
-		var pods []corev1.Pod
-		Eventually(func() int { pods = podsOf(key); return len(pods) }, waitLong, pollEvery).Should(Equal(2))
 		t := completed(key)
+		pods := podsOf(key)
+		Expect(pods).To(HaveLen(2))
 		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describeTrial(t))
 		got, ok := gates.AgentKey(key)
 		Expect(ok).To(BeTrue())
