@@ -3,6 +3,10 @@ package manager
 import (
 	"context"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -33,5 +37,25 @@ func TestOptionsDefaults(t *testing.T) {
 func TestRunRefusesNilConfig(t *testing.T) {
 	if err := Run(context.Background(), nil, Options{Image: "i"}); err == nil || err.Error() != "manager: rest config is nil" {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// The cache keeps no managedFields: the controllers never read them, and at
+// campaign scale they are most of a cached Trial's memory.
+func TestCacheStripsManagedFields(t *testing.T) {
+	tr := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Name: "t", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
+	o := cacheOptions("")
+	out, err := o.DefaultTransform(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := out.(*evalv1.Trial).ManagedFields; mf != nil {
+		t.Fatalf("managedFields kept in the cache: %v", mf)
+	}
+	if o.DefaultNamespaces != nil || len(o.ByObject) != 2 {
+		t.Fatalf("cache options %+v: want every namespace, pods and policies by label", o)
+	}
+	if got := cacheOptions("evals").DefaultNamespaces; len(got) != 1 {
+		t.Fatalf("namespaced manager caches %v", got)
 	}
 }
