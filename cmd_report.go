@@ -45,27 +45,17 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer, c c
 	htmlFile := fs.String("html", "", "write the HTML report to this file (and aggregate.json beside it)")
 	aggFile := fs.String("aggregate", "", "write aggregate.json here (default: beside --html)")
 	k := fs.Int("k", 0, "the k of pass^k (default: the campaign's trialsPerTask, or the most trials of a task x agent)")
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return fmt.Errorf("report: %w", err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
+	positional, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	if *k < 0 {
 		return fmt.Errorf("report: --k must be >= 1, got %d", *k)
 	}
-	var (
-		rep *report.Report
-		err error
-	)
+	var rep *report.Report
 	switch {
 	case *artifacts != "" && len(positional) > 0:
 		return fmt.Errorf("report: give a campaign name or --artifacts, not both (got %q and --artifacts %s)", positional, *artifacts)

@@ -49,20 +49,12 @@ func runResults(ctx context.Context, args []string, stdout, stderr io.Writer, c 
 	namespace := fs.String("namespace", "", "namespace (default: the kubeconfig context's, else default)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config or in-cluster)")
 	out := fs.String("out", "", "directory to write the artifacts to (required)")
-	var positional []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return fmt.Errorf("results pull: %w", err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, err := parseInterspersed(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("results pull: %w", err)
 	}
 	switch {
 	case len(positional) != 1:

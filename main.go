@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -110,4 +111,22 @@ func usage(w io.Writer, cmds map[string]command) {
 
 func runRunner(ctx context.Context, args []string) error {
 	return runner.MainWith(ctx, args, runner.Config{Version: version})
+}
+
+// parseInterspersed parses fs's flags wherever they stand among the
+// positional arguments (`results pull NAME --out DIR`, as kubectl takes
+// them), which the flag package alone stops at, and returns the positionals
+// in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }

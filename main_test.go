@@ -1,7 +1,10 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"os"
+	"slices"
 	"testing"
 )
 
@@ -13,4 +16,35 @@ func TestMain(m *testing.M) {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
+}
+
+func TestParseInterspersed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		pos  []string
+		out  string
+		err  string
+	}{
+		{"flags after the name", []string{"camp", "--out", "d"}, []string{"camp"}, "d", ""},
+		{"flags before and between", []string{"--out", "d", "a", "b"}, []string{"a", "b"}, "d", ""},
+		{"no positionals", []string{"--out=d"}, nil, "d", ""},
+		{"an unknown flag after a name", []string{"camp", "--outt", "d"}, nil, "", "flag provided but not defined: -outt"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("t", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			out := fs.String("out", "", "")
+			pos, err := parseInterspersed(fs, c.args)
+			if c.err != "" {
+				if err == nil || err.Error() != c.err {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(pos, c.pos) || *out != c.out {
+				t.Fatalf("got %q --out %q (%v), want %q --out %q", pos, *out, err, c.pos, c.out)
+			}
+		})
+	}
 }

@@ -76,18 +76,8 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 	trial := evalv1.LabelValue(t.Name)
 	tcp := corev1.ProtocolTCP
 	return &networkingv1.NetworkPolicy{
-		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      NetworkPolicyName(t.Name),
-			Namespace: t.Namespace,
-			Labels: map[string]string{
-				evalv1.LabelName:      evalv1.AppName,
-				evalv1.LabelManagedBy: evalv1.ManagedByValue,
-				evalv1.LabelInstance:  trial,
-				evalv1.LabelTrial:     trial,
-			},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: policyMeta(t, NetworkPolicyName(t.Name)),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
 				evalv1.LabelManagedBy: evalv1.ManagedByValue,
@@ -150,18 +140,8 @@ func RunnerEgressPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkP
 		})
 	}
 	return &networkingv1.NetworkPolicy{
-		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      RunnerEgressPolicyName(t.Name),
-			Namespace: t.Namespace,
-			Labels: map[string]string{
-				evalv1.LabelName:      evalv1.AppName,
-				evalv1.LabelManagedBy: evalv1.ManagedByValue,
-				evalv1.LabelInstance:  trial,
-				evalv1.LabelTrial:     trial,
-			},
-			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
-		},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: policyMeta(t, RunnerEgressPolicyName(t.Name)),
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
 				evalv1.LabelManagedBy: evalv1.ManagedByValue,
@@ -192,4 +172,21 @@ func copyLabels(in map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// policyMeta is a trial's policy's metadata: our labels, owned by the Trial
+// so it goes with it.
+func policyMeta(t *evalv1.Trial, name string) metav1.ObjectMeta {
+	trial := evalv1.LabelValue(t.Name)
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: t.Namespace,
+		Labels: map[string]string{
+			evalv1.LabelName:      evalv1.AppName,
+			evalv1.LabelManagedBy: evalv1.ManagedByValue,
+			evalv1.LabelInstance:  trial,
+			evalv1.LabelTrial:     trial,
+		},
+		OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
+	}
 }
