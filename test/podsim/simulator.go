@@ -296,6 +296,24 @@ func (s *Simulator) admit(pod *corev1.Pod) (*podState, error) {
 	return st, nil
 }
 
+// configFailed is the kubelet's answer to a container it cannot set up (a
+// missing Secret or key, a volume it cannot mount): the pod waits in
+// CreateContainerConfigError and is retried. Any other err is an API failure,
+// returned for the caller to retry.
+func (s *Simulator) configFailed(st *podState, now time.Time, what string, err error) error {
+	var ce *configError
+	if !errors.As(err, &ce) {
+		return fmt.Errorf("start pod %s: %w", st.key, err)
+	}
+	st.log.Info(what, "error", err.Error())
+	s.mu.Lock()
+	st.startedWall = now
+	st.snap.waitReason, st.snap.waitMessage = "CreateContainerConfigError", err.Error()
+	st.retry, st.retryAt = true, now.Add(configRetry)
+	s.mu.Unlock()
+	return nil
+}
+
 // start resolves the container's environment and launches it. Problems that
 // kubelet reports in the pod (missing Secret, unmapped image, exec failure)
 // become status, not errors; only API failures are returned for retry.
@@ -307,32 +325,12 @@ func (s *Simulator) start(ctx context.Context, pod *corev1.Pod, st *podState) er
 	now := time.Now()
 	env, vars, err := resolveEnv(ctx, s.cs, pod, c, st.ip.String())
 	if err != nil {
-		var ce *configError
-		if !errors.As(err, &ce) {
-			return fmt.Errorf("start pod %s: %w", st.key, err)
-		}
-		st.log.Info("container config error", "error", err.Error())
-		s.mu.Lock()
-		st.startedWall = now
-		st.snap.waitReason, st.snap.waitMessage = "CreateContainerConfigError", err.Error()
-		st.retry, st.retryAt = true, now.Add(configRetry)
-		s.mu.Unlock()
-		return nil
+		return s.configFailed(st, now, "container config error", err)
 	}
 	argv := containerArgv(c, vars)
 	volDir, mounts, err := s.mountVolumes(ctx, pod, c)
 	if err != nil {
-		var ce *configError
-		if !errors.As(err, &ce) {
-			return fmt.Errorf("start pod %s: %w", st.key, err)
-		}
-		st.log.Info("container volume error", "error", err.Error())
-		s.mu.Lock()
-		st.startedWall = now
-		st.snap.waitReason, st.snap.waitMessage = "CreateContainerConfigError", err.Error()
-		st.retry, st.retryAt = true, now.Add(configRetry)
-		s.mu.Unlock()
-		return nil
+		return s.configFailed(st, now, "container volume error", err)
 	}
 	argv = rewriteMounts(argv, mounts)
 	sub := ""
