@@ -42,8 +42,11 @@ func (w *World) setConditions(st *evalv1.CampaignStatus, in conditionInputs) {
 	}
 	switch {
 	case suspended(c):
+		// No counts here: the event that announces the condition is sent
+		// once, and a count read from a cache that has not seen the Tasks
+		// yet would stay wrong in it. Progressing carries the counts.
 		set(evalv1.CampaignSuspended, true, evalv1.ReasonSuspended,
-			fmt.Sprintf("spec.suspend is true: %d Trials not created; the %d created and not finished run to their end", in.held, in.nonTerminalAfter))
+			"spec.suspend is true: no Trial is created; those created and not finished run to their end")
 	case meta.FindStatusCondition(st.Conditions, evalv1.CampaignSuspended) != nil:
 		// As a Job's: the condition appears with the first suspension.
 		set(evalv1.CampaignSuspended, false, evalv1.ReasonResumed, "spec.suspend is false: Trials are created again")

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +22,11 @@ func TestPlanSuspendAndResume(t *testing.T) {
 		t.Fatalf("suspended campaign creates %v", names(p.Creates))
 	}
 	wantCond(t, &p.Status, evalv1.CampaignSuspended, metav1.ConditionTrue, evalv1.ReasonSuspended)
-	if got := cond(&p.Status, evalv1.CampaignSuspended).Message; got != "spec.suspend is true: 3 Trials not created; the 1 created and not finished run to their end" {
+	if got := cond(&p.Status, evalv1.CampaignSuspended).Message; got != "spec.suspend is true: no Trial is created; those created and not finished run to their end" {
 		t.Fatalf("Suspended message %q", got)
+	}
+	if got := cond(&p.Status, evalv1.CampaignProgressing).Message; !strings.Contains(got, "(suspended: 3 not created)") {
+		t.Fatalf("Progressing message %q does not count the held Trials", got)
 	}
 	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonSuspended)
 	wantCond(t, &p.Status, evalv1.CampaignProgressing, metav1.ConditionTrue, evalv1.ReasonSuspended)

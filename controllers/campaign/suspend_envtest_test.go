@@ -66,7 +66,7 @@ var _ = Describe("Campaign holds", func() {
 		Expect(sc.Status).To(Equal(metav1.ConditionFalse))
 		Expect(sc.Reason).To(Equal(evalv1.ReasonResumed))
 		Eventually(func() []string { return eventsOf(ns, "held") }, waitLong, pollEvery).Should(ContainElements(
-			"Normal/Suspended: spec.suspend is true: 2 Trials not created; the 0 created and not finished run to their end",
+			"Normal/Suspended: spec.suspend is true: no Trial is created; those created and not finished run to their end",
 			"Normal/Resumed: spec.suspend is false: Trials are created again"))
 	})
 
