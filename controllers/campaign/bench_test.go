@@ -99,6 +99,7 @@ func BenchmarkCampaign1000(b *testing.B) {
 		cpu, children := cpuSeconds(syscall.RUSAGE_SELF)-self0, cpuSeconds(syscall.RUSAGE_CHILDREN)-child0
 		campaignReconciles := reconciles(b, "campaign") - rec0
 		logWrites(b, "campaign", diffKinds(kinds0, s.api.WritesByKind()), trials)
+		logLatencies(b)
 		peak := procStatusMiB(b, "VmHWM")
 
 		w0, kinds0, bself0 = s.api.Writes.Load(), s.api.WritesByKind(), cpuSeconds(syscall.RUSAGE_SELF)
@@ -128,6 +129,42 @@ func BenchmarkCampaign1000(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(rssBase, "rss_baseline_MiB")
+}
+
+// logLatencies logs the mean of the latency histograms that say where a
+// trial's wall time goes (every run so far: bare Trials and campaign):
+// controller-runtime's reconcile and workqueue times per controller and the
+// pool's registration and grading.
+func logLatencies(b *testing.B) {
+	b.Helper()
+	mfs, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines []string
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "controller_runtime_reconcile_time_seconds", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds",
+			"tolokaforge_registration_duration_seconds", "tolokaforge_grading_duration_seconds":
+		default:
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			if h.GetSampleCount() == 0 {
+				continue
+			}
+			var who []string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" || l.GetName() == "name" {
+					who = append(who, l.GetValue())
+				}
+			}
+			lines = append(lines, fmt.Sprintf("%s%v: n=%d mean=%.1fms", mf.GetName(), who, h.GetSampleCount(), h.GetSampleSum()/float64(h.GetSampleCount())*1000))
+		}
+	}
+	sort.Strings(lines)
+	b.Logf("latencies:\n  %s", strings.Join(lines, "\n  "))
 }
 
 // reconciles is controller-runtime's count of the named controller's
