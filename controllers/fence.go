@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -38,8 +39,19 @@ func (r *TrialReconciler) hasNetworkPolicies(ctx context.Context, t *evalv1.Tria
 // until the policies exist). The create is retried until timeouts.podsReady
 // ends the attempt.
 func (r *TrialReconciler) ensureNetworkPolicies(ctx context.Context, t *evalv1.Trial) error {
-	for _, np := range NetworkPolicies(t, r.ManagerPeer) {
-		err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager))
+	// The policies do not depend on each other: created at once, one round
+	// trip instead of two on the way to the attempt's pods.
+	nps := NetworkPolicies(t, r.ManagerPeer)
+	errs := make([]error, len(nps))
+	var wg sync.WaitGroup
+	for i, np := range nps {
+		wg.Go(func() {
+			errs[i] = r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager))
+		})
+	}
+	wg.Wait()
+	for i, np := range nps {
+		err := errs[i]
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			continue
 		}

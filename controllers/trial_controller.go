@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -373,12 +374,21 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 				return err
 			}
 		}
-		for _, role := range p.CreatePod {
-			pod := DBServicePod(r.Pods, ref)
+		// The pods do not depend on each other (each finds the other's IP
+		// through the manager): created at once, one round trip for both.
+		pods := make([]*corev1.Pod, len(p.CreatePod))
+		created := make([]error, len(p.CreatePod))
+		var wg sync.WaitGroup
+		for i, role := range p.CreatePod {
+			pods[i] = DBServicePod(r.Pods, ref)
 			if role == evalv1.RoleRunner {
-				pod = RunnerPod(r.Pods, ref)
+				pods[i] = RunnerPod(r.Pods, ref)
 			}
-			err := r.Client.Create(ctx, pod, client.FieldOwner(evalv1.FieldManager))
+			wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
+		}
+		wg.Wait()
+		for i, role := range p.CreatePod {
+			pod, err := pods[i], created[i]
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				// Status was written before this create, so the refusal
 				// (quota, admission) is told in an event; the attempt stays
