@@ -29,11 +29,13 @@ help: ## Show the targets, by section.
 	  /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ## ---- main ------------------------------------------------------------------
-build: ## Build the tolokaforge binary into bin/.
+build: ## Build the tolokaforge binary into bin/, and beside it tolokaforge-toolexec (the runner's tool limits wrapper).
 	go build -o $(BIN)/tolokaforge .
+	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
-build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod simulator and the fake LLM).
+build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod simulator and the fake LLM), and tolokaforge-toolexec.
 	go build -tags dev -o $(BIN)/tolokaforge-dev .
+	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
 ## ---- tools ----------------------------------------------------------------
 tools: protoc $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck ## Install protoc (Debian) and the pinned Go tools.
@@ -116,7 +118,7 @@ demo: build-dev ## Start a local control plane and run the sample trials.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" hack/demo.sh
 
 clean: ## Remove the binary and benchmark output.
-	rm -rf bin/tolokaforge bin/tolokaforge-dev bin/bench.txt cover.out
+	rm -rf bin/tolokaforge bin/tolokaforge-dev bin/tolokaforge-toolexec bin/bench.txt cover.out
 
 ## ---- image and release --------------------------------------------------------
 # The image is built without a Docker daemon by hack/image (go-containerregistry,

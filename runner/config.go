@@ -48,6 +48,12 @@ type Config struct {
 	// starts) runs under; zero: none (the runner binary's flags default to
 	// proc.DefaultLimits).
 	ToolLimits proc.Limits
+	// ToolLauncher is the small limits wrapper tools start through
+	// (tolokaforge-toolexec); empty: the one beside the running binary, else
+	// the running binary itself. A path that is not an executable file fails
+	// New. It is process-wide (proc.SetLauncher): runners sharing a process
+	// share it.
+	ToolLauncher string
 	// MCPEnv is added to every MCP server's minimal environment (KEY=VALUE),
 	// before the tool source's own env.
 	MCPEnv []string

@@ -25,11 +25,16 @@ import (
 	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/test/mcpstandin"
+	"tolokaforge.io/operator/test/toollauncher"
 )
 
 // selfBin is the MCP stand-in (test/mcpstandin), built once: the runner's
 // stand-in for its own executable, serving `mcp shop` and `mcp testkit`.
 var selfBin string
+
+// toolLauncher is tolokaforge-toolexec, built once: tools start through it
+// as in production, not through a re-executed test binary.
+var toolLauncher string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -48,6 +53,10 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	if selfBin, err = mcpstandin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if toolLauncher, err = toollauncher.Build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -122,6 +131,7 @@ func startRunner(tb testing.TB, db *dbHandle, opts ...harnessOpt) *harness {
 	cfg := runner.Config{
 		DBServiceURL:   db.url,
 		SelfExecutable: selfBin,
+		ToolLauncher:   toolLauncher,
 		WorkDir:        work,
 		Version:        "test-1",
 		DrainTimeout:   5 * time.Second,

@@ -48,6 +48,7 @@ type flags struct {
 	secretsDir   string
 	authFile     string
 	limits       proc.Limits
+	launcher     string
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -66,6 +67,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.Uint64Var(&f.limits.AddressSpace, "tool-rlimit-as", d.AddressSpace, "RLIMIT_AS (bytes of address space) of every MCP server process, the test_execution verifier, and their children; 0: unlimited")
 	fs.Uint64Var(&f.limits.Processes, "tool-rlimit-nproc", d.Processes, "RLIMIT_NPROC of every MCP server process (counts all processes of the pod's user); 0: unlimited")
 	fs.Uint64Var(&f.limits.OpenFiles, "tool-rlimit-nofile", d.OpenFiles, "RLIMIT_NOFILE of every MCP server process; 0: unlimited")
+	fs.StringVar(&f.launcher, "tool-launcher", "", "the limits wrapper every tool process starts through: "+proc.LauncherName+", a ~2 MB binary that sets the --tool-rlimit-* limits and execs the tool in about a millisecond (default: "+proc.LauncherName+" beside this binary if there, else this binary itself, which costs ~100 ms of CPU and ~80 MB of memory per tool start); a path that is not an executable file is an error")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
@@ -113,6 +115,9 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.DrainTimeout = f.drainTimeout
 	cfg.MaxToolTimeout = f.maxTool
 	cfg.ToolLimits = f.limits
+	if f.launcher != "" {
+		cfg.ToolLauncher = f.launcher
+	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,13 @@ func TestParseFlags(t *testing.T) {
 	if f.listen != "127.0.0.1:50051" || f.minProtocol != 2 || f.drainTimeout != 10*time.Second || f.maxTool != 10*time.Minute || f.logLevel != 0 || f.dbURL != "" || f.workDir != "" {
 		t.Fatalf("defaults: %+v", f)
 	}
-	f, err = parseFlags([]string{"--listen", ":0", "--db-service-url", "http://db:8000", "--min-engine-protocol", "3", "--work-dir", "/w", "--drain-timeout", "2s", "--log-level", "debug"}, io.Discard)
-	if err != nil || f.listen != ":0" || f.dbURL != "http://db:8000" || f.minProtocol != 3 || f.workDir != "/w" || f.drainTimeout != 2*time.Second || f.logLevel != 1 {
+	f, err = parseFlags([]string{"--listen", ":0", "--db-service-url", "http://db:8000", "--min-engine-protocol", "3", "--work-dir", "/w", "--drain-timeout", "2s", "--log-level", "debug", "--tool-launcher", "/opt/toolexec"}, io.Discard)
+	if err != nil || f.listen != ":0" || f.dbURL != "http://db:8000" || f.minProtocol != 3 || f.workDir != "/w" || f.drainTimeout != 2*time.Second || f.logLevel != 1 || f.launcher != "/opt/toolexec" {
 		t.Fatalf("parsed %+v, %v", f, err)
+	}
+	var help strings.Builder
+	if _, err := parseFlags([]string{"--help"}, &help); !strings.Contains(help.String(), "-tool-launcher") || !strings.Contains(help.String(), "tolokaforge-toolexec") {
+		t.Errorf("--help (%v) does not document --tool-launcher:\n%s", err, help.String())
 	}
 	for _, tc := range []struct {
 		args []string
@@ -68,6 +73,10 @@ func TestMainServesUntilCancelled(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-toolexec")
+	if err := run(context.Background(), []string{"--listen", "127.0.0.1:0", "--tool-launcher", missing}, Config{}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("--tool-launcher %s: %v, want an error naming it", missing, err)
 	}
 	if err := run(context.Background(), []string{"--listen", "256.0.0.1:1"}, Config{}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "runner: listen on 256.0.0.1:1") {
 		t.Fatalf("bad listen address: %v", err)

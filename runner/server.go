@@ -57,6 +57,11 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner config: %w", err)
 	}
+	if c.ToolLauncher != "" {
+		if err := proc.SetLauncher(c.ToolLauncher); err != nil {
+			return nil, fmt.Errorf("runner config: %w", err)
+		}
+	}
 	subreaperOnce.Do(func() {
 		if err := proc.SetSubreaper(); err != nil {
 			c.Logger.Error(err, "detached tool processes will escape to init; CleanupTrial still kills them")
@@ -136,9 +141,14 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.grpc.Serve(lis) }()
 	s.setServing(true)
-	// Whether calls are authenticated, never with what.
+	// Whether calls are authenticated, never with what. The launcher says
+	// whether tool starts pay the runner binary's start (the fallback).
+	launcher, err := proc.Launcher()
+	if err != nil {
+		s.log.Error(err, "no limits wrapper: tools with limits will not start")
+	}
 	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol,
-		"authenticated", s.cfg.AuthToken != "", "tool_limits", s.cfg.ToolLimits.String())
+		"authenticated", s.cfg.AuthToken != "", "tool_limits", s.cfg.ToolLimits.String(), "tool_launcher", launcher)
 
 	var serveErr error
 	select {

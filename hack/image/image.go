@@ -32,8 +32,14 @@ const (
 	// BinaryPath is the binary's place in the image. A symlink from
 	// /usr/local/bin/tolokaforge keeps the manager's default --entrypoint
 	// ("tolokaforge", looked up in PATH) working on both variants.
-	BinaryPath  = "/tolokaforge"
-	BinaryLink  = "/usr/local/bin/tolokaforge"
+	BinaryPath = "/tolokaforge"
+	BinaryLink = "/usr/local/bin/tolokaforge"
+	// LauncherPath is the runner's tool limits wrapper (package
+	// runner/proc/toolexec), beside the binary, where the runner looks
+	// for it: without it every tool start re-executes the whole binary.
+	LauncherPath = "/tolokaforge-toolexec"
+	// launcherPkg is what --source builds it from.
+	launcherPkg = "./runner/proc/toolexec"
 	NonRootID   = 65532
 	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// Label keys from the OCI image spec's annotations.
@@ -53,7 +59,10 @@ var ErrBaseUnreachable = errors.New("base image not reachable")
 // BuildOptions is what `image build` takes.
 type BuildOptions struct {
 	Source, Binary, Version, Name, Out, Tarball, Base, CACerts, Arch string
-	SkipUnreachableBase                                              bool
+	// Launcher is the prebuilt tolokaforge-toolexec that goes with Binary
+	// (default: tolokaforge-toolexec beside it); --source builds it.
+	Launcher            string
+	SkipUnreachableBase bool
 }
 
 // BuildResult names what was written.
@@ -110,24 +119,38 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		return nil, err
 	}
 
-	bin := o.Binary
+	bin, launch := o.Binary, o.Launcher
 	if o.Source != "" {
+		if launch != "" {
+			return nil, usageError{"build: --launcher goes with --binary; --source builds it"}
+		}
 		dir, err := os.MkdirTemp("", "tolokaforge-image-")
 		if err != nil {
 			return nil, fmt.Errorf("build: %w", err)
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "tolokaforge")
-		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, bin, log); err != nil {
+		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, bin, ".", log); err != nil {
 			return nil, err
 		}
+		launch = filepath.Join(dir, filepath.Base(LauncherPath))
+		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, launch, launcherPkg, log); err != nil {
+			return nil, err
+		}
+	} else if launch == "" {
+		launch = filepath.Join(filepath.Dir(bin), filepath.Base(LauncherPath))
 	}
 	binary, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, fmt.Errorf("build: read binary: %w", err)
 	}
+	launcher, err := os.ReadFile(launch)
+	if err != nil {
+		return nil, fmt.Errorf("build: read the tool launcher (give --launcher, or build it beside the binary: go build -o %s %s): %w",
+			launch, launcherPkg, err)
+	}
 
-	img, err := assemble(base, binary, o)
+	img, err := assemble(base, binary, launcher, o)
 	if err != nil {
 		return nil, err
 	}
@@ -156,16 +179,17 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 	return &BuildResult{Ref: tag.String(), Digest: digest}, nil
 }
 
-// buildBinary compiles the static binary: no cgo (the empty base has no libc),
-// -trimpath (no build machine paths in the image), the version stamped in.
-func buildBinary(ctx context.Context, root, version, arch, out string, log io.Writer) error {
+// buildBinary compiles the static binary of package pkg: no cgo (the empty
+// base has no libc), -trimpath (no build machine paths in the image), the
+// version stamped in.
+func buildBinary(ctx context.Context, root, version, arch, out, pkg string, log io.Writer) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
-		"-ldflags", "-s -w -X main.version="+version, "-o", out, ".")
+		"-ldflags", "-s -w -X main.version="+version, "-o", out, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build: go build in %s: %w", root, err)
+		return fmt.Errorf("build: go build %s in %s: %w", pkg, root, err)
 	}
 	return nil
 }
@@ -218,7 +242,7 @@ func imageFromLayout(dir string) (v1.Image, error) {
 	return img, nil
 }
 
-func assemble(base v1.Image, binary []byte, o BuildOptions) (v1.Image, error) {
+func assemble(base v1.Image, binary, launcher []byte, o BuildOptions) (v1.Image, error) {
 	epoch, err := buildTime()
 	if err != nil {
 		return nil, err
@@ -265,6 +289,7 @@ func assemble(base v1.Image, binary []byte, o BuildOptions) (v1.Image, error) {
 	}
 	bin := []entry{
 		file(strings.TrimPrefix(BinaryPath, "/"), 0o755, binary),
+		file(strings.TrimPrefix(LauncherPath, "/"), 0o755, launcher),
 		dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755),
 		{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(BinaryLink, "/"), Linkname: BinaryPath, Mode: 0o777}},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"context"
 	"io"
 	"log"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -28,6 +30,9 @@ func TestPushRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "tolokaforge")
 	if err := os.WriteFile(bin, []byte("#!/bin/false\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tolokaforge-toolexec"), []byte("#!/bin/false\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ca := filepath.Join(dir, "ca.crt")
@@ -90,5 +95,77 @@ func TestVersionFromSource(t *testing.T) {
 	}
 	if _, err := VersionFromSource(t.TempDir()); err == nil || !strings.Contains(err.Error(), "read version") {
 		t.Errorf("missing version.go: %v, want a read version error", err)
+	}
+}
+
+// The runner's tool limits wrapper lands beside the binary, executable: the
+// one beside --binary by default, or the one --launcher names; without one
+// the build fails naming where it looked.
+func TestBuildAddsTheLauncher(t *testing.T) {
+	dir := t.TempDir()
+	writeFile := func(name, body string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bin := writeFile("tolokaforge", "binary\n", 0o755)
+	ca := writeFile("ca.crt", "-----BEGIN CERTIFICATE-----\n", 0o644)
+	other := filepath.Join(t.TempDir(), "tolokaforge")
+	if err := os.WriteFile(other, []byte("binary\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	opts := func(bin, launcher string) BuildOptions {
+		return BuildOptions{Binary: bin, Launcher: launcher, Version: "v1.2.3", Name: "tolokaforge",
+			Out: filepath.Join(t.TempDir(), "layout"), CACerts: ca, Arch: "amd64"}
+	}
+
+	beside := filepath.Join(dir, "tolokaforge-toolexec")
+	if _, err := Build(context.Background(), opts(bin, ""), io.Discard); err == nil || !strings.Contains(err.Error(), beside) {
+		t.Fatalf("no launcher: %v, want an error naming %s", err, beside)
+	}
+	writeFile("tolokaforge-toolexec", "beside\n", 0o755)
+	explicit := writeFile("toolexec-elsewhere", "explicit\n", 0o644)
+	for _, tc := range []struct {
+		name, bin, launcher, want string
+	}{
+		{"beside the binary", bin, "", "beside\n"},
+		{"--launcher", other, explicit, "explicit\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts(tc.bin, tc.launcher)
+			if _, err := Build(context.Background(), o, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			img, err := imageFromLayout(o.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]*tar.Header{}
+			bodies := map[string]string{}
+			tr := tar.NewReader(mutate.Extract(img))
+			for {
+				h, err := tr.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := io.ReadAll(tr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				files[h.Name], bodies[h.Name] = h, string(b)
+			}
+			h := files[strings.TrimPrefix(LauncherPath, "/")]
+			if h == nil || h.Mode&0o777 != 0o755 || h.Uid != 0 || bodies[h.Name] != tc.want {
+				t.Errorf("%s: header %+v body %q, want root-owned 0755 holding %q", LauncherPath, h, bodies[strings.TrimPrefix(LauncherPath, "/")], tc.want)
+			}
+			if bodies[strings.TrimPrefix(BinaryPath, "/")] != "binary\n" {
+				t.Errorf("%s = %q, want the binary", BinaryPath, bodies[strings.TrimPrefix(BinaryPath, "/")])
+			}
+		})
 	}
 }

@@ -3,10 +3,12 @@
 // teardown that finds and kills every process a trial left behind, including
 // ones that detached with setsid and double-forked out of their process group.
 //
-// Limits are applied by re-executing the runner's own binary as a tiny
-// wrapper: the child starts as the runner, this package's init sees the
-// marker variables, calls setrlimit and execs the tool. Go's os/exec has no
-// hook between fork and exec, and a prlimit(2) from the parent after Start
-// would race the tool's first fork or allocation. Any binary importing this
-// package (the runner, its tests) carries the wrapper.
+// Limits are applied by a wrapper the child starts as: this package's init
+// sees the marker variables, calls setrlimit and execs the tool. Go's
+// os/exec has no hook between fork and exec, and a prlimit(2) from the
+// parent after Start would race the tool's first fork or allocation. Any
+// binary importing this package (the runner, its tests) carries the
+// wrapper, but the runner's own binary pays all its package inits on every
+// tool start; the small tolokaforge-toolexec (runner/proc/toolexec), found
+// beside it or named by SetLauncher, does the same work in a millisecond.
 package proc

@@ -79,9 +79,10 @@ func decode(s string) (Limits, error) {
 // exec (not Linux).
 var ErrUnsupported = errors.New("proc: resource limits for tool processes need Linux")
 
-// Apply makes cmd start under l: cmd runs the current executable, whose init
-// applies the limits and execs cmd's original program with cmd's arguments.
-// Call it after exec.Command and before Start. A zero l changes nothing.
+// Apply makes cmd start under l: cmd runs the Launcher (the small
+// tolokaforge-toolexec, or the current executable), whose init applies the
+// limits and execs cmd's original program with cmd's arguments. Call it
+// after exec.Command and before Start. A zero l changes nothing.
 func Apply(cmd *exec.Cmd, l Limits) error {
 	if l.IsZero() {
 		return nil
@@ -92,16 +93,16 @@ func Apply(cmd *exec.Cmd, l Limits) error {
 	if cmd.Err != nil {
 		return cmd.Err
 	}
-	self, err := os.Executable()
+	wrapper, err := Launcher()
 	if err != nil {
-		return fmt.Errorf("proc: resolve the runner binary for the limits wrapper: %w", err)
+		return err
 	}
 	env := cmd.Env
 	if env == nil {
 		env = os.Environ()
 	}
 	cmd.Env = append(append([]string(nil), env...), envLimits+"="+l.encode(), envPath+"="+cmd.Path)
-	cmd.Path = self
+	cmd.Path = wrapper
 	return nil
 }
 

@@ -8,21 +8,26 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"tolokaforge.io/operator/runner/proc"
+	"tolokaforge.io/operator/test/toollauncher"
 )
 
-// The wrapper sets every limit before the tool runs, and the tool sees
-// neither the wrapper's markers nor a different argv.
-func TestApplySetsLimitsBeforeTheToolStarts(t *testing.T) {
+// limitsProbe is a tool that reports what it runs under.
+func limitsProbe() *exec.Cmd {
 	cmd := exec.Command("sh", "-c", `cat /proc/self/limits; echo "argv: $0 $1"; echo "markers: $(env | grep -c TOLOKAFORGE_PROC_)"`, "arg0", "arg1")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	if err := proc.Apply(cmd, proc.Limits{AddressSpace: 512 << 20, OpenFiles: 64, Processes: 300}); err != nil {
-		t.Fatal(err)
-	}
+	return cmd
+}
+
+// checkProbe runs a limitsProbe Apply prepared and checks the tool saw
+// every limit, neither the wrapper's markers nor a different argv.
+func checkProbe(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -36,6 +41,119 @@ func TestApplySetsLimitsBeforeTheToolStarts(t *testing.T) {
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the tool's view lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+var probeLimits = proc.Limits{AddressSpace: 512 << 20, OpenFiles: 64, Processes: 300}
+
+// Without a launcher beside it (the test binary's directory has none) the
+// running binary is the wrapper: it sets every limit before the tool runs.
+func TestApplySetsLimitsBeforeTheToolStarts(t *testing.T) {
+	if err := proc.SetLauncher(""); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := limitsProbe()
+	if err := proc.Apply(cmd, probeLimits); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Path != self {
+		t.Fatalf("cmd.Path = %s, want the running binary %s as the fallback wrapper", cmd.Path, self)
+	}
+	checkProbe(t, cmd)
+}
+
+// launcherDir holds tolokaforge-toolexec, compiled once per test binary;
+// TestMain removes it.
+var launcherDir string
+
+var launcherOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "proc-launcher-")
+	if err != nil {
+		return "", err
+	}
+	launcherDir = dir
+	return toollauncher.Build(dir)
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if launcherDir != "" {
+		_ = os.RemoveAll(launcherDir)
+	}
+	os.Exit(code)
+}
+
+func builtLauncher(t *testing.T) string {
+	t.Helper()
+	path, err := launcherOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// With a launcher set, the tool starts through it, not through the running
+// binary, under the same limits.
+func TestApplyThroughTheLauncher(t *testing.T) {
+	launcher := builtLauncher(t)
+	if err := proc.SetLauncher(launcher); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.SetLauncher("") })
+	if got, err := proc.Launcher(); got != launcher || err != nil {
+		t.Fatalf("Launcher() = %s, %v; want %s", got, err, launcher)
+	}
+	cmd := limitsProbe()
+	if err := proc.Apply(cmd, probeLimits); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Path != launcher {
+		t.Fatalf("cmd.Path = %s, want the launcher %s", cmd.Path, launcher)
+	}
+	checkProbe(t, cmd)
+}
+
+// Started by hand (no markers), the launcher says what it is for and fails
+// like a command that could not run.
+func TestLauncherWithoutMarkersExits127(t *testing.T) {
+	cmd := exec.Command(builtLauncher(t))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 127 || !strings.Contains(string(out), "not started by a tolokaforge runner") {
+		t.Fatalf("launcher alone: %v %q, want exit 127 and the reason", err, out)
+	}
+}
+
+// An explicit launcher that is not there is an error naming it, and the
+// previous choice stays: no silent fall back to the self re-exec.
+func TestSetLauncherRejectsAMissingPath(t *testing.T) {
+	t.Cleanup(func() { _ = proc.SetLauncher("") })
+	before, err := proc.Launcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-launcher")
+	notExec := filepath.Join(t.TempDir(), "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{missing, "no such file"},
+		{notExec, "not executable"},
+		{t.TempDir(), "not a regular file"},
+	} {
+		err := proc.SetLauncher(tc.path)
+		if err == nil || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SetLauncher(%s) = %v, want an error naming it and saying %q", tc.path, err, tc.want)
+		}
+		if got, _ := proc.Launcher(); got != before {
+			t.Errorf("after SetLauncher(%s) failed, Launcher() = %s, want %s unchanged", tc.path, got, before)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/test/podsim"
+	"tolokaforge.io/operator/test/toollauncher"
 )
 
 // Image is the --image of the test managers; the simulator maps every image
@@ -72,6 +73,10 @@ type Env struct {
 	Work string
 	// Self is the runners' SelfExecutable; set it before pods start.
 	Self string
+	// ToolLauncher is the runners' limits wrapper (tolokaforge-toolexec),
+	// built into Work by Start: tools start as in production, not through a
+	// re-executed 100 MB test binary, so benchmarks measure the real cost.
+	ToolLauncher string
 	// RunnerArgs holds extra runner flags per namespace ([]string; the
 	// version-skew specs' --min-engine-protocol).
 	RunnerArgs sync.Map
@@ -105,6 +110,9 @@ func Start(o Options) (_ *Env, err error) {
 	}
 	if e.Work, err = os.MkdirTemp("", "tolokaforge-envtest-"); err != nil {
 		return nil, fmt.Errorf("envtest: work dir: %w", err)
+	}
+	if e.ToolLauncher, err = toollauncher.Build(e.Work); err != nil {
+		return nil, fmt.Errorf("envtest: %w", err)
 	}
 	e.Control = &crenvtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
 	if e.Config, err = e.Control.Start(); err != nil {
@@ -189,7 +197,7 @@ func (e *Env) runRunner(ctx context.Context, args []string) error {
 		out = append(out, extra.([]string)...)
 	}
 	defer os.RemoveAll(dir)
-	return runner.MainWith(ctx, out, runner.Config{Grader: grading.New(), SelfExecutable: e.Self})
+	return runner.MainWith(ctx, out, runner.Config{Grader: grading.New(), SelfExecutable: e.Self, ToolLauncher: e.ToolLauncher})
 }
 
 func runDBService(ctx context.Context, args []string) error {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -275,29 +276,52 @@ func TestImage(t *testing.T) {
 	if h := hdrs["usr/local/bin/tolokaforge"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "/tolokaforge" {
 		t.Errorf("/usr/local/bin/tolokaforge header %+v, want a symlink to /tolokaforge", h)
 	}
+	// The runner's tool limits wrapper, beside the binary where the runner
+	// looks for it.
+	if h := hdrs["tolokaforge-toolexec"]; h == nil || h.Typeflag != tar.TypeReg || h.Mode&0o777 != 0o755 || h.Uid != 0 {
+		t.Errorf("/tolokaforge-toolexec header %+v, want a root-owned 0755 file", h)
+	}
 
 	bin := filepath.Join(rootfs, "tolokaforge")
-	t.Run("static trimmed binary", func(t *testing.T) {
-		f, err := elf.Open(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for _, p := range f.Progs {
-			if p.Type == elf.PT_INTERP {
-				t.Error("the binary has an ELF interpreter: it is dynamically linked, and the empty base has no libc")
+	launcher := filepath.Join(rootfs, "tolokaforge-toolexec")
+	t.Run("static trimmed binaries", func(t *testing.T) {
+		for _, b := range []string{bin, launcher} {
+			f, err := elf.Open(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP {
+					t.Errorf("%s has an ELF interpreter: it is dynamically linked, and the empty base has no libc", b)
+				}
+			}
+			info, err := buildinfo.ReadFile(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			settings := map[string]string{}
+			for _, s := range info.Settings {
+				settings[s.Key] = s.Value
+			}
+			if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
+				t.Errorf("%s: build settings CGO_ENABLED=%q -trimpath=%q, want 0 and true", b, settings["CGO_ENABLED"], settings["-trimpath"])
 			}
 		}
-		info, err := buildinfo.ReadFile(bin)
-		if err != nil {
-			t.Fatal(err)
+	})
+
+	t.Run("tool launcher runs", func(t *testing.T) {
+		r := run(t, time.Minute, rootfs, nil, launcher)
+		if r.code != 127 || !strings.Contains(r.stderr, "tolokaforge-toolexec: not started by a tolokaforge runner") {
+			t.Errorf("launcher alone: exit %d stderr %q, want 127 and why", r.code, r.stderr)
 		}
-		settings := map[string]string{}
-		for _, s := range info.Settings {
-			settings[s.Key] = s.Value
-		}
-		if settings["CGO_ENABLED"] != "0" || settings["-trimpath"] != "true" {
-			t.Errorf("build settings CGO_ENABLED=%q -trimpath=%q, want 0 and true", settings["CGO_ENABLED"], settings["-trimpath"])
+		// Started as the runner starts it (the tool's own argv): the limit
+		// is set, then the tool runs.
+		cmd := &exec.Cmd{Path: launcher, Args: []string{"sh", "-c", "ulimit -n"}}
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TOLOKAFORGE_PROC_RLIMITS=nofile=64", "TOLOKAFORGE_PROC_PATH=/bin/sh"}
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "64" {
+			t.Errorf("sh under the launcher with RLIMIT_NOFILE=64: %v %q, want 64", err, out)
 		}
 	})
 
