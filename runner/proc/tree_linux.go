@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,13 +26,69 @@ func SetSubreaper() error {
 	return nil
 }
 
+// tags remembers, per process, the value of the tag's variable its
+// environment was first seen with, so a scan reads each process's environ
+// once in its life instead of once per pass of every cleanup: the in-process
+// runners of `tolokaforge dev` and the benchmarks share one /proc of a few
+// hundred processes, where the rereads were a tenth of the process's CPU. A
+// process is known by pid and start time (a reused pid is another process).
+// Only a present variable is remembered: a child between fork and exec still
+// has the runner's environment, without it, and is read again after its
+// exec. What is remembered stays: a tool that rewrites or clears its
+// environment later (exec with env -i) is still its trial's.
+var tags = struct {
+	sync.Mutex
+	m map[int]tagEntry
+}{m: map[int]tagEntry{}}
+
+type tagEntry struct {
+	start string
+	value string
+}
+
+// tagOf is the value of key in pid's environment, and whether it is there.
+func tagOf(pid int, name, start string, key []byte) (string, bool) {
+	tags.Lock()
+	e, ok := tags.m[pid]
+	tags.Unlock()
+	if ok && e.start == start {
+		return e.value, true
+	}
+	env, err := os.ReadFile("/proc/" + name + "/environ")
+	if err != nil {
+		return "", false
+	}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, found := bytes.CutPrefix(kv, key); found {
+			tags.Lock()
+			tags.m[pid] = tagEntry{start: start, value: string(v)}
+			tags.Unlock()
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// forgetGone drops the remembered tags of processes a scan did not find.
+func forgetGone(live map[int]int) {
+	tags.Lock()
+	defer tags.Unlock()
+	for pid := range tags.m {
+		if _, ok := live[pid]; !ok {
+			delete(tags.m, pid)
+		}
+	}
+}
+
 // scan is one pass over /proc: each live process's parent and whether its
-// environment holds tag.
+// environment holds tag (KEY=VALUE).
 func scan(tag []byte) (parents map[int]int, tagged, zombies map[int]bool, err error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("proc: list /proc: %w", err)
 	}
+	k, v, _ := bytes.Cut(tag, []byte{'='})
+	key, value := append(append([]byte(nil), k...), '='), string(v)
 	parents, tagged, zombies = map[int]int{}, map[int]bool{}, map[int]bool{}
 	self := os.Getpid()
 	for _, e := range ents {
@@ -63,15 +120,15 @@ func scan(tag []byte) (parents map[int]int, tagged, zombies map[int]bool, err er
 			zombies[pid] = true
 			continue
 		}
-		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil {
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if bytes.Equal(kv, tag) {
-					tagged[pid] = true
-					break
-				}
-			}
+		start := ""
+		if len(f) > 19 {
+			start = f[19] // starttime, field 22 of stat
+		}
+		if v, ok := tagOf(pid, e.Name(), start, key); ok && v == value {
+			tagged[pid] = true
 		}
 	}
+	forgetGone(parents)
 	return parents, tagged, zombies, nil
 }
 
