@@ -47,6 +47,20 @@ func checkProbe(t *testing.T, cmd *exec.Cmd) {
 
 var probeLimits = proc.Limits{AddressSpace: 512 << 20, OpenFiles: 64, Processes: 300}
 
+// probeThrough applies probeLimits to the probe, which must then start
+// through wrapper, and checks what the tool sees.
+func probeThrough(t *testing.T, wrapper string) {
+	t.Helper()
+	cmd := limitsProbe()
+	if err := proc.Apply(cmd, probeLimits); err != nil {
+		t.Fatal(err)
+	}
+	if cmd.Path != wrapper {
+		t.Fatalf("cmd.Path = %s, want the wrapper %s", cmd.Path, wrapper)
+	}
+	checkProbe(t, cmd)
+}
+
 // Without a launcher beside it (the test binary's directory has none) the
 // running binary is the wrapper: it sets every limit before the tool runs.
 func TestApplySetsLimitsBeforeTheToolStarts(t *testing.T) {
@@ -57,14 +71,7 @@ func TestApplySetsLimitsBeforeTheToolStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := limitsProbe()
-	if err := proc.Apply(cmd, probeLimits); err != nil {
-		t.Fatal(err)
-	}
-	if cmd.Path != self {
-		t.Fatalf("cmd.Path = %s, want the running binary %s as the fallback wrapper", cmd.Path, self)
-	}
-	checkProbe(t, cmd)
+	probeThrough(t, self)
 }
 
 // launcherDir holds tolokaforge-toolexec, compiled once per test binary;
@@ -108,14 +115,7 @@ func TestApplyThroughTheLauncher(t *testing.T) {
 	if got, err := proc.Launcher(); got != launcher || err != nil {
 		t.Fatalf("Launcher() = %s, %v; want %s", got, err, launcher)
 	}
-	cmd := limitsProbe()
-	if err := proc.Apply(cmd, probeLimits); err != nil {
-		t.Fatal(err)
-	}
-	if cmd.Path != launcher {
-		t.Fatalf("cmd.Path = %s, want the launcher %s", cmd.Path, launcher)
-	}
-	checkProbe(t, cmd)
+	probeThrough(t, launcher)
 }
 
 // Started by hand (no markers), the launcher says what it is for and fails
