@@ -48,7 +48,7 @@ var _ = Describe("Attempt credential", func() {
 		Expect(cred.Immutable).To(HaveValue(BeTrue()))
 
 		// Both network policies exist before the pods.
-		for _, name := range []string{controllers.NetworkPolicyName(key.Name), controllers.RunnerEgressPolicyName(key.Name)} {
+		for _, name := range []string{controllers.NetworkPolicyName(key.Name), controllers.RunnersPolicyName} {
 			Expect(h.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &networkingv1.NetworkPolicy{})).To(Succeed(), name)
 		}
 

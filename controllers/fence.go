@@ -7,6 +7,7 @@ import (
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,45 +18,54 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// hasNetworkPolicies reports whether every policy of the trial exists.
+// hasNetworkPolicies reports whether the trial's policy exists and its
+// namespace's RunnersPolicy exists as this manager would write it.
 func (r *TrialReconciler) hasNetworkPolicies(ctx context.Context, t *evalv1.Trial) (bool, error) {
-	for _, name := range []string{NetworkPolicyName(t.Name), RunnerEgressPolicyName(t.Name)} {
-		var np networkingv1.NetworkPolicy
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &np)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("get network policy %s of trial %s/%s: %w", name, t.Namespace, t.Name, err)
-		}
+	var np networkingv1.NetworkPolicy
+	name := NetworkPolicyName(t.Name)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &np)
+	if apierrors.IsNotFound(err) {
+		return false, nil
 	}
-	return true, nil
+	if err != nil {
+		return false, fmt.Errorf("get network policy %s of trial %s/%s: %w", name, t.Namespace, t.Name, err)
+	}
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: RunnersPolicyName}, &np)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get network policy %s/%s: %w", t.Namespace, RunnersPolicyName, err)
+	}
+	return equality.Semantic.DeepEqual(np.Spec, RunnersPolicy(t.Namespace, r.ManagerPeer).Spec), nil
 }
 
-// ensureNetworkPolicies creates the trial's policies. Pods without their
-// fence would take traffic from anyone and reach anything: when a create is
-// refused no pod is created, and the Trial says why twice: an event, and the
-// NetworkPolicyReady=False condition (the event ages out; the condition stays
-// until the policies exist). The create is retried until timeouts.podsReady
-// ends the attempt.
+// ensureNetworkPolicies creates the trial's policy and, where it is missing
+// or stale, its namespace's RunnersPolicy. Pods without their fence would
+// take traffic from anyone and reach anything (or, without RunnersPolicy,
+// a runner would resolve no name): when a write is refused no pod is
+// created, and the Trial says why twice: an event, and the
+// NetworkPolicyReady=False condition (the event ages out; the condition
+// stays until the policies exist). The write is retried until
+// timeouts.podsReady ends the attempt.
 func (r *TrialReconciler) ensureNetworkPolicies(ctx context.Context, t *evalv1.Trial) error {
-	// The policies do not depend on each other: created at once, one round
-	// trip instead of two on the way to the attempt's pods.
-	nps := NetworkPolicies(t, r.ManagerPeer)
-	errs := make([]error, len(nps))
+	// The two do not depend on each other: written at once, one round trip
+	// instead of two on the way to the attempt's pods.
+	own := NetworkPolicy(t, r.ManagerPeer)
+	var ownErr, nsErr error
 	var wg sync.WaitGroup
-	for i, np := range nps {
-		wg.Go(func() {
-			errs[i] = r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager))
-		})
-	}
+	wg.Go(func() {
+		if err := r.Client.Create(ctx, own, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			ownErr = fmt.Errorf("create network policy %s: %w", own.Name, err)
+		}
+	})
+	wg.Go(func() { nsErr = r.ensureRunnersPolicy(ctx, t.Namespace) })
 	wg.Wait()
-	for i, np := range nps {
-		err := errs[i]
-		if err == nil || apierrors.IsAlreadyExists(err) {
+	for _, err := range []error{ownErr, nsErr} {
+		if err == nil {
 			continue
 		}
-		msg := fmt.Sprintf("create network policy %s: %v; no pods are created without it", np.Name, err)
+		msg := fmt.Sprintf("%v; no pods are created without it", err)
 		emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonNetworkPolicyUnavailable, ActionStartAttempt, msg)})
 		st := t.Status.DeepCopy()
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
@@ -64,11 +74,80 @@ func (r *TrialReconciler) ensureNetworkPolicies(ctx context.Context, t *evalv1.T
 			ObservedGeneration: t.Generation, LastTransitionTime: metav1.NewTime(r.now()),
 		})
 		if _, _, serr := writeTrialStatus(ctx, r.Client, t, st); serr != nil {
-			return fmt.Errorf("create network policy of trial %s/%s: %w (and record it: %w)", t.Namespace, t.Name, err, serr)
+			return fmt.Errorf("network policy of trial %s/%s: %w (and record it: %w)", t.Namespace, t.Name, err, serr)
 		}
-		return fmt.Errorf("create network policy of trial %s/%s: %w", t.Namespace, t.Name, err)
+		return fmt.Errorf("network policy of trial %s/%s: %w", t.Namespace, t.Name, err)
 	}
 	return nil
+}
+
+// ensureRunnersPolicy makes the namespace's RunnersPolicy exist with this
+// manager's spec. The first trials of a namespace start together; one lock
+// and the memory of what this process wrote keep them to one create, not one
+// each, while the cache has not seen it yet.
+func (r *TrialReconciler) ensureRunnersPolicy(ctx context.Context, namespace string) error {
+	want := RunnersPolicy(namespace, r.ManagerPeer)
+	key := client.ObjectKeyFromObject(want)
+	if m := r.runners; m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+	}
+	var cur networkingv1.NetworkPolicy
+	err := r.Client.Get(ctx, key, &cur)
+	if apierrors.IsNotFound(err) && r.runners != nil && r.runners.written[namespace] {
+		// Written by this process, not cached yet, or deleted since: the
+		// API server says which.
+		err = r.uncached().Get(ctx, key, &cur)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		err := r.Client.Create(ctx, want, client.FieldOwner(evalv1.FieldManager))
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create network policy %s: %w", want.Name, err)
+		}
+		if err == nil {
+			r.markRunnersWritten(namespace)
+			return nil
+		}
+		// Written by another manager since the read: checked as found.
+		if err := r.uncached().Get(ctx, key, &cur); err != nil {
+			return fmt.Errorf("get network policy %s: %w", want.Name, err)
+		}
+	case err != nil:
+		return fmt.Errorf("get network policy %s: %w", want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
+		return nil
+	}
+	// Another manager's settings (gateway port, namespace): this manager's
+	// runners need its own.
+	cur.Spec = want.Spec
+	if err := r.Client.Update(ctx, &cur, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("update network policy %s: %w", want.Name, err)
+	}
+	r.markRunnersWritten(namespace)
+	return nil
+}
+
+// uncached is the API reader, or the client where none is set (tests).
+func (r *TrialReconciler) uncached() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// runnersMemo serialises ensureRunnersPolicy and holds the namespaces whose
+// RunnersPolicy this process wrote.
+type runnersMemo struct {
+	mu      sync.Mutex
+	written map[string]bool
+}
+
+func (r *TrialReconciler) markRunnersWritten(namespace string) {
+	if r.runners != nil {
+		r.runners.written[namespace] = true
+	}
 }
 
 func (r *TrialReconciler) now() time.Time {

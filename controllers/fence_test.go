@@ -298,7 +298,10 @@ func TestNetworkPolicyEgress(t *testing.T) {
 		{"dbservice to its runner", db, "ns", runner.Labels, tcp, RunnerPort, false},
 		{"dbservice to DNS", db, "kube-system", dns, udp, 53, false},
 		{"dbservice to the manager's gateway", db, "tolokaforge-system", mgr.Labels, tcp, 8090, false},
-		{"dbservice to itself", db, "ns", db.Labels, tcp, DBServicePort, false},
+		// The union of the trial's one policy: harmless, it is its own port.
+		{"dbservice to itself", db, "ns", db.Labels, tcp, DBServicePort, true},
+		{"dbservice to itself, another port", db, "ns", db.Labels, tcp, 22, false},
+		{"dbservice to another trial's dbservice", db, "ns", otherDB.Labels, tcp, DBServicePort, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := egressAllowed(t, nps, tc.from, tc.ns, tc.labels, tc.proto, tc.port); got != tc.want {
@@ -312,10 +315,13 @@ func TestNetworkPolicyEgress(t *testing.T) {
 	if egressAllowed(t, none, runner, "tolokaforge-system", mgr.Labels, tcp, 8090) {
 		t.Error("runner reaches the manager although no gateway port is configured")
 	}
-	for _, np := range nps {
-		if o := metav1.GetControllerOf(np); o == nil || o.UID != tr.UID {
-			t.Errorf("%s: controller = %+v", np.Name, o)
-		}
+	// The trial's policy goes with the Trial; the namespace's runner policy
+	// serves every trial there and has no owner.
+	if o := metav1.GetControllerOf(nps[0]); o == nil || o.UID != tr.UID {
+		t.Errorf("%s: controller = %+v", nps[0].Name, o)
+	}
+	if nps[1].Name != RunnersPolicyName || len(nps[1].OwnerReferences) != 0 {
+		t.Errorf("second policy %s owned by %+v, want %s without owner", nps[1].Name, nps[1].OwnerReferences, RunnersPolicyName)
 	}
 }
 
@@ -329,7 +335,7 @@ func TestRefusedNetworkPolicyIsACondition(t *testing.T) {
 	if err := evalv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	refused := errors.New(`networkpolicies.networking.k8s.io "t1-runner-egress" is forbidden: exceeded quota`)
+	refused := errors.New(`networkpolicies.networking.k8s.io "tolokaforge-runners" is forbidden: exceeded quota`)
 	tr := running(1)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tr).WithStatusSubresource(tr).
 		WithInterceptorFuncs(refuseEgressPolicy(refused)).Build()
@@ -393,12 +399,12 @@ func TestRetriedPodCreateEnsuresThePolicies(t *testing.T) {
 	}
 }
 
-// refuseEgressPolicy lets the ingress policy through and refuses the runner's
-// egress policy: a half-made fence must still stop every pod.
+// refuseEgressPolicy lets the trial's policy through and refuses the
+// namespace's runner policy: a half-made fence must still stop every pod.
 func refuseEgressPolicy(refused error) interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if np, ok := obj.(*networkingv1.NetworkPolicy); ok && strings.HasSuffix(np.Name, "-runner-egress") {
+			if np, ok := obj.(*networkingv1.NetworkPolicy); ok && np.Name == RunnersPolicyName {
 				return refused
 			}
 			return cl.Create(ctx, obj, opts...)

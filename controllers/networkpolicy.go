@@ -44,16 +44,22 @@ func NetworkPolicyName(trial string) string {
 	return shortName(trial, 253-len(suffix)) + suffix
 }
 
-// RunnerEgressPolicyName is the name of a trial's runner egress policy.
-func RunnerEgressPolicyName(trial string) string {
+// RunnersPolicyName is the name of the one runner egress policy of a
+// namespace. No trial's policy can take it: those end in "-isolation".
+const RunnersPolicyName = "tolokaforge-runners"
+
+// legacyRunnerEgressPolicyName is the per-trial runner egress policy of
+// releases before the namespace's RunnersPolicy; a deleted Trial's is still
+// removed.
+func legacyRunnerEgressPolicyName(trial string) string {
 	const suffix = "-runner-egress"
 	return shortName(trial, 253-len(suffix)) + suffix
 }
 
 // NetworkPolicies are the policies a trial's pods need before any is
-// created: NetworkPolicy and RunnerEgressPolicy.
+// created: the trial's own NetworkPolicy and its namespace's RunnersPolicy.
 func NetworkPolicies(t *evalv1.Trial, mgr ManagerPeer) []*networkingv1.NetworkPolicy {
-	return []*networkingv1.NetworkPolicy{NetworkPolicy(t, mgr), RunnerEgressPolicy(t, mgr)}
+	return []*networkingv1.NetworkPolicy{NetworkPolicy(t, mgr), RunnersPolicy(t.Namespace, mgr)}
 }
 
 // NetworkPolicy isolates every pod of one trial: its dbservice accepts only
@@ -67,11 +73,13 @@ func NetworkPolicies(t *evalv1.Trial, mgr ManagerPeer) []*networkingv1.NetworkPo
 // reached is exactly the two intended paths. Kubelet probes are exempt from
 // network policies, so readiness keeps working.
 //
-// It also isolates egress and allows none: the DB service reaches nothing
-// (replies to admitted connections need no rule), and the runner's only ways
-// out are RunnerEgressPolicy's. Egress rules, like ingress ones, are a union
-// over the selected pods, so the runner's allowances live in a policy that
-// selects only the runner; with them here the DB service would get them too.
+// It also isolates egress: the one way out it allows is to the trial's own DB
+// service on its port. Egress rules, like ingress ones, are a union over the
+// selected pods, so the DB service may open a connection to itself and to
+// nothing else (replies to admitted connections need no rule). What every
+// runner may reach besides (DNS, the manager's gateway) is the same for all
+// trials, so it lives in the namespace's RunnersPolicy, written once, not in
+// a second policy per trial: the union for a runner is the same.
 func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy {
 	trial := evalv1.LabelValue(t.Name)
 	tcp := corev1.ProtocolTCP
@@ -84,7 +92,16 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 				evalv1.LabelTrial:     trial,
 			}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Egress:      []networkingv1.NetworkPolicyEgressRule{},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{
+				To: []networkingv1.NetworkPolicyPeer{{
+					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+						evalv1.LabelManagedBy: evalv1.ManagedByValue,
+						evalv1.LabelTrial:     trial,
+						evalv1.LabelRole:      evalv1.RoleDBService,
+					}},
+				}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(DBServicePort))}},
+			}},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{
 					From: []networkingv1.NetworkPolicyPeer{{
@@ -105,23 +122,15 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 	}
 }
 
-// RunnerEgressPolicy lets a trial's runner reach its own DB service, the
-// manager's gateway (when mgr.GatewayPort is set) and cluster DNS; nothing
-// else: no other trial, no provider, no cloud metadata endpoint.
-func RunnerEgressPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy {
-	trial := evalv1.LabelValue(t.Name)
+// RunnersPolicy lets every runner of the namespace reach cluster DNS and the
+// manager's gateway (when mgr.GatewayPort is set). With each trial's
+// NetworkPolicy that is all a runner reaches: its own DB service, DNS, the
+// gateway; no other trial, no provider, no cloud metadata endpoint. It has
+// no owner: it serves every trial of the namespace, outlives each, and is
+// brought back to this spec when a manager with other settings finds it.
+func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolicy {
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	rules := []networkingv1.NetworkPolicyEgressRule{
-		{
-			To: []networkingv1.NetworkPolicyPeer{{
-				PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-					evalv1.LabelManagedBy: evalv1.ManagedByValue,
-					evalv1.LabelTrial:     trial,
-					evalv1.LabelRole:      evalv1.RoleDBService,
-				}},
-			}},
-			Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(DBServicePort))}},
-		},
 		{
 			To: []networkingv1.NetworkPolicyPeer{{
 				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: DNSNamespace}},
@@ -140,12 +149,18 @@ func RunnerEgressPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkP
 		})
 	}
 	return &networkingv1.NetworkPolicy{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-		ObjectMeta: policyMeta(t, RunnerEgressPolicyName(t.Name)),
+		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      RunnersPolicyName,
+			Namespace: namespace,
+			Labels: map[string]string{
+				evalv1.LabelName:      evalv1.AppName,
+				evalv1.LabelManagedBy: evalv1.ManagedByValue,
+			},
+		},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
 				evalv1.LabelManagedBy: evalv1.ManagedByValue,
-				evalv1.LabelTrial:     trial,
 				evalv1.LabelRole:      evalv1.RoleRunner,
 			}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},

@@ -54,6 +54,10 @@ type TrialReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (tests fix it); default time.Now.
 	Now func() time.Time
+
+	// runners remembers the namespaces whose RunnersPolicy this process
+	// wrote (NewTrialReconciler sets it; nil: every trial checks alone).
+	runners *runnersMemo
 }
 
 // NewTrialReconciler builds the Trial reconciler from cfg, taking mgr's
@@ -61,6 +65,9 @@ type TrialReconciler struct {
 // Register it with SetupWithManager.
 func NewTrialReconciler(mgr manager.Manager, cfg TrialReconciler) *TrialReconciler {
 	r := cfg
+	if r.runners == nil {
+		r.runners = &runnersMemo{written: map[string]bool{}}
+	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
 	}
@@ -446,7 +453,9 @@ func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.Namespace
 			return reconcile.Result{}, fmt.Errorf("delete pods of deleted trial %s: %w", key, err)
 		}
 	}
-	for _, name := range []string{NetworkPolicyName(key.Name), RunnerEgressPolicyName(key.Name)} {
+	// The namespace's RunnersPolicy stays: it serves the namespace's other
+	// trials.
+	for _, name := range []string{NetworkPolicyName(key.Name), legacyRunnerEgressPolicyName(key.Name)} {
 		np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: name}}
 		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(np), np); err == nil && np.DeletionTimestamp == nil {
 			if err := r.Client.Delete(ctx, np, client.Preconditions{UID: &np.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {

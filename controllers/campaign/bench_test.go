@@ -3,6 +3,8 @@ package campaign_test
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -46,6 +49,9 @@ import (
 // second after readiness and the tool servers are the small mcpstandin
 // binary, not the re-executed test binary. BENCH_BARE_TRIALS=n runs n bare
 // Trials instead (the ratio then compares rates of different sizes).
+// BENCH_APISERVER_PPROF=FILE writes a CPU profile of kube-apiserver taken
+// during the campaign (its /debug/pprof, through the admin rest config) to
+// FILE: a third of the CPU a trial costs here is the API server's.
 func BenchmarkCampaign1000(b *testing.B) {
 	if why := envtest.AssetsMissing(); why != "" {
 		b.Skip(why)
@@ -93,8 +99,12 @@ func BenchmarkCampaign1000(b *testing.B) {
 		reads0, writes0 := s.api.Reads.Load(), s.api.Writes.Load()
 		kinds0 = s.api.WritesByKind()
 		rec0 := reconciles(b, "campaign")
+		profiled := profileAPIServer(b, s.Config, os.Getenv("BENCH_APISERVER_PPROF"), 60*time.Second)
 		self0, child0 := cpuSeconds(syscall.RUSAGE_SELF), cpuSeconds(syscall.RUSAGE_CHILDREN)
 		d := runBenchCampaign(b, s, trials, parallel, nil)
+		if err := <-profiled; err != nil {
+			b.Error(err)
+		}
 		reads, writes := s.api.Reads.Load()-reads0, s.api.Writes.Load()-writes0
 		cpu, children := cpuSeconds(syscall.RUSAGE_SELF)-self0, cpuSeconds(syscall.RUSAGE_CHILDREN)-child0
 		campaignReconciles := reconciles(b, "campaign") - rec0
@@ -129,6 +139,44 @@ func BenchmarkCampaign1000(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(rssBase, "rss_baseline_MiB")
+}
+
+// profileAPIServer starts a CPU profile of the API server for d, written to
+// path; the channel gets its outcome. No path: nothing, at once.
+func profileAPIServer(b *testing.B, cfg *rest.Config, path string, d time.Duration) <-chan error {
+	b.Helper()
+	done := make(chan error, 1)
+	if path == "" {
+		done <- nil
+		return done
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), int(d.Seconds()))
+		resp, err := hc.Get(url)
+		if err != nil {
+			done <- fmt.Errorf("profile kube-apiserver: %w", err)
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s: %s", resp.Status, body)
+		}
+		if err == nil {
+			err = os.WriteFile(path, body, 0o644)
+		}
+		if err != nil {
+			done <- fmt.Errorf("profile kube-apiserver: %w", err)
+			return
+		}
+		b.Logf("kube-apiserver CPU profile (%s during the campaign): %s", d, path)
+		done <- nil
+	}()
+	return done
 }
 
 // logLatencies logs the mean of the latency histograms that say where a

@@ -118,7 +118,7 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("manager: max concurrent reconciles must be >= 0, got %d", o.MaxConcurrentReconciles)
 	}
 	if a := o.GatewayBindAddress; o.GatewayPort == 0 && a != "" && a != "0" {
-		// The runner-egress NetworkPolicy lets runners reach the port the
+		// The namespace's runner NetworkPolicy lets runners reach the port the
 		// gateway serves on; one flag sets both.
 		_, port, err := net.SplitHostPort(a)
 		if err != nil {

@@ -94,6 +94,12 @@ func New(cfg Config, restCfg *rest.Config, log logr.Logger) (*Simulator, error) 
 	if rc.QPS == 0 && rc.RateLimiter == nil {
 		rc.QPS, rc.Burst = full.ClientQPS, full.ClientBurst
 	}
+	if rc.ContentType == "" {
+		// As a kubelet talks to the API server (--kube-api-content-type):
+		// pods in protobuf, not JSON, both ways, watches included.
+		rc.ContentType = runtime.ContentTypeProtobuf
+		rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("podsim: build clientset: %w", err)
