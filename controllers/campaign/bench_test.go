@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -243,6 +245,10 @@ func reconciles(b *testing.B, controller string) float64 {
 // task under 10 names, 1,000 trials each; maxParallel 100) and prints the resident set at every 1,000 trials finished and the
 // growth over the previous 1,000. It runs only with BENCH_SCALE=1 (make
 // bench-scale): it takes most of an hour on two cores.
+// BENCH_HEAP_PPROF=PREFIX writes heap profiles (after a GC) to
+// PREFIX-1000.pprof at the first 1,000 trials and PREFIX-end.pprof once
+// the campaign has completed, with every Trial still there; pprof
+// -diff_base says what the growth is made of.
 func BenchmarkCampaignScale(b *testing.B) {
 	if os.Getenv("BENCH_SCALE") == "" {
 		b.Skip("set BENCH_SCALE=1 (make bench-scale) to run the 10,000-trial campaign")
@@ -270,12 +276,18 @@ func BenchmarkCampaignScale(b *testing.B) {
 		w0 := s.api.Writes.Load()
 		d := runBenchCampaign(b, s, trials, parallel, func(done int32) {
 			for done >= next {
+				if prefix := os.Getenv("BENCH_HEAP_PPROF"); prefix != "" && next == step {
+					writeHeapProfile(b, fmt.Sprintf("%s-%d.pprof", prefix, step))
+				}
 				rss := procStatusMiB(b, "VmRSS")
 				fmt.Printf("rss at %d trials: %.1f MiB (%+.1f MiB over the last %d)\n", next, rss, rss-prev, step)
 				growth = append(growth, rss-prev)
 				prev, next = rss, next+step
 			}
 		})
+		if prefix := os.Getenv("BENCH_HEAP_PPROF"); prefix != "" {
+			writeHeapProfile(b, prefix+"-end.pprof")
+		}
 		b.ReportMetric(trials/d.Seconds(), "trials_per_s")
 		b.ReportMetric(float64(s.api.Writes.Load()-w0)/trials, "api_writes_per_trial")
 		b.ReportMetric((prev-rss0)/float64(len(growth)), "rss_growth_MiB_per_1000")
@@ -286,6 +298,21 @@ func BenchmarkCampaignScale(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(procStatusMiB(b, "VmHWM"), "rss_peak_MiB")
+}
+
+// writeHeapProfile writes the in-use heap, after a collection, to path.
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("heap profile with every Trial still there: %s", path)
 }
 
 // diffKinds is after - before, per kind.
