@@ -99,6 +99,13 @@ func managerMain(ctx context.Context, args []string) error {
 	}
 	log := zap.New(zap.UseFlagOptions(&f.zap))
 	ctrl.SetLogger(log)
+	limit, err := applyMemoryLimit(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if limit > 0 {
+		log.Info("soft memory limit from the container's", "bytes", limit, "share", memoryLimitShare)
+	}
 	cfg, err := f.RestConfig()
 	if err != nil {
 		return err
