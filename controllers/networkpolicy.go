@@ -82,7 +82,6 @@ func NetworkPolicies(t *evalv1.Trial, mgr ManagerPeer) []*networkingv1.NetworkPo
 // a second policy per trial: the union for a runner is the same.
 func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy {
 	trial := evalv1.LabelValue(t.Name)
-	tcp := corev1.ProtocolTCP
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: policyMeta(t, NetworkPolicyName(t.Name)),
@@ -92,31 +91,12 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 				evalv1.LabelTrial:     trial,
 			}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Egress: []networkingv1.NetworkPolicyEgressRule{{
-				To: []networkingv1.NetworkPolicyPeer{{
-					PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-						evalv1.LabelManagedBy: evalv1.ManagedByValue,
-						evalv1.LabelTrial:     trial,
-						evalv1.LabelRole:      evalv1.RoleDBService,
-					}},
-				}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(DBServicePort))}},
-			}},
+			Egress: []networkingv1.NetworkPolicyEgressRule{
+				{To: trialPod(trial, evalv1.RoleDBService), Ports: tcpPort(DBServicePort)},
+			},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
-				{
-					From: []networkingv1.NetworkPolicyPeer{{
-						PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-							evalv1.LabelManagedBy: evalv1.ManagedByValue,
-							evalv1.LabelTrial:     trial,
-							evalv1.LabelRole:      evalv1.RoleRunner,
-						}},
-					}},
-					Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(DBServicePort))}},
-				},
-				{
-					From:  []networkingv1.NetworkPolicyPeer{managerPeer(mgr)},
-					Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(RunnerPort))}},
-				},
+				{From: trialPod(trial, evalv1.RoleRunner), Ports: tcpPort(DBServicePort)},
+				{From: []networkingv1.NetworkPolicyPeer{managerPeer(mgr)}, Ports: tcpPort(RunnerPort)},
 			},
 		},
 	}
@@ -145,7 +125,7 @@ func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolic
 	if mgr.GatewayPort > 0 {
 		rules = append(rules, networkingv1.NetworkPolicyEgressRule{
 			To:    []networkingv1.NetworkPolicyPeer{managerPeer(mgr)},
-			Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(tcp), Port: ptr.To(intstr.FromInt32(mgr.GatewayPort))}},
+			Ports: tcpPort(mgr.GatewayPort),
 		})
 	}
 	return &networkingv1.NetworkPolicy{
@@ -167,6 +147,21 @@ func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolic
 			Egress:      rules,
 		},
 	}
+}
+
+// trialPod selects the pod of one role of one trial.
+func trialPod(trial, role string) []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{{
+		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			evalv1.LabelManagedBy: evalv1.ManagedByValue,
+			evalv1.LabelTrial:     trial,
+			evalv1.LabelRole:      role,
+		}},
+	}}
+}
+
+func tcpPort(port int32) []networkingv1.NetworkPolicyPort {
+	return []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(port))}}
 }
 
 func managerPeer(mgr ManagerPeer) networkingv1.NetworkPolicyPeer {

@@ -50,21 +50,20 @@ func newPolicyClientWith(t *testing.T, build func(*fake.ClientBuilder), objs ...
 	if build != nil {
 		build(b)
 	}
+	count := func(m map[string]int, obj client.Object) {
+		if _, ok := obj.(*networkingv1.NetworkPolicy); ok {
+			w.mu.Lock()
+			m[obj.GetNamespace()+"/"+obj.GetName()]++
+			w.mu.Unlock()
+		}
+	}
 	c := b.WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
-				w.mu.Lock()
-				w.creates[np.Namespace+"/"+np.Name]++
-				w.mu.Unlock()
-			}
+			count(w.creates, obj)
 			return cl.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			if np, ok := obj.(*networkingv1.NetworkPolicy); ok {
-				w.mu.Lock()
-				w.updates[np.Namespace+"/"+np.Name]++
-				w.mu.Unlock()
-			}
+			count(w.updates, obj)
 			return cl.Update(ctx, obj, opts...)
 		},
 	}).Build()
