@@ -148,6 +148,13 @@ func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if t.DeletionTimestamp != nil {
 		return r.reconcileGone(ctx, req.NamespacedName)
 	}
+	if isTerminal(&t.Status) {
+		// The cache shows the outcome written, so no later read can show the
+		// attempt running: the pool's memory of it is not needed again, and
+		// keeping it until the Trial is deleted grew the manager by every
+		// finished Trial.
+		defer r.Pool.Forget(req.NamespacedName)
+	}
 
 	var p plan
 	for try := 0; ; try++ {

@@ -314,6 +314,23 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	return nil
 }
 
+// stripTrialPolicySpec keeps a trial's own NetworkPolicy in the cache
+// without its spec or managedFields: the controller only asks whether it
+// exists and deletes it by UID, and a finished Trial's policy stays until
+// the Trial goes, so at 10,000 Trials the specs were the largest part of the
+// cache's growth. The namespace's policy (no trial label) keeps its spec:
+// the controller compares it with its own.
+func stripTrialPolicySpec(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if err != nil {
+		return obj, err
+	}
+	if np, ok := obj.(*networkingv1.NetworkPolicy); ok && np.Labels[evalv1.LabelTrial] != "" {
+		np.Spec = networkingv1.NetworkPolicySpec{}
+	}
+	return obj, nil
+}
+
 // cacheOptions are the informers' options: only our pods and policies are
 // cached, never a whole cluster's, and no object keeps its managedFields in
 // memory (server-side apply bookkeeping the controllers never read; at 10,000
@@ -323,7 +340,7 @@ func cacheOptions(namespace string) cache.Options {
 	o := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                 {Label: ours},
-			&networkingv1.NetworkPolicy{}: {Label: ours},
+			&networkingv1.NetworkPolicy{}: {Label: ours, Transform: stripTrialPolicySpec},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"testing"
 
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers"
 )
 
 func TestOptionsDefaults(t *testing.T) {
@@ -57,5 +61,45 @@ func TestCacheStripsManagedFields(t *testing.T) {
 	}
 	if got := cacheOptions("evals").DefaultNamespaces; len(got) != 1 {
 		t.Fatalf("namespaced manager caches %v", got)
+	}
+}
+
+// A trial's own policy is cached without its spec (the controller needs its
+// existence and UID); the namespace's runner policy keeps its spec, which
+// the controller compares with its own; neither keeps managedFields.
+func TestCacheStripsTrialPolicySpecs(t *testing.T) {
+	tr := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t1", UID: "u1"}}
+	mgr := controllers.DefaultManagerPeer("tolokaforge-system")
+	var transform cache.ByObject
+	for k, v := range cacheOptions("").ByObject {
+		if _, ok := k.(*networkingv1.NetworkPolicy); ok {
+			transform = v
+		}
+	}
+	if transform.Transform == nil {
+		t.Fatal("no transform for NetworkPolicies")
+	}
+	own := controllers.NetworkPolicy(tr, mgr)
+	own.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "tolokaforge"}}
+	out, err := transform.Transform(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*networkingv1.NetworkPolicy)
+	if got.Name != controllers.NetworkPolicyName("t1") || got.ManagedFields != nil ||
+		len(got.Spec.Ingress) != 0 || len(got.Spec.Egress) != 0 || len(got.Spec.PodSelector.MatchLabels) != 0 {
+		t.Fatalf("trial policy in the cache: name %s, managedFields %v, spec %+v", got.Name, got.ManagedFields, got.Spec)
+	}
+
+	ns := controllers.RunnersPolicy("ns", mgr)
+	want := ns.Spec.DeepCopy()
+	ns.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "tolokaforge"}}
+	out, err = transform.Transform(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = out.(*networkingv1.NetworkPolicy)
+	if got.ManagedFields != nil || !equality.Semantic.DeepEqual(got.Spec, *want) {
+		t.Fatalf("namespace policy in the cache: managedFields %v, spec %+v, want %+v", got.ManagedFields, got.Spec, *want)
 	}
 }
