@@ -264,11 +264,17 @@ func egressAllowed(t *testing.T, nps []*networkingv1.NetworkPolicy, from *corev1
 	return !isolated
 }
 
+// trialPolicies are the policies that select a trial's pods: its own and its
+// namespace's runner policy.
+func trialPolicies(t *evalv1.Trial, mgr ManagerPeer) []*networkingv1.NetworkPolicy {
+	return []*networkingv1.NetworkPolicy{NetworkPolicy(t, mgr), RunnersPolicy(t.Namespace, mgr)}
+}
+
 func TestNetworkPolicyEgress(t *testing.T) {
 	tr := testTrial()
 	mgr := DefaultManagerPeer("tolokaforge-system")
 	mgr.GatewayPort = 8090
-	nps := NetworkPolicies(tr, mgr)
+	nps := trialPolicies(tr, mgr)
 
 	runner := RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 	db := DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
@@ -311,7 +317,7 @@ func TestNetworkPolicyEgress(t *testing.T) {
 	}
 
 	// Without a gateway port the manager is unreachable from the runner.
-	none := NetworkPolicies(tr, DefaultManagerPeer("tolokaforge-system"))
+	none := trialPolicies(tr, DefaultManagerPeer("tolokaforge-system"))
 	if egressAllowed(t, none, runner, "tolokaforge-system", mgr.Labels, tcp, 8090) {
 		t.Error("runner reaches the manager although no gateway port is configured")
 	}

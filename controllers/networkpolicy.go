@@ -56,12 +56,6 @@ func legacyRunnerEgressPolicyName(trial string) string {
 	return shortName(trial, 253-len(suffix)) + suffix
 }
 
-// NetworkPolicies are the policies a trial's pods need before any is
-// created: the trial's own NetworkPolicy and its namespace's RunnersPolicy.
-func NetworkPolicies(t *evalv1.Trial, mgr ManagerPeer) []*networkingv1.NetworkPolicy {
-	return []*networkingv1.NetworkPolicy{NetworkPolicy(t, mgr), RunnersPolicy(t.Namespace, mgr)}
-}
-
 // NetworkPolicy isolates every pod of one trial: its dbservice accepts only
 // the trial's runner, its runner accepts only the manager.
 //

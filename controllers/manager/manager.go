@@ -314,6 +314,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 	return nil
 }
 
+// stripManagedFields is every cached object's transform.
+var stripManagedFields = cache.TransformStripManagedFields()
+
 // stripTrialPolicySpec keeps a trial's own NetworkPolicy in the cache
 // without its spec or managedFields: the controller only asks whether it
 // exists and deletes it by UID, and a finished Trial's policy stays until
@@ -321,7 +324,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // cache's growth. The namespace's policy (no trial label) keeps its spec:
 // the controller compares it with its own.
 func stripTrialPolicySpec(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
+	obj, err := stripManagedFields(obj)
 	if err != nil {
 		return obj, err
 	}
@@ -342,7 +345,7 @@ func cacheOptions(namespace string) cache.Options {
 			&corev1.Pod{}:                 {Label: ours},
 			&networkingv1.NetworkPolicy{}: {Label: ours, Transform: stripTrialPolicySpec},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: stripManagedFields,
 	}
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
