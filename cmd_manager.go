@@ -14,7 +14,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"tolokaforge.io/operator/controllers/gateway"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/controllers/manager"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
-	"tolokaforge.io/operator/controllers/host/local"
+	"tolokaforge.io/operator/results/local"
 )
 
 // packMain runs `tolokaforge pack import|validate DIR...`.

@@ -13,7 +13,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/controllers/host/local"
+	"tolokaforge.io/operator/results/local"
 )
 
 const regradeUsage = `usage:

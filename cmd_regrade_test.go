@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"tolokaforge.io/operator/controllers/campaign/report"
+	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/examples/shop"
 	"tolokaforge.io/operator/test/fakellm"
 )

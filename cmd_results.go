@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/controllers/manager"
 )
 

@@ -18,9 +18,9 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers/campaign/report"
-	"tolokaforge.io/operator/controllers/host/artifacts"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
+	"tolokaforge.io/operator/results/report"
+	"tolokaforge.io/operator/api/artifacts"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/controllers/manager"
 	"tolokaforge.io/operator/test/envtest"
 	"tolokaforge.io/operator/test/s3server"

@@ -17,8 +17,8 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
-	"tolokaforge.io/operator/controllers/host/local"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/results/local"
 )
 
 // trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers/host/artifacts"
+	"tolokaforge.io/operator/api/artifacts"
 )
 
 // runDir is one `trial run`'s own directory under --out: a run never

@@ -20,7 +20,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 

@@ -5,8 +5,9 @@
 #   runner/...       api/..., dbservice/client and runner/...
 #   examples/...     api/... and examples/...
 #   controllers/...  api/..., runner/client, dbservice/client and controllers/...
-#                    (controllers/host/local embeds the runner and the DB
-#                    service: the in-process stack of `trial run`)
+#   results/...      what controllers/ may import, controllers/... and results/...
+#                    (results/local embeds the runner and the DB service: the
+#                    in-process stack of `trial run`, `pack validate`, `regrade`)
 #   test/...         anything but the root package
 #   production code  never imports test/... (the root package's cmd_dev.go
 #                    imports test/devcluster under the `dev` build tag only;
@@ -30,8 +31,9 @@ function allowed(from, to) {
   if (under(from, "dbservice"))   return under(to, "api") || under(to, "dbservice")
   if (under(from, "runner"))      return under(to, "api") || under(to, "runner") || to == "dbservice/client"
   if (under(from, "examples"))    return under(to, "api") || under(to, "examples")
-  if (from == "controllers/host/local" && (under(to, "runner") || under(to, "dbservice"))) return 1
   if (under(from, "controllers")) return under(to, "api") || under(to, "controllers") || to == "runner/client" || to == "dbservice/client"
+  if (from == "results/local" && (under(to, "runner") || under(to, "dbservice"))) return 1
+  if (under(from, "results"))     return under(to, "api") || under(to, "controllers") || under(to, "results") || to == "runner/client" || to == "dbservice/client"
   if (under(from, "test"))        return to != "."
   if (from == ".")                return !under(to, "test")
   return 0

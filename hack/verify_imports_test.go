@@ -46,6 +46,10 @@ func TestPlantedBadImportsFail(t *testing.T) {
 			"import rule broken: controllers/manager imports test/podsim"},
 		{"the root links the fake LLM", m + " " + m + "/test/fakellm",
 			"import rule broken: . imports test/fakellm"},
+		{"controllers reach up into results", m + "/controllers/host " + m + "/results/local",
+			"import rule broken: controllers/host imports results/local"},
+		{"the report embeds the runner", m + "/results/report " + m + "/runner",
+			"import rule broken: results/report imports runner"},
 		{"dbservice reaches controllers", m + "/dbservice " + m + "/controllers",
 			"import rule broken: dbservice imports controllers"},
 	}
@@ -58,7 +62,8 @@ func TestPlantedBadImportsFail(t *testing.T) {
 		})
 	}
 	// The stated exceptions pass.
-	ok := m + " fmt\n" + m + "/controllers/host/local " + m + "/runner " + m + "/dbservice\n"
+	ok := m + " fmt\n" + m + "/results/local " + m + "/runner " + m + "/dbservice\n" +
+		m + "/results/report " + m + "/controllers/campaign\n"
 	if out, err := verifyImports(t, ok); err != nil {
 		t.Fatalf("exceptions refused: %v\n%s", err, out)
 	}

@@ -24,7 +24,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
-	"tolokaforge.io/operator/controllers/campaign/report"
+	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/test/envtest"
 )
 

@@ -13,7 +13,7 @@
 //
 // Files by concern: names.go (Trial names and label values), passk.go (the
 // estimators, exact rational arithmetic), aggregate.go (cells and
-// aggregates, also used by controllers/campaign/report), plan.go (what to create and
+// aggregates, also used by results/report), plan.go (what to create and
 // the status), plan_rerun.go, plan_budget.go (maxParallel and the budget),
 // plan_conditions.go (also spec.suspend's and missing Secrets' holds),
 // references.go (the Secrets the Campaign's models read), trial.go (the Trial of a cell and what the

@@ -16,7 +16,7 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/controllers/campaign/report"
+	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/test/envtest"
 )
 

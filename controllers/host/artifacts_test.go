@@ -9,10 +9,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/artifacts"
-	"tolokaforge.io/operator/controllers/host/local"
+	"tolokaforge.io/operator/results/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 

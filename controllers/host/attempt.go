@@ -10,9 +10,9 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // Who graded an attempt (AttemptResult.GradedBy).

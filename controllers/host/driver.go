@@ -7,9 +7,9 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // RunAttempt drives one attempt against a registered-to-be runner:

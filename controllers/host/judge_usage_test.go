@@ -11,7 +11,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
-	"tolokaforge.io/operator/controllers/host/local"
+	"tolokaforge.io/operator/results/local"
 	"tolokaforge.io/operator/test/fakellm"
 )
 

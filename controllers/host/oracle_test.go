@@ -5,7 +5,7 @@ import (
 
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/controllers/host/local"
+	"tolokaforge.io/operator/results/local"
 )
 
 func TestOracleOnShopPasses(t *testing.T) {

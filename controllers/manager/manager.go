@@ -29,7 +29,7 @@ import (
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/controllers/gateway"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 )
 
 // Defaults of Options.
@@ -57,7 +57,7 @@ type Options struct {
 	// empty writes none.
 	ArtifactsDir string
 	// ArtifactsURL is the store every attempt's artifacts go to (file://,
-	// s3://, gs://: see controllers/host/artifacts/blobstore), keyed
+	// s3://, gs://: see api/artifacts/blobstore), keyed
 	// <namespace>/<trial>/attempt-<n>/; ArtifactsDir D is file://D. At most
 	// one of the two.
 	ArtifactsURL string

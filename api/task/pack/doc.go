@@ -11,7 +11,7 @@
 //
 // Conversion is pure: it reads the pack directory and writes manifests. The
 // CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;
-// running a pack's golden path locally lives in controllers/host/local.
+// running a pack's golden path locally lives in results/local.
 //
 // Imports: api/task, api/v1alpha1, go.yaml.in/yaml/v3 and apimachinery's
 // validation; the runner's builtin tool catalog comes in through

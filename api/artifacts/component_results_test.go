@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
-	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // grade.yaml's component_results gives every component its status, score, pass and

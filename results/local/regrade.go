@@ -15,11 +15,11 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
-	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // RegradeDirPrefix names a regrade's output directory, regrade-<timestamp>,

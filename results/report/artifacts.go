@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The files of one attempt (controllers/host/artifacts).
+// The files of one attempt (api/artifacts).
 const (
 	trajectoryFile = "trajectory.yaml"
 	gradeFile      = "grade.yaml"

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// The full trajectory.yaml, for the trial page (controllers/host/artifacts).
+// The full trajectory.yaml, for the trial page (api/artifacts).
 type fullTrajectory struct {
 	trajectoryDoc
 	GradingError string         `json:"grading_error"`

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"tolokaforge.io/operator/api/artifacts"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/runnerpb"
-	"tolokaforge.io/operator/controllers/host/artifacts"
-	"tolokaforge.io/operator/controllers/host/artifacts/blobstore"
 	"tolokaforge.io/operator/test/s3server"
 )
 

@@ -18,7 +18,7 @@
 //
 // The query parameters are gocloud's (s3blob, gcsblob).
 //
-// Imports: the standard library, gocloud.dev and controllers/host/artifacts.
+// Imports: the standard library, gocloud.dev and api/artifacts.
 package blobstore
 
 import (
@@ -37,7 +37,7 @@ import (
 	_ "gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
 
-	"tolokaforge.io/operator/controllers/host/artifacts"
+	"tolokaforge.io/operator/api/artifacts"
 )
 
 // Schemes the store opens.

@@ -12,9 +12,9 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // attempt writes one attempt with the host's own artifacts writer.

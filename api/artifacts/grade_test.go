@@ -7,8 +7,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
-	"tolokaforge.io/operator/controllers/host/artifacts"
 )
 
 // The judge's report and per-criterion results reach grade.yaml: they are the only

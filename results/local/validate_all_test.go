@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"tolokaforge.io/operator/api/task"
-	"tolokaforge.io/operator/controllers/host/local"
 	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/results/local"
 	"tolokaforge.io/operator/test/fakellm"
 	"tolokaforge.io/operator/test/mcpstandin"
 )
