@@ -13,8 +13,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/manager"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/examples/shop"
+	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/test/fakellm"
 )
 

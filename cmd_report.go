@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/results/report"
 )
 
 const reportUsage = `usage:

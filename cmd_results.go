@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/manager"
 )
 

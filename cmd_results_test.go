@@ -16,12 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"tolokaforge.io/operator/api/runnerpb"
-	evalv1 "tolokaforge.io/operator/api/v1alpha1"
-	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/api/runnerpb"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/manager"
+	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/test/envtest"
 	"tolokaforge.io/operator/test/s3server"
 )

@@ -13,11 +13,11 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
-	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/results/local"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/api/artifacts"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
 // runDir is one `trial run`'s own directory under --out: a run never

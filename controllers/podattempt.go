@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
-	"tolokaforge.io/operator/api/artifacts/blobstore"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
 

@@ -24,12 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/llm"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/controllers/gateway"
-	"tolokaforge.io/operator/api/artifacts/blobstore"
 )
 
 // Defaults of Options.
