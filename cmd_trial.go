@@ -15,6 +15,7 @@ import (
 
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/llm"
+	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
@@ -368,6 +369,7 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		Agent:              agent,
 		User:               user,
 		ArtifactsSink:      store.Sink(""),
+		Record:             result.Record{Agent: agentName},
 		TrialIndex:         f.trialIndex,
 		AttemptNumber:      attempt,
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },

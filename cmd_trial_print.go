@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/controllers/host"
 )
@@ -58,12 +59,16 @@ func printResult(w io.Writer, res host.AttemptResult) error {
 			u.Calls, u.Retries, u.PromptTokens, u.CompletionTokens, u.CostUSD)
 	}
 	if g := res.Grade; g != nil {
-		fmt.Fprintf(w, "grade: score %g, pass %t\n", g.GetScore(), g.GetBinaryPass())
+		read := result.FromWire(g)
+		fmt.Fprintf(w, "grade: score %g, pass %t\n", read.Score, read.Pass)
+		if line := componentsLine(read); line != "" {
+			fmt.Fprintf(w, "components: %s\n", line)
+		}
 		if st := g.GetJudgeStatus(); st != runnerpb.JudgeStatus_JUDGE_STATUS_UNSPECIFIED {
 			fmt.Fprintf(w, "judge: %s\n", strings.TrimPrefix(st.String(), "JUDGE_STATUS_"))
 		}
-		if g.GetReasons() != "" {
-			fmt.Fprintf(w, "reasons: %s\n", g.GetReasons())
+		if read.Reasons != "" {
+			fmt.Fprintf(w, "reasons: %s\n", read.Reasons)
 		}
 	} else if res.Message != "" {
 		fmt.Fprintf(w, "no grade: %s\n", res.Message)
@@ -82,6 +87,20 @@ func printResult(w io.Writer, res host.AttemptResult) error {
 	default:
 		return &exitError{code: 1, msg: fmt.Sprintf("trial ended without a grade: %s: %s", res.Outcome, res.Message)}
 	}
+}
+
+// componentsLine is each component's score, or its status when it has
+// none ("state_checks 1, llm_judge errored").
+func componentsLine(g *result.Grade) string {
+	parts := make([]string, 0, len(g.Components))
+	for _, c := range g.Components {
+		if c.Status == result.Scored {
+			parts = append(parts, fmt.Sprintf("%s %g", c.Name, *c.Score))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s", c.Name, strings.ReplaceAll(string(c.Status), "_", " ")))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tolokaforge.io/operator/api/artifacts"
+	"tolokaforge.io/operator/api/result"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
@@ -120,13 +121,19 @@ func readRecorded(run *runDir, taskID string, index int) (recordedTrial, error) 
 		return rt, err
 	}
 	rt.Outcome = tr.Outcome
-	var g struct {
-		BinaryPass bool `json:"binary_pass"`
+	gradePath := filepath.Join(rt.Dir, artifacts.GradeFile)
+	b, err := os.ReadFile(gradePath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return rt, nil
+	case err != nil:
+		return rt, fmt.Errorf("trial run: %w", err)
 	}
-	if _, err := readYAMLFile(filepath.Join(rt.Dir, artifacts.GradeFile), &g); err != nil {
-		return rt, err
+	f, err := result.ParseFile(b)
+	if err != nil {
+		return rt, fmt.Errorf("trial run: recorded result %s: %w", gradePath, err)
 	}
-	rt.Pass = g.BinaryPass
+	rt.Pass = f.BinaryPass
 	return rt, nil
 }
 

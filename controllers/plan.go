@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"tolokaforge.io/operator/api/result"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -192,7 +193,7 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 	now := metav1.NewTime(w.Now)
 	p.attemptEndedHere = true
 	a.EndTime = &now
-	a.Outcome, a.Reason, a.Message = v.Outcome, v.Reason, truncate(v.Message, maxReasonsLen)
+	a.Outcome, a.Reason, a.Message = v.Outcome, v.Reason, truncate(v.Message, result.MaxStatusText)
 	if res != nil {
 		st.Turns = int32(res.Turns)
 		st.TerminationReason = string(res.TerminationReason)
@@ -204,7 +205,7 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 			st.ArtifactsURL = res.ArtifactsURL
 		}
 		if v.Grade && st.Grade == nil {
-			st.Grade = GradeSummary(res.Grade, a.Number)
+			st.Grade = result.Summary(res.Grade, a.Number)
 		}
 	}
 	ended := fmt.Sprintf("attempt %d ended: %s", a.Number, a.Message)

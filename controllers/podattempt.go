@@ -140,6 +140,7 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 		Agent:              agent,
 		User:               user,
 		ArtifactsDir:       AttemptArtifactsDir(d.ArtifactsDir, t, in.Number),
+		Record:             RecordOf(t),
 		TrialIndex:         int(t.Spec.TrialIndex),
 		AttemptNumber:      int(in.Number),
 		Log:                log,

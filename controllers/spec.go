@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -137,6 +138,20 @@ func AgentLabel(m evalv1.ModelSpec) string {
 		return p
 	}
 	return p + "/" + m.Model
+}
+
+// RecordOf is who runs t, for its artifacts: its Campaign (the controller
+// owner; a label value may be hashed) and the agent's name in it, else the
+// agent's provider/model.
+func RecordOf(t *evalv1.Trial) result.Record {
+	r := result.Record{Namespace: t.Namespace, Trial: t.Name, Agent: t.Labels[evalv1.LabelAgent]}
+	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" {
+		r.Campaign = ref.Name
+	}
+	if r.Agent == "" {
+		r.Agent = AgentLabel(t.Spec.Agent)
+	}
+	return r
 }
 
 // TrialArtifactsKey is the Trial's folder in an artifacts store:

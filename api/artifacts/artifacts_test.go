@@ -34,22 +34,6 @@ func TestSafeSegment(t *testing.T) {
 	}
 }
 
-func TestEvaluatedComponents(t *testing.T) {
-	zero, half := 0.0, 0.5
-	c := EvaluatedComponents(&runnerpb.GradeComponents{StateChecks: 0, TranscriptRules: -1, LlmJudge: 0.5, CustomChecks: -1, TraceChecks: &zero})
-	if c.StateChecks == nil || *c.StateChecks != 0 || c.TranscriptRules != nil || c.LLMJudge == nil || *c.LLMJudge != half ||
-		c.CustomChecks != nil || c.TraceChecks == nil || *c.TraceChecks != 0 {
-		t.Fatalf("components = %+v", c)
-	}
-	// Absent trace_checks (an older runner) is not evaluated, not 0.
-	if c := EvaluatedComponents(&runnerpb.GradeComponents{StateChecks: 1}); c.TraceChecks != nil {
-		t.Fatalf("absent trace_checks read as %v", *c.TraceChecks)
-	}
-	if c := EvaluatedComponents(nil); c != (Components{}) {
-		t.Fatalf("nil components = %+v", c)
-	}
-}
-
 func sample() *Attempt {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return &Attempt{

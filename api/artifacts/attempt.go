@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"time"
+	"tolokaforge.io/operator/api/result"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
@@ -15,6 +16,8 @@ type Attempt struct {
 	TaskID        string
 	TrialIndex    int
 	AttemptNumber int
+	// Record is who ran the trial; trajectory.yaml carries it.
+	Record result.Record
 
 	Outcome           string
 	Reason            string

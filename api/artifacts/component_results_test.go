@@ -56,7 +56,7 @@ func TestGradeYAMLComponentResults(t *testing.T) {
 		"transcript_rules": {"scored", 0.5, false, []string{"Transcript: 1 of 2 rules failed: x"}},
 		"trace_checks":     {"scored", 0.5, false, []string{"Trace checks: score=0.5", "Trace check paid: not paid"}},
 		"llm_judge":        {"errored", -1, false, []string{"Judge: errored, no score (llm_judge carries no weight share): boom"}},
-		"custom_checks":    {"not_scored", -1, false, []string{"custom_checks.checks: skipped: disabled"}},
+		"custom_checks":    {"not_evaluated", -1, false, []string{"custom_checks.checks: skipped: disabled"}},
 	}
 	if len(doc.ComponentResults) != len(wants) {
 		t.Fatalf("component_results = %+v\n%s", doc.ComponentResults, b)

@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"time"
+	"tolokaforge.io/operator/api/result"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
@@ -9,7 +10,9 @@ import (
 )
 
 type trajectory struct {
-	TrialID           string                  `json:"trial_id"`
+	TrialID string `json:"trial_id"`
+	// The record's fields (namespace, trial, campaign, agent) inline.
+	result.Record
 	RunID             string                  `json:"run_id,omitempty"`
 	AttemptID         string                  `json:"attempt_id,omitempty"`
 	TaskID            string                  `json:"task_id"`
@@ -37,7 +40,7 @@ type trajectoryMessage struct {
 
 func trajectoryDoc(a *Attempt) trajectory {
 	t := trajectory{
-		TrialID: a.TrialID, RunID: a.RunID, AttemptID: a.AttemptID, TaskID: a.TaskID,
+		TrialID: a.TrialID, Record: a.Record, RunID: a.RunID, AttemptID: a.AttemptID, TaskID: a.TaskID,
 		TrialIndex: a.TrialIndex, Attempt: a.AttemptNumber,
 		Outcome: a.Outcome, Reason: a.Reason, Message: a.Message,
 		TerminationReason: a.TerminationReason,

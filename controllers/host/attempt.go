@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"time"
+	"tolokaforge.io/operator/api/result"
 
 	"tolokaforge.io/operator/api/llm"
 
@@ -62,6 +63,9 @@ type AttemptConfig struct {
 	// configured component, except for the oracle agent: see
 	// OracleGradingComponents.
 	GradingComponents []string
+	// Record is who runs the trial (namespace, Trial, campaign, agent),
+	// written into trajectory.yaml so readers never guess it from paths.
+	Record result.Record
 	// TrialIndex places the artifacts (the k of pass^k).
 	TrialIndex int
 	// AttemptNumber is recorded in the artifacts.

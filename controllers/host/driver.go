@@ -104,6 +104,7 @@ func (r *run) artifactsOf(res *AttemptResult, end *ending) *artifacts.Attempt {
 	spec := r.cfg.Spec
 	a := &artifacts.Attempt{
 		TrialID: spec.TrialID, RunID: spec.RunID, AttemptID: spec.AttemptID, TaskID: spec.Task.TaskID,
+		Record:     r.cfg.Record,
 		TrialIndex: r.cfg.TrialIndex, AttemptNumber: r.cfg.AttemptNumber,
 		Outcome: string(res.Outcome), Reason: res.Reason, Message: res.Message,
 		TerminationReason: string(res.TerminationReason), Turns: res.Turns,

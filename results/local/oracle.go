@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
@@ -73,6 +74,7 @@ func (s *Stack) RunOracle(ctx context.Context, desc *task.TaskDescription, initi
 		GradingComponents:  components,
 		Agent:              agents.NewOracle(desc),
 		ArtifactsDir:       o.ArtifactsDir,
+		Record:             result.Record{Agent: string(evalv1.ProviderOracle)},
 		TrialIndex:         trialIndex,
 		AttemptNumber:      1,
 		Log:                o.Log.WithName("host"),

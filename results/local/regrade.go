@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"tolokaforge.io/operator/api/result"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/yaml"
@@ -34,9 +35,11 @@ const RegradeSummaryFile = "regrade.yaml"
 type RecordedTrial struct {
 	// Dir is trials/<task_id>/<index> and Rel that path relative to the
 	// regraded directory.
-	Dir, Rel    string
-	TaskID      string
-	TrialIndex  int
+	Dir, Rel   string
+	TaskID     string
+	TrialIndex int
+	// Record is who ran it, carried into the regrade's own artifacts.
+	Record      result.Record
 	Outcome     string
 	Termination task.TerminationReason
 	Turns       int
@@ -57,20 +60,21 @@ type GradeSummary struct {
 	Components map[string]float64 `json:"components,omitempty"`
 	// JudgeStatus ERRORED marks a judge that ran without a score.
 	JudgeStatus string `json:"judge_status,omitempty"`
+	// grade is api/result's reading, which the summary is written from.
+	grade *result.Grade
 }
 
-// evaluated lists the components the grade scored, in the spec's order.
-func (g *GradeSummary) evaluated() []string {
-	var out []string
-	for _, c := range task.ComponentNames() {
-		if _, ok := g.Components[c]; ok || (c == task.ComponentLLMJudge && g.JudgeStatus == "JUDGE_STATUS_ERRORED") {
-			out = append(out, c)
-		}
-	}
-	return out
+// summaryFrom is the regrade's record of a grade read by api/result.
+func summaryFrom(g *result.Grade, gradedBy, judgeStatus string) *GradeSummary {
+	return &GradeSummary{Score: g.Score, Pass: g.Pass, Reasons: g.Reasons, GradedBy: gradedBy,
+		Components: g.Scores(), JudgeStatus: judgeStatus, grade: g}
 }
+
+// evaluated lists the components the grade evaluated, in the spec's order.
+func (g *GradeSummary) evaluated() []string { return g.grade.Evaluated() }
 
 type recordedTrajectory struct {
+	result.Record
 	TaskID            string                  `json:"task_id"`
 	TrialIndex        int                     `json:"trial_index"`
 	Outcome           string                  `json:"outcome"`
@@ -143,7 +147,7 @@ func readRecordedTrial(dir string) (RecordedTrial, error) {
 	if err := yaml.Unmarshal(b, &tr); err != nil {
 		return rt, fmt.Errorf("%s: %w", filepath.Join(dir, artifacts.TrajectoryFile), err)
 	}
-	rt.TaskID, rt.TrialIndex, rt.Outcome, rt.Turns = tr.TaskID, tr.TrialIndex, tr.Outcome, tr.Turns
+	rt.TaskID, rt.TrialIndex, rt.Outcome, rt.Turns, rt.Record = tr.TaskID, tr.TrialIndex, tr.Outcome, tr.Turns, tr.Record
 	rt.Termination = task.TerminationReason(tr.TerminationReason)
 	rt.Messages, rt.ToolCalls = tr.Messages, tr.ToolCalls
 	gb, err := os.ReadFile(filepath.Join(dir, artifacts.GradeFile))
@@ -152,11 +156,15 @@ func readRecordedTrial(dir string) (RecordedTrial, error) {
 	case err != nil:
 		return rt, err
 	default:
-		var g GradeSummary
-		if err := yaml.Unmarshal(gb, &g); err != nil {
+		f, err := result.ParseFile(gb)
+		if err != nil {
 			return rt, fmt.Errorf("%s: %w", filepath.Join(dir, artifacts.GradeFile), err)
 		}
-		rt.Original = &g
+		g, err := f.Grade()
+		if err != nil {
+			return rt, fmt.Errorf("%s: %w", filepath.Join(dir, artifacts.GradeFile), err)
+		}
+		rt.Original = summaryFrom(g, f.GradedBy, f.JudgeStatus)
 	}
 	return rt, nil
 }
@@ -401,21 +409,11 @@ func contains(xs []string, x string) bool {
 }
 
 func summaryOf(g *runnerpb.Grade) *GradeSummary {
-	s := &GradeSummary{Score: g.GetScore(), Pass: g.GetBinaryPass(), Reasons: g.GetReasons(), GradedBy: host.GradedByRunner}
-	c := artifacts.EvaluatedComponents(g.GetComponents())
-	s.Components = map[string]float64{}
-	for name, v := range map[string]*float64{
-		task.ComponentStateChecks: c.StateChecks, task.ComponentTranscriptRules: c.TranscriptRules,
-		task.ComponentLLMJudge: c.LLMJudge, task.ComponentCustomChecks: c.CustomChecks, task.ComponentTraceChecks: c.TraceChecks,
-	} {
-		if v != nil {
-			s.Components[name] = *v
-		}
-	}
+	js := ""
 	if g.GetJudgeStatus() != runnerpb.JudgeStatus_JUDGE_STATUS_UNSPECIFIED {
-		s.JudgeStatus = g.GetJudgeStatus().String()
+		js = g.GetJudgeStatus().String()
 	}
-	return s
+	return summaryFrom(result.FromWire(g), host.GradedByRunner, js)
 }
 
 // replayTrial runs one recorded trial again with actors that say what the
@@ -454,6 +452,7 @@ func replayTrial(ctx context.Context, s *Stack, desc *task.TaskDescription, rt R
 		User:              user,
 		ArtifactsDir:      out,
 		GradingComponents: components,
+		Record:            rt.Record,
 		TrialIndex:        rt.TrialIndex,
 		AttemptNumber:     1,
 		Log:               log.WithName("regrade"),

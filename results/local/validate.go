@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"tolokaforge.io/operator/api/result"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
@@ -101,17 +102,15 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 		return v
 	}
 	v.Score = g.GetScore()
-	if c := g.GetComponents(); c != nil && c.GetStateChecks() >= 0 {
-		s := c.GetStateChecks()
-		v.StateScore = &s
-	}
+	read := result.FromWire(g)
+	v.StateScore = read.ComponentScore(task.ComponentStateChecks)
 	var unscored []string
 	for _, name := range configured {
 		cr := ComponentResult{Name: name}
-		if s, ok := componentScore(g, name); ok {
-			cr.Score = &s
+		if s := read.ComponentScore(name); s != nil {
+			cr.Score = s
 		} else {
-			cr.Problem = unscoredWhy(g, name)
+			cr.Problem = unscoredWhy(read, name)
 			unscored = append(unscored, cr.String())
 		}
 		v.Components = append(v.Components, cr)
@@ -142,36 +141,9 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 	return v
 }
 
-// componentScore reads one component's score off the grade; false when unscored.
-func componentScore(g *runnerpb.Grade, name string) (float64, bool) {
-	c := g.GetComponents()
-	if c == nil {
-		return 0, false
-	}
-	var s float64
-	switch name {
-	case task.ComponentStateChecks:
-		s = c.GetStateChecks()
-	case task.ComponentTranscriptRules:
-		s = c.GetTranscriptRules()
-	case task.ComponentLLMJudge:
-		s = c.GetLlmJudge()
-	case task.ComponentCustomChecks:
-		s = c.GetCustomChecks()
-	case task.ComponentTraceChecks:
-		if c.TraceChecks == nil {
-			return 0, false
-		}
-		s = c.GetTraceChecks()
-	default:
-		return 0, false
-	}
-	return s, s >= 0
-}
-
 // unscoredWhy says why a configured component has no score.
-func unscoredWhy(g *runnerpb.Grade, name string) string {
-	if name == task.ComponentLLMJudge && g.GetJudgeStatus() == runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED {
+func unscoredWhy(g *result.Grade, name string) string {
+	if c, ok := g.Component(name); ok && name == task.ComponentLLMJudge && c.Status == result.Errored {
 		return "JUDGE_STATUS_ERRORED"
 	}
 	return "skipped or errored; see the reasons"

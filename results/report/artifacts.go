@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tolokaforge.io/operator/api/result"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"sigs.k8s.io/yaml"
@@ -25,7 +25,9 @@ const (
 )
 
 type trajectoryDoc struct {
-	TrialID           string `json:"trial_id"`
+	TrialID string `json:"trial_id"`
+	// Record is who ran the trial (agent, campaign, Trial), as it says.
+	result.Record
 	TaskID            string `json:"task_id"`
 	TrialIndex        int    `json:"trial_index"`
 	Attempt           int    `json:"attempt"`
@@ -34,24 +36,6 @@ type trajectoryDoc struct {
 	Message           string `json:"message"`
 	TerminationReason string `json:"termination_reason"`
 	Turns             int    `json:"turns"`
-}
-
-type gradeDoc struct {
-	GradedBy   string             `json:"graded_by"`
-	BinaryPass bool               `json:"binary_pass"`
-	Score      float64            `json:"score"`
-	Components map[string]float64 `json:"components"`
-	Reasons    string             `json:"reasons"`
-	// StateDiff is the decoded state_diff_json; StateDiffJSON a payload that
-	// was not JSON, verbatim.
-	StateDiff        json.RawMessage  `json:"state_diff"`
-	StateDiffJSON    string           `json:"state_diff_json"`
-	JudgeStatus      string           `json:"judge_status"`
-	CriterionResults []criterionDoc   `json:"criterion_results"`
-	CustomChecks     []customCheckDoc `json:"custom_checks"`
-	TraceChecks      []traceCheckDoc  `json:"trace_checks"`
-	TraceSummary     *traceSummaryDoc `json:"trace_checks_summary"`
-	JudgeReport      *json.RawMessage `json:"judge_report"`
 }
 
 type criterionDoc struct {
@@ -82,20 +66,6 @@ type traceSummaryDoc struct {
 	WinningPath   string   `json:"winning_path"`
 	GateFailed    bool     `json:"gate_failed"`
 	FailedGateIDs []string `json:"failed_gate_ids"`
-}
-
-// diffSummary is state_diff.summary, when the diff has one.
-func (g *gradeDoc) diffSummary() string {
-	if len(g.StateDiff) == 0 {
-		return ""
-	}
-	var d struct {
-		Summary string `json:"summary"`
-	}
-	if json.Unmarshal(g.StateDiff, &d) != nil {
-		return ""
-	}
-	return d.Summary
 }
 
 type usageDoc struct {
@@ -233,6 +203,27 @@ func FromArtifacts(dir string) (*Report, error) {
 	return rep, nil
 }
 
+// readGrade reads a grade.yaml and api/result's reading of it; both nil
+// when the attempt has no grade.
+func readGrade(path string) (*result.File, *result.Grade, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := result.ParseFile(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	g, err := f.Grade()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, g, nil
+}
+
 func readYAML(path string, into any) (bool, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -255,11 +246,14 @@ func readTrial(g []trialDir) (Trial, error) {
 	if _, err := readYAML(filepath.Join(latest.dir, trajectoryFile), &tr); err != nil {
 		return Trial{}, err
 	}
+	// Who ran it is the trial's own record. Only a record written before
+	// it carried an agent falls back to the folder it sits in (the layout
+	// `results pull` writes names agents' folders).
 	out := Trial{
 		Name:           filepath.ToSlash(filepath.Join(latest.prefix, "trials", latest.task, strconv.Itoa(latest.index))),
-		Agent:          latest.prefix,
+		Agent:          tr.Agent,
 		Task:           tr.TaskID,
-		Index:          latest.index,
+		Index:          tr.TrialIndex,
 		Turns:          tr.Turns,
 		Termination:    tr.TerminationReason,
 		TranscriptFile: filepath.Join(latest.dir, trajectoryFile),
@@ -269,27 +263,33 @@ func readTrial(g []trialDir) (Trial, error) {
 		out.attemptRoots = g
 	}
 	if out.Agent == "" {
+		out.Agent = latest.prefix
+	}
+	if out.Agent == "" {
 		out.Agent = "local"
+	}
+	if tr.Trial != "" {
+		out.Name = tr.Namespace + "/" + tr.Trial
 	}
 	if out.Task == "" {
 		out.Task = latest.task
 	}
-	var gd gradeDoc
-	hasGrade, err := readYAML(filepath.Join(latest.dir, gradeFile), &gd)
+	_, gd, err := readGrade(filepath.Join(latest.dir, gradeFile))
 	if err != nil {
 		return Trial{}, err
 	}
+	hasGrade := gd != nil
 	if hasGrade {
 		out.GradeFile = filepath.Join(latest.dir, gradeFile)
 		s := gd.Score
 		out.Score = &s
-		out.Components = componentsOf(&gd)
+		out.Components = gd.Components
 	}
 	switch tr.Outcome {
 	case string(evalv1.OutcomePassed), string(evalv1.OutcomeFailed),
 		"Graded": // artifacts written before outcomes were the API's
 		out.Phase = string(evalv1.PhaseFailed)
-		if hasGrade && gd.BinaryPass {
+		if hasGrade && gd.Pass {
 			out.Phase = string(evalv1.PhasePassed)
 		}
 	case "SelfGraded": // the same, for a host-graded attempt
@@ -304,10 +304,10 @@ func readTrial(g []trialDir) (Trial, error) {
 		switch {
 		case tr.TerminationReason != "" && tr.TerminationReason != "agent_done" && tr.TerminationReason != "user_stop":
 			out.Reason = "termination: " + tr.TerminationReason
-		case hasGrade && gd.diffSummary() != "":
-			out.Reason = shortReason(gd.diffSummary())
+		case hasGrade && gd.DiffSummary != "":
+			out.Reason = shortReason(gd.DiffSummary)
 		case hasGrade:
-			out.Reason = shortReason(firstFailing(gd.Reasons))
+			out.Reason = shortReason(gd.FirstFailing())
 		default:
 			out.Reason = "failed without a grade"
 		}

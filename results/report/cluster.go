@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/result"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/campaign"
 )
@@ -100,7 +100,7 @@ func TrialOf(t *evalv1.Trial) Trial {
 	}
 	out.Reason = failureReason(t, out.Phase)
 	if g := t.Status.Grade; g != nil {
-		out.Components = componentsOf(clusterGrade(g))
+		out.Components = result.FromStatus(g).Components
 	}
 	// A manager whose artifacts directory is on this machine (tolokaforge
 	// dev) gives the trial a page too.
@@ -110,22 +110,6 @@ func TrialOf(t *evalv1.Trial) Trial {
 		}
 	}
 	return out
-}
-
-// clusterGrade is a Trial's grade summary in grade.yaml's terms.
-func clusterGrade(g *evalv1.GradeSummary) *gradeDoc {
-	gd := &gradeDoc{Score: g.Score, BinaryPass: g.BinaryPass, Reasons: g.Reasons, Components: map[string]float64{}}
-	c := g.Components
-	for name, v := range map[string]*float64{CompStateChecks: c.StateChecks, CompTranscriptRules: c.TranscriptRules,
-		CompLLMJudge: c.LLMJudge, CompCustomChecks: c.CustomChecks, CompTraceChecks: c.TraceChecks} {
-		if v != nil {
-			gd.Components[name] = *v
-		}
-	}
-	if g.JudgeStatus == evalv1.JudgeErrored {
-		gd.JudgeStatus = "JUDGE_STATUS_ERRORED"
-	}
-	return gd
 }
 
 // failureReason is a short, groupable cause for a Trial that did not pass.
@@ -145,7 +129,7 @@ func failureReason(t *evalv1.Trial, phase string) string {
 			if g.DiffSummary != "" {
 				return shortReason(g.DiffSummary)
 			}
-			return shortReason(firstFailing(g.Reasons))
+			return shortReason(result.FromStatus(g).FirstFailing())
 		}
 		return "failed without a grade"
 	case string(evalv1.PhaseInfraFailed):
@@ -162,23 +146,6 @@ func failureReason(t *evalv1.Trial, phase string) string {
 		return phase
 	}
 	return "not finished (" + phase + ")"
-}
-
-// firstFailing is the first " | "-separated part of a grade's reasons that
-// is not a pass ("State: hash match", "... all N rules passed").
-func firstFailing(reasons string) string {
-	parts := strings.Split(reasons, " | ")
-	for _, p := range parts {
-		lp := strings.ToLower(p)
-		if strings.Contains(lp, "hash match") || strings.Contains(lp, "passed") && !strings.Contains(lp, "failed") {
-			continue
-		}
-		return p
-	}
-	if len(parts) > 0 && parts[0] != "" {
-		return parts[0]
-	}
-	return "below the pass threshold"
 }
 
 // FromKubeconfig is FromCampaign for a command line: c and namespace

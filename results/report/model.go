@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"tolokaforge.io/operator/api/result"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/campaign"
@@ -37,8 +38,8 @@ type Trial struct {
 	GradeFile, TranscriptFile string
 	// Dir is the trial's artifacts directory (empty from the cluster).
 	Dir string
-	// Components are the grade's per-component verdicts.
-	Components []ComponentResult
+	// Components are the grade's components as api/result reads them.
+	Components []result.Component
 	// attemptRoots are the manager layout's attempt-N copies of the trial,
 	// oldest first (nil in the other layouts, where attempts/<n>/ holds them).
 	attemptRoots []trialDir

@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tolokaforge.io/operator/api/result"
+	"tolokaforge.io/operator/api/task"
 )
 
 // The full trajectory.yaml, for the trial page (api/artifacts).
@@ -131,22 +134,6 @@ type trialPageData struct {
 	GradeHref, TransHref                     template.URL
 }
 
-// segmentComponent names the component a reasons segment belongs to
-// (runner/grading writes one segment per evaluator), "" for the grade's
-// own notes.
-func segmentComponent(seg string) string {
-	for _, p := range []struct{ prefix, comp string }{
-		{"State:", CompStateChecks}, {"DB probes:", CompStateChecks}, {"JSONPath:", CompJSONPath},
-		{"Transcript:", CompTranscriptRules}, {"Trace check", CompTraceChecks}, {"FAILED trace gates", CompTraceChecks},
-		{"Judge:", CompLLMJudge}, {"Custom checks:", CompCustomChecks}, {"Test execution:", CompTestExecution},
-	} {
-		if strings.HasPrefix(seg, p.prefix) {
-			return p.comp
-		}
-	}
-	return ""
-}
-
 func prettyJSON(raw string) string {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -204,13 +191,14 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 		d.Messages = append(d.Messages, pm)
 	}
 
-	var gd gradeDoc
-	hasGrade, err := readYAML(filepath.Join(t.Dir, gradeFile), &gd)
+	gf, gd, err := readGrade(filepath.Join(t.Dir, gradeFile))
 	if err != nil {
 		return nil, err
 	}
-	if hasGrade {
-		d.Grade = gradeOf(&gd)
+	if gf != nil {
+		if d.Grade, err = gradeOf(gf, gd); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(t.Dir, gradeFile), err)
+		}
 	}
 
 	var m fullMetrics
@@ -246,39 +234,57 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 	return d, nil
 }
 
-func gradeOf(gd *gradeDoc) *pageGrade {
-	g := &pageGrade{Pass: gd.BinaryPass, Score: strconv.FormatFloat(gd.Score, 'g', 6, 64), GradedBy: gd.GradedBy,
-		JudgeStatus: gd.JudgeStatus, Criteria: gd.CriterionResults, Custom: gd.CustomChecks, Trace: gd.TraceChecks, TraceSummary: gd.TraceSummary}
-	reasons := map[string][]string{}
-	for _, seg := range reasonSegments(gd.Reasons) {
-		if c := segmentComponent(seg); c != "" {
-			reasons[c] = append(reasons[c], seg)
-		} else {
-			g.Notes = append(g.Notes, seg)
+func gradeOf(gf *result.File, gd *result.Grade) (*pageGrade, error) {
+	g := &pageGrade{Pass: gd.Pass, Score: strconv.FormatFloat(gd.Score, 'g', 6, 64), GradedBy: gf.GradedBy,
+		JudgeStatus: gf.JudgeStatus, Notes: gd.Notes}
+	var err error
+	if g.Criteria, err = decodeAll[criterionDoc](gf.CriterionResults); err != nil {
+		return nil, fmt.Errorf("criterion_results: %w", err)
+	}
+	if g.Custom, err = decodeAll[customCheckDoc](gf.CustomChecks); err != nil {
+		return nil, fmt.Errorf("custom_checks: %w", err)
+	}
+	if g.Trace, err = decodeAll[traceCheckDoc](gf.TraceChecks); err != nil {
+		return nil, fmt.Errorf("trace_checks: %w", err)
+	}
+	if len(gf.TraceChecksSummary) > 0 {
+		g.TraceSummary = &traceSummaryDoc{}
+		if err := json.Unmarshal(gf.TraceChecksSummary, g.TraceSummary); err != nil {
+			return nil, fmt.Errorf("trace_checks_summary: %w", err)
 		}
 	}
-	seen := map[string]bool{}
-	for _, c := range componentsOf(gd) {
-		seen[c.Name] = true
-		pc := pageComponent{Name: c.Name, Score: fmtRate(c.Score), Reasons: reasons[c.Name]}
+	// JSONPath has a row of its own, so state_checks' row leaves its
+	// segment to it.
+	jsonPath := map[string]bool{}
+	if c, ok := gd.Component(result.JSONPath); ok {
+		for _, r := range c.Reasons {
+			jsonPath[r] = true
+		}
+	}
+	for _, c := range gd.Components {
+		pc := pageComponent{Name: c.Name, Score: fmtRate(c.Score), Reasons: c.Reasons}
+		if c.Name == task.ComponentStateChecks {
+			pc.Reasons = nil
+			for _, r := range c.Reasons {
+				if !jsonPath[r] {
+					pc.Reasons = append(pc.Reasons, r)
+				}
+			}
+		}
 		switch {
-		case c.Errored:
-			pc.Verdict = "errored"
-		case c.Passed:
+		case c.Status == result.Scored && c.Passed:
 			pc.Verdict = "passed"
-		default:
+		case c.Status == result.Scored:
 			pc.Verdict = "failed"
+		case c.Status == result.NotEvaluated:
+			// A suite that failed to run, a skipped judge: its reasons say why.
+			pc.Score, pc.Verdict = "-", "not evaluated"
+		default:
+			pc.Score, pc.Verdict = "-", string(c.Status)
 		}
 		g.Components = append(g.Components, pc)
 	}
-	// Segments of components without a score (a suite that failed to run, a
-	// skipped judge) still say why.
-	for _, name := range ComponentOrder {
-		if !seen[name] && len(reasons[name]) > 0 {
-			g.Components = append(g.Components, pageComponent{Name: name, Score: "-", Verdict: "not scored", Reasons: reasons[name]})
-		}
-	}
-	if len(gd.StateDiff) > 0 {
+	if len(gf.StateDiff) > 0 {
 		g.HasAnyDiff = true
 		var diff struct {
 			Summary   string   `json:"summary"`
@@ -287,15 +293,28 @@ func gradeOf(gd *gradeDoc) *pageGrade {
 			Removed   int      `json:"removed"`
 			Modified  int      `json:"modified"`
 		}
-		_ = json.Unmarshal(gd.StateDiff, &diff)
+		_ = json.Unmarshal(gf.StateDiff, &diff)
 		g.DiffSummary, g.DiffLines = diff.Summary, diff.DiffLines
 		g.HasDiff = diff.Added+diff.Removed+diff.Modified > 0 || len(diff.DiffLines) > 0
-		g.DiffJSON = prettyJSON(string(gd.StateDiff))
-	} else if gd.StateDiffJSON != "" {
+		g.DiffJSON = prettyJSON(string(gf.StateDiff))
+	} else if gf.StateDiffJSON != "" {
 		g.HasAnyDiff, g.HasDiff = true, true
-		g.DiffJSON = gd.StateDiffJSON
+		g.DiffJSON = gf.StateDiffJSON
 	}
-	return g
+	return g, nil
+}
+
+// decodeAll decodes grade.yaml's nested results for the page.
+func decodeAll[T any](raws []json.RawMessage) ([]T, error) {
+	out := make([]T, 0, len(raws))
+	for i, raw := range raws {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // attemptsOf lists attempts/<n>/ of a trial directory, oldest first.
