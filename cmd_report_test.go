@@ -33,8 +33,9 @@ func TestReportCommandOnTrialRunArtifacts(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 	}
-	// One page per trial beside the campaign page, linked from its cell.
-	page, err := os.ReadFile(filepath.Join(filepath.Dir(htmlPath), "report_trials", "local__shop_orders_02__0.html"))
+	// One page per trial beside the campaign page, linked from its cell; the
+	// agent is the one trajectory.yaml records (oracle), not a folder name.
+	page, err := os.ReadFile(filepath.Join(filepath.Dir(htmlPath), "report_trials", "oracle__shop_orders_02__0.html"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestReportCommandOnTrialRunArtifacts(t *testing.T) {
 		}
 	}
 	campaignPage, _ := os.ReadFile(htmlPath)
-	if !strings.Contains(string(campaignPage), `href="report_trials/local__shop_orders_02__0.html">#0</a>`) {
+	if !strings.Contains(string(campaignPage), `href="report_trials/oracle__shop_orders_02__0.html">#0</a>`) {
 		t.Errorf("the campaign page does not link the trial:\n%s", campaignPage)
 	}
 	// k=1 on the page too: one pass@1 column per table, no pass^1 or pass@k beside it.
