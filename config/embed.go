@@ -1,6 +1,8 @@
 // Package config embeds the generated manifests the binary needs at run time
 // (the CRDs installed by `tolokaforge dev`), so the binary never depends on a
 // checkout.
+//
+// Imports: the standard library.
 package config
 
 import "embed"

@@ -34,6 +34,7 @@
 // booleans, a missing field matches a null filter value (Python's rec.get(k) == v) and
 // {} matches every record.
 //
-// This package imports the standard library, package canonical, logr, the Prometheus
-// client and github.com/theory/jsonpath (RFC 9535 queries). It never imports its client.
+// Imports: api/authn, api/canonical, api/logging, the standard library,
+// github.com/go-logr/logr, github.com/prometheus/client_golang and
+// github.com/theory/jsonpath (RFC 9535 queries). It never imports its client.
 package dbservice

@@ -10,8 +10,13 @@
 // but the registry map.
 //
 // Errors are in-band as the spec says (success=false + error, ExecutionStatus);
-// gRPC status codes are used only for an empty call_id or a reused one
-// (INVALID_ARGUMENT) and while draining (UNAVAILABLE).
+// a gRPC status code answers only what has no in-band answer:
+// INVALID_ARGUMENT for an empty call_id or one reused for a different call;
+// UNAVAILABLE while draining, and when the trial's DB service cannot be
+// reached during a tool call or RegisterTrial (an infrastructure fault: the
+// host ends the attempt InfraFailed instead of showing the agent a transport
+// error); UNAUTHENTICATED for a call without the trial's credential (auth.go);
+// INTERNAL when a handler panicked (recovered, so the runner keeps serving).
 //
 // MCP servers are caches of the DB service, which stays the truth: the DB's
 // tables are pushed into a server before a call whenever the DB moved, and a
@@ -19,7 +24,9 @@
 // category "read", lazily: before anything next reads the DB). Table reads by
 // builtin tools are cached per DB version, which only the runner moves.
 //
-// Imports: api/runnerpb, api/task, dbservice/client, api/canonical,
-// runner/tools (+ builtin, mcpclient), runner/grading (the Env/Grader contract;
-// Main's default Grader), grpc, logr and the standard library.
+// Imports: api/authn, api/canonical, api/logging, api/runnerpb, api/task,
+// dbservice/client, runner/grading (the Env/Grader contract; Main's default
+// Grader), runner/proc, runner/tools, runner/tools/builtin,
+// runner/tools/mcpclient, the standard library, github.com/go-logr/logr and
+// google.golang.org/grpc.
 package runner

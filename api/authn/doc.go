@@ -7,4 +7,6 @@
 //
 // A token is a credential: it is never logged, put in an event, a status or
 // an error message.
+//
+// Imports: the standard library.
 package authn

@@ -31,5 +31,5 @@
 // Values are immutable by contract: never modify the slice behind an Array or anything
 // reachable from a Value that may be shared.
 //
-// This package imports only the standard library.
+// Imports: the standard library.
 package canonical

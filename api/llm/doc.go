@@ -36,7 +36,7 @@
 // reasoning and cached tokens; cost prices cached prompt tokens at
 // pricing.cached_input_usd_per_mtok when given, else the input price.
 //
-// Imports: the standard library, api/task, api/runnerpb, openai-go/v3,
-// golang.org/x/time/rate and logr; never controllers/..., so the runner can
-// use it.
+// Imports: api/runnerpb, api/task, the standard library,
+// github.com/go-logr/logr, github.com/openai/openai-go/v3 and
+// golang.org/x/time (rate). Never controllers/..., so the runner can use it.
 package llm

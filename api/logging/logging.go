@@ -1,6 +1,7 @@
 // Package logging sets up the structured JSON logger of the binary's server
 // subcommands (runner, dbservice), so both parse --log-level the same way.
-// It imports only the standard library and logr, like the rest of api/.
+//
+// Imports: the standard library and github.com/go-logr/logr.
 package logging
 
 import (

@@ -9,7 +9,10 @@
 // Tables, records and tool arguments stay json.RawMessage so number literals keep
 // their int/float identity all the way to the canonical hash.
 //
-// This package imports only the standard library.
+// Custom checks are CEL expressions: CompileCustomCheck and CustomCheckEnv are
+// the one compiler, used at validation here and at grading by runner/grading.
+//
+// Imports: the standard library and cel.dev/cel-go.
 package task
 
 // EngineProtocolVersion is the wire-protocol version this engine speaks. v1 added

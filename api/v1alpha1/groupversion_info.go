@@ -1,6 +1,9 @@
 // Package v1alpha1 contains the eval.tolokaforge.io/v1alpha1 API: Task, Trial and
 // Campaign.
 //
+// Imports: the standard library, k8s.io/api, k8s.io/apiextensions-apiserver and
+// k8s.io/apimachinery.
+//
 // +kubebuilder:object:generate=true
 // +groupName=eval.tolokaforge.io
 package v1alpha1

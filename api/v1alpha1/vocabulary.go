@@ -8,11 +8,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// This file is the operator's one vocabulary: every condition type, reason,
-// attempt outcome, label and field manager the manager writes. Conditions and
-// events share reasons, so `kubectl describe` reads the same words in both,
-// and the host, the controllers and the reports all speak these words rather
-// than translating between their own.
+// This file and the *_types.go files beside it are the operator's one
+// vocabulary: every condition type, reason, attempt outcome, label and field
+// manager the manager writes. Here: the field manager, the Task's condition
+// type, attempt outcomes, every reason (of Tasks, Trials, Campaigns and
+// infrastructure faults), the labels on everything the manager creates, pod
+// roles and the Secret opt-in annotation. Beside their types: the Trial's
+// phases and condition types (trial_types.go), the Campaign's condition
+// types and the labels and annotations it puts on its Trials
+// (campaign_types.go). Conditions and events share reasons, so `kubectl
+// describe` reads the same words in both, and the host, the controllers and
+// the reports all speak these words rather than translating between their
+// own.
 
 // FieldManager is the field manager of every write the manager makes, so
 // managedFields says who wrote what no matter which code path wrote it.

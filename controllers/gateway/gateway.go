@@ -11,6 +11,9 @@
 // the Trial on every call. So every manager replica serves it (no leader
 // needed), a restarted manager honours the tokens of pods it created before,
 // and revocation is the Trial completing or its token Secret going away.
+//
+// Imports: api/v1alpha1, the standard library, github.com/go-logr/logr,
+// k8s.io/api, k8s.io/apimachinery and sigs.k8s.io/controller-runtime.
 package gateway
 
 import (

@@ -19,11 +19,12 @@
 // InfraFailed (DBServiceUnavailable or RunnerUnavailable, told apart by that
 // probe rather than by error texts), ungraded.
 //
-// Subpackages: agents (oracle, OpenAI-compatible agent and user simulator),
-// artifacts (trajectory.yaml, grade.yaml, metrics.yaml), local (the in-process stack of `tolokaforge
-// trial run`).
+// Subpackage agents holds the actors (oracle, OpenAI-compatible agent and
+// user simulator). The files an attempt leaves (trajectory.yaml, grade.yaml,
+// metrics.yaml) are written through api/artifacts, the layout every reader
+// shares; the in-process stack of `tolokaforge trial run` is results/local.
+// Both agents and results/local import host, never the other way round.
 //
-// It may import api/..., runner/client, dbservice/client and its own
-// subpackage artifacts; never controllers (agents and local import host,
-// not the other way round).
+// Imports: api/artifacts, api/llm, api/runnerpb, api/task, api/v1alpha1, the
+// standard library, github.com/go-logr/logr and google.golang.org/grpc.
 package host

@@ -7,6 +7,8 @@
 // any rest.Config, which is how tests and `tolokaforge dev` run it in
 // process.
 //
-// Imports: controllers, controllers/campaign, api/v1alpha1, controller-runtime
-// and client-go.
+// Imports: api/artifacts/blobstore, api/llm, api/v1alpha1, controllers,
+// controllers/campaign, controllers/gateway, the standard library,
+// github.com/go-logr/logr, k8s.io/api, k8s.io/apimachinery, k8s.io/client-go,
+// k8s.io/utils and sigs.k8s.io/controller-runtime.
 package manager

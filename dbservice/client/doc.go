@@ -10,5 +10,6 @@
 // State data is returned as json.RawMessage per table, so number literals keep their
 // int/float form (300.0 stays 300.0); parse it with package canonical to hash or compare.
 //
-// This package imports the standard library and logr only; it never imports the server.
+// Imports: api/authn, the standard library and github.com/go-logr/logr. It never
+// imports the server.
 package client

@@ -16,6 +16,6 @@
 // returns the server for in-process use. TaskJSON is the TaskDescription of the
 // task, built from the pack in shop_orders_02/.
 //
-// Imports: the standard library, github.com/modelcontextprotocol/go-sdk and
-// api/canonical. Nothing from the runner or the operator.
+// Imports: api/canonical, the standard library and
+// github.com/modelcontextprotocol/go-sdk. Nothing from the runner or the operator.
 package shop

@@ -3,6 +3,6 @@
 // may restart, WaitReady blocks until the runner's grpc.health.v1 reports
 // SERVING, and the generated runnerpb.RunnerServiceClient is embedded.
 //
-// Imports: api/runnerpb, grpc and the standard library. It never imports the
-// runner itself.
+// Imports: api/authn, api/runnerpb, the standard library and
+// google.golang.org/grpc. It never imports the runner itself.
 package client

@@ -13,7 +13,8 @@
 //  2. the pre-flight refusals of the error table (preflight.go);
 //  3. the component phase: evaluators behind one interface, one file each (eval_*.go),
 //     registered by component in registry.go — hash (golden replay with restore on every
-//     path, replay.go; the state diff, diff.go), JSONPath, DB probes, transcript rules;
+//     path, replay.go; the state diff, diff.go), JSONPath, DB probes, transcript rules,
+//     trace checks, the LLM judge and custom checks;
 //  4. the ledger: every populated scored key evaluated or skipped with a reason
 //     (ledger.go);
 //  5. the fold by combine_method (fold.go) and the reasons (reasons.go).
@@ -21,9 +22,14 @@
 // Every error Grade returns has, as its Error(), exactly the GradeTrialResponse.error
 // text of its table row; the runner forwards it verbatim.
 //
-// trace_checks and custom_checks have no evaluator yet: registry.go holds a placeholder
-// for each that files only the spec's recorded skips, so a pack populating them
-// otherwise fails through the ledger, naming the keys.
+// trace_checks (eval_trace.go; the constraint kinds in trace_kinds.go, event selection
+// in trace_select.go) scores temporal constraints over the timeline: each route is the
+// weighted mean of its decided scored constraints, and a failed gate fails the trial
+// whatever the score. custom_checks (eval_custom.go) runs CEL expressions over db,
+// timeline, termination_reason and task, compiled by api/task's function that validated
+// them at RegisterTrial, each under a cost limit and a timeout (WithCELLimits); a check
+// that errors fails the RPC under fail_on_error (the default), otherwise it leaves the
+// component unscored.
 //
 // The LLM rubric judge (eval_judge.go, judge_prompt.go) calls its model through api/llm,
 // the project's one OpenAI-compatible client, behind the small JudgeModel interface.
@@ -47,7 +53,7 @@
 // other 0.0. A verifier that cannot start, times out or dies by a signal fails the RPC:
 // its verdict is unknown, not 0.0.
 //
-// This package imports the standard library, api/task, api/runnerpb, api/llm,
-// dbservice/client, api/canonical, logr and github.com/theory/jsonpath. It never
-// imports the runner.
+// Imports: api/canonical, api/llm, api/runnerpb, api/task, dbservice/client, runner/proc
+// (the verifier's limits), the standard library, cel.dev/cel-go,
+// github.com/go-logr/logr and github.com/theory/jsonpath. It never imports the runner.
 package grading

@@ -11,4 +11,6 @@
 // wrapper, but the runner's own binary pays all its package inits on every
 // tool start; the small tolokaforge-toolexec (runner/proc/toolexec), found
 // beside it or named by SetLauncher, does the same work in a millisecond.
+//
+// Imports: the standard library and golang.org/x/sys (unix).
 package proc

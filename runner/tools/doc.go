@@ -7,5 +7,6 @@
 // Adapters live in subpackages (builtin) or in the runner (MCP) and implement
 // Tool.
 //
-// Imports: the standard library, api/task and github.com/google/jsonschema-go.
+// Imports: api/task, dbservice/client, the standard library and
+// github.com/google/jsonschema-go.
 package tools

@@ -5,6 +5,9 @@
 //
 // It is a development tool, not a production path: it lives under test/ because
 // it runs the pod simulator, which only test harnesses may use.
+//
+// Imports: config, controllers/manager, test/fakellm, test/podsim, the
+// standard library, github.com/go-logr/logr and sigs.k8s.io/controller-runtime.
 package devcluster
 
 import (

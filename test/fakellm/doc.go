@@ -6,6 +6,8 @@
 // what the model was sent. Scripts can be kept per model, so one server plays
 // both the agent model and the user-simulator model.
 //
-// It is a test harness and may import only the standard library, logr and
-// sigs.k8s.io/yaml (script files); never the operator's own packages.
+// It is a test harness and never imports the operator's own packages.
+//
+// Imports: the standard library, github.com/go-logr/logr and sigs.k8s.io/yaml
+// (script files).
 package fakellm

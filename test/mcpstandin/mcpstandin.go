@@ -12,6 +12,9 @@
 // much, or where the command must be a binary that is not the test's.
 //
 // Test code only: production code never imports it.
+//
+// Imports: examples/shop, the standard library and
+// github.com/modelcontextprotocol/go-sdk.
 package mcpstandin
 
 import (

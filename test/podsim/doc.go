@@ -7,7 +7,10 @@
 // reports status through the pods/status subresource the way kubelet does.
 // Deleting a pod kills its container; Kill injects pod loss (exit code 137).
 //
-// It is a test harness: it may import client-go, apimachinery, grpc (for gRPC
-// readiness probes) and logr, never the operator's own packages, so any of
-// them can use it in tests without import cycles.
+// It is a test harness that never imports the operator's own packages, so any
+// of them can use it in tests without import cycles.
+//
+// Imports: the standard library, github.com/go-logr/logr,
+// google.golang.org/grpc (gRPC readiness probes), k8s.io/api,
+// k8s.io/apimachinery and k8s.io/client-go.
 package podsim

@@ -2,6 +2,8 @@
 // gofakes3 with its in-memory backend behind an httptest listener on
 // loopback. Clients reach it over HTTP with the AWS SDK, as they would a
 // bucket; nothing of the client is mocked.
+//
+// Imports: the standard library and github.com/johannesboyne/gofakes3.
 package s3server
 
 import (

@@ -4,6 +4,8 @@
 // 100 MB test binary.
 //
 // Test code only: production code never imports it.
+//
+// Imports: runner/proc and the standard library.
 package toollauncher
 
 import (

@@ -18,7 +18,7 @@
 //
 // The query parameters are gocloud's (s3blob, gcsblob).
 //
-// Imports: the standard library, gocloud.dev and api/artifacts.
+// Imports: api/artifacts, the standard library and gocloud.dev.
 package blobstore
 
 import (

@@ -293,6 +293,36 @@ custom_checks: {enabled: true, file: checks.py}
 	}
 }
 
+// A diagnostic must not send the author to a key the import drops: disallowed
+// tools once pointed at trace_checks, which the converter does not keep.
+func TestDisallowedToolsDiagnosticNamesNoDroppedKey(t *testing.T) {
+	dir := writePack(t, "deny", map[string]string{
+		"task.yaml": minimalTask + "grading: grading.yaml\n",
+		"grading.yaml": `transcript_rules:
+  tool_expectations: {disallowed_tools: [bash]}
+trace_checks: {constraints: [{id: no_bash, kind: absent, select: {tool: bash}}]}
+`,
+	})
+	c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := map[string]string{}
+	for _, d := range c.Diagnostics {
+		msgs[d.Path] = d.Msg
+	}
+	if _, dropped := msgs["trace_checks"]; !dropped {
+		t.Fatalf("trace_checks is not reported as dropped, so the premise changed: %v", msgs)
+	}
+	deny, ok := msgs["transcript_rules.tool_expectations.disallowed_tools"]
+	if !ok {
+		t.Fatalf("disallowed_tools not reported: %v", msgs)
+	}
+	if !strings.Contains(deny, "no equivalent the import keeps") || strings.Contains(deny, "express them as trace_checks") {
+		t.Fatalf("disallowed_tools diagnostic %q recommends a key the import drops", deny)
+	}
+}
+
 func TestConvertErrors(t *testing.T) {
 	cases := []struct {
 		name  string

@@ -13,7 +13,7 @@
 // CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;
 // running a pack's golden path locally lives in results/local.
 //
-// Imports: api/task, api/v1alpha1, go.yaml.in/yaml/v3 and apimachinery's
-// validation; the runner's builtin tool catalog comes in through
+// Imports: api/task, api/v1alpha1, the standard library and
+// go.yaml.in/yaml/v3. The runner's builtin tool catalog comes in through
 // Options.Builtins, so nothing outside api/ is linked.
 package pack

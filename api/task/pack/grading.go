@@ -362,7 +362,7 @@ func (c *converter) transcriptRules(g *mapping, cfg *task.GradingConfig) error {
 				ActionID: "required_tool_" + name, Requestor: task.RequestorAssistant, ToolName: name, CompareArgs: &none,
 			})
 		}
-		te.leftovers(&c.rep, "disallowed tools have no transcript rule; express them as trace_checks absent constraints")
+		te.leftovers(&c.rep, "disallowed tools have no equivalent the import keeps: no transcript rule, and grading.yaml's trace_checks are not imported either")
 	} else {
 		m.take("tool_expectations")
 	}

@@ -7,6 +7,6 @@
 // *llm.Error into a *host.ActorError with the same termination reason. The
 // scripted user lives in package host, which uses it as the default.
 //
-// Imports: the standard library, api/llm, api/task, api/runnerpb,
-// controllers/host (for the Actor contract) and logr.
+// Imports: api/llm, api/runnerpb, api/task, controllers/host (for the Actor
+// contract), the standard library and github.com/go-logr/logr.
 package agents

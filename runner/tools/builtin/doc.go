@@ -9,7 +9,7 @@
 // is a *tools.ArgumentError, so the runner answers INVALID_ARGUMENTS even when a
 // task advertises a looser schema than the tool needs.
 //
-// Imports: the standard library, api/task, runner/tools, dbservice/client (the
-// operation shape) and api/canonical (filter equality as the DB service
-// defines it).
+// Imports: api/canonical (filter equality as the DB service defines it),
+// api/task, dbservice/client (the operation shape), runner/tools and the
+// standard library.
 package builtin

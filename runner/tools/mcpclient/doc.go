@@ -11,6 +11,7 @@
 // tools _tolokaforge_get_state_ / _tolokaforge_set_state_; table contents pass
 // through as json.RawMessage so number literals (300.0 vs 300) survive untouched.
 //
-// Imports: the standard library, github.com/modelcontextprotocol/go-sdk and
-// github.com/go-logr/logr. It knows nothing of trials, the DB service or gRPC.
+// Imports: runner/proc (the server's limits and teardown), the standard
+// library, github.com/go-logr/logr and github.com/modelcontextprotocol/go-sdk.
+// It knows nothing of trials, the DB service or gRPC.
 package mcpclient
