@@ -17,11 +17,11 @@
 // reasons.go (condition types, reasons and labels shared by conditions and
 // events), events.go, metrics.go.
 //
-// Imports: api/artifacts/blobstore, api/authn, api/llm, api/runnerpb,
+// Imports: api/artifacts/blobstore, api/authn, api/llm, api/result, api/runnerpb,
 // api/task, api/v1alpha1, controllers/gateway, controllers/host,
 // controllers/host/agents, runner/client, the standard library,
-// github.com/go-logr/logr, github.com/prometheus/client_golang,
-// google.golang.org/grpc, k8s.io/api, k8s.io/apimachinery, k8s.io/client-go,
-// k8s.io/utils and sigs.k8s.io/controller-runtime. Nothing imports this
+// github.com/go-logr/logr, github.com/prometheus/client_golang, google.golang.org/grpc,
+// k8s.io/api, k8s.io/apimachinery, k8s.io/client-go, k8s.io/utils and
+// sigs.k8s.io/controller-runtime. Nothing imports this
 // package but controllers/manager.
 package controllers

@@ -16,7 +16,7 @@
 // It holds no secrets by construction: it only receives the transcript, the
 // tool-call record, the grade and figures, never a model config's key.
 //
-// Imports: api/runnerpb, api/task, api/v1alpha1, the standard library,
-// google.golang.org/protobuf (protojson) and sigs.k8s.io/yaml. Never
+// Imports: api/result, api/runnerpb, api/task, api/v1alpha1, the standard library and
+// sigs.k8s.io/yaml. Never
 // controllers/host (host imports it).
 package artifacts

@@ -20,5 +20,6 @@
 // attempt): the host writes it into trajectory.yaml, and readers take it
 // from there, never from folder names.
 //
-// Imports: api/runnerpb, api/task, api/v1alpha1 and libraries.
+// Imports: api/runnerpb, api/task, api/v1alpha1, the standard library,
+// google.golang.org/protobuf and sigs.k8s.io/yaml.
 package result

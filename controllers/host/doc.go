@@ -25,6 +25,6 @@
 // shares; the in-process stack of `tolokaforge trial run` is results/local.
 // Both agents and results/local import host, never the other way round.
 //
-// Imports: api/artifacts, api/llm, api/runnerpb, api/task, api/v1alpha1, the
-// standard library, github.com/go-logr/logr and google.golang.org/grpc.
+// Imports: api/artifacts, api/llm, api/result, api/runnerpb, api/task, api/v1alpha1,
+// the standard library, github.com/go-logr/logr and google.golang.org/grpc.
 package host

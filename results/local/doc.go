@@ -13,8 +13,8 @@
 // that embeds the runner and the DB service, because running them in process
 // is its job (hack/verify-imports.sh). Only the binary's commands import it.
 //
-// Imports: api/artifacts, api/authn, api/runnerpb, api/task, api/task/pack,
+// Imports: api/artifacts, api/authn, api/result, api/runnerpb, api/task, api/task/pack,
 // api/v1alpha1, controllers/host, controllers/host/agents, dbservice, runner,
-// runner/client, runner/grading, the standard library, github.com/go-logr/logr
-// and sigs.k8s.io/yaml.
+// runner/client, runner/grading, the standard library, github.com/go-logr/logr and
+// sigs.k8s.io/yaml.
 package local
