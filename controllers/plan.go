@@ -340,7 +340,7 @@ func (p *plan) startNext(w *world) {
 
 	n := int32(len(st.Attempts)) + 1
 	now := metav1.NewTime(w.Now)
-	p.cond(evalv1.TrialReferencesResolved, true, evalv1.ReasonReferencesResolved, "the task and every Secret the trial names exist")
+	p.cond(evalv1.TrialReferencesResolved, true, evalv1.ReasonResolved, "the task and every Secret the trial names exist")
 	a := evalv1.AttemptStatus{
 		Number: n, ID: AttemptID(t, n), StartTime: &now,
 		Outcome: evalv1.OutcomeRunning, Reason: evalv1.ReasonStarting,

@@ -109,7 +109,7 @@ const (
 )
 
 // AttemptOutcome is how one attempt ended.
-// +kubebuilder:validation:Enum=Running;Passed;Failed;GradingFailed;InfraFailed;Invalid;ProtocolSkew;Canceled
+// +kubebuilder:validation:Enum=Running;Passed;Failed;GradingFailed;InfraFailed;Invalid;ProtocolSkew
 type AttemptOutcome string
 
 // AttemptStatus records one attempt.

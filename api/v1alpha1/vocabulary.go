@@ -49,7 +49,6 @@ const (
 	OutcomeInfraFailed   AttemptOutcome = "InfraFailed"
 	OutcomeInvalid       AttemptOutcome = "Invalid"
 	OutcomeProtocolSkew  AttemptOutcome = "ProtocolSkew"
-	OutcomeCanceled      AttemptOutcome = "Canceled"
 )
 
 // Phase is the Trial phase an outcome gives when it ends the trial: the same
@@ -111,10 +110,12 @@ const (
 // Reasons of a Campaign's conditions (ReasonRunning and ReasonTaskNotFound
 // above serve it too).
 const (
-	ReasonFinished        = "Finished"
-	ReasonBudgetExceeded  = "BudgetExceeded"
-	ReasonWithinBudget    = "WithinBudget"
-	ReasonNoBudget        = "NoBudget"
+	ReasonFinished       = "Finished"
+	ReasonBudgetExceeded = "BudgetExceeded"
+	ReasonWithinBudget   = "WithinBudget"
+	ReasonNoBudget       = "NoBudget"
+	// ReasonResolved: everything a condition waits for exists (TasksResolved,
+	// and ReferencesResolved of a Trial or a Campaign).
 	ReasonResolved        = "Resolved"
 	ReasonNoTasksSelected = "NoTasksSelected"
 	// Suspended: spec.suspend holds back new Trials; Resumed: it no longer does.
@@ -127,10 +128,10 @@ const (
 // Trial whose reference is missing ends as Invalid before any pod exists and
 // stays so, as a Job with an invalid spec does: an object created later does
 // not revive it (the Trial's spec is immutable; a new Trial runs).
+// ReasonResolved (above) is True's reason.
 const (
-	ReasonReferencesResolved = "Resolved"
-	ReasonSecretNotFound     = "SecretNotFound"
-	ReasonConfigMapNotFound  = "ConfigMapNotFound"
+	ReasonSecretNotFound    = "SecretNotFound"
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
 	// ReasonTaskNotFound (above) serves for the Task.
 )
 

@@ -55,7 +55,7 @@ func (w *World) setConditions(st *evalv1.CampaignStatus, in conditionInputs) {
 	case w.MissingRef != "":
 		set(evalv1.CampaignReferencesResolved, false, w.MissingRefReason, w.MissingRef+"; no Trial is created until it exists")
 	case w.RefsChecked && meta.FindStatusCondition(st.Conditions, evalv1.CampaignReferencesResolved) != nil:
-		set(evalv1.CampaignReferencesResolved, true, evalv1.ReasonReferencesResolved, "every Secret the campaign's models name exists")
+		set(evalv1.CampaignReferencesResolved, true, evalv1.ReasonResolved, "every Secret the campaign's models name exists")
 	}
 	resolved := len(w.Missing) == 0 && len(w.Tasks) > 0
 	switch {

@@ -87,7 +87,7 @@ func TestPlanHoldsEverythingWhileASecretIsMissing(t *testing.T) {
 	if len(p.Creates) != 2 {
 		t.Fatalf("creates %v once the Secret exists, want 2", names(p.Creates))
 	}
-	wantCond(t, &p.Status, evalv1.CampaignReferencesResolved, metav1.ConditionTrue, evalv1.ReasonReferencesResolved)
+	wantCond(t, &p.Status, evalv1.CampaignReferencesResolved, metav1.ConditionTrue, evalv1.ReasonResolved)
 }
 
 func TestExpireAt(t *testing.T) {

@@ -578,7 +578,7 @@ func (r *Reconciler) announceHolds(c *evalv1.Campaign, st *evalv1.CampaignStatus
 		if before != nil && before.Status == now.Status && before.Reason == now.Reason {
 			continue
 		}
-		if before == nil && (now.Reason == evalv1.ReasonResolved || now.Reason == evalv1.ReasonReferencesResolved) {
+		if before == nil && (now.Reason == evalv1.ReasonResolved) {
 			continue // resolved from the start: nothing to tell
 		}
 		typEv := corev1.EventTypeNormal
