@@ -12,16 +12,22 @@
 #   production code  never imports test/... (the root package's cmd_dev.go
 #                    imports test/devcluster under the `dev` build tag only;
 #                    `go list` here sees the default build, which must not)
+# Flags are parsed only by package main (the root's cmd_*.go, and the
+# programs under hack/ and test/): no other package imports "flag" or
+# github.com/spf13/pflag, so libraries take plain Go values. Stated
+# exceptions: `runner` and `dbservice`, whose Main parses the container args
+# the controller writes into their pods (the pod contract, README "Map").
 # Only non-test imports count: tests may reach across to exercise the real
 # parts. Input: `go list` of the module, or the file named by $IMPORTS_FILE
-# (lines "PKG IMPORT IMPORT ..."), which is how its own test plants a bad edge.
+# (lines "PKG IMPORT IMPORT ...", PKG ending in ":main" for a package main),
+# which is how its own test plants a bad edge.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod="$(go list -m)"
 if [[ -n "${IMPORTS_FILE:-}" ]]; then
   edges="$(cat "$IMPORTS_FILE")"
 else
-  edges="$(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)"
+  edges="$(go list -f '{{.ImportPath}}{{if eq .Name "main"}}:main{{end}} {{join .Imports " "}}' ./...)"
 fi
 awk -v mod="$mod" '
 function rel(p) { return p == mod ? "." : substr(p, length(mod) + 2) }
@@ -38,9 +44,16 @@ function allowed(from, to) {
   if (from == ".")                return !under(to, "test")
   return 0
 }
+# The pod contract: these two parse their container args themselves.
+function flagExempt(p) { return p == "runner" || p == "dbservice" }
 {
-  from = rel($1)
+  pkg = $1
+  main = sub(/:main$/, "", pkg)
+  from = rel(pkg)
   for (i = 2; i <= NF; i++) {
+    if (($i == "flag" || $i == "github.com/spf13/pflag") && !main && !flagExempt(from)) {
+      printf "flags parsed below the root: %s imports %s (parse them in package main, pass plain values)\n", from, $i; bad++
+    }
     if (index($i, mod) != 1 || ($i != mod && substr($i, length(mod) + 1, 1) != "/")) continue
     to = rel($i)
     if (!allowed(from, to)) { printf "import rule broken: %s imports %s\n", from, to; bad++ }
