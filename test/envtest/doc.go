@@ -8,5 +8,8 @@
 //
 //	envtest.MakeTrial("t", ns).Task("shop").Agent(envtest.Oracle()).Obj()
 //
+// The control plane alone (CRDs, extra kube-apiserver flags) is
+// test/envtest/controlplane, for suites that need no simulator or manager.
+//
 // Test code only: production code never imports it.
 package envtest
