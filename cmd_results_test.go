@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
@@ -23,6 +22,7 @@ import (
 	"tolokaforge.io/operator/controllers/manager"
 	"tolokaforge.io/operator/results/report"
 	"tolokaforge.io/operator/test/envtest"
+	"tolokaforge.io/operator/test/envtest/controlplane"
 	"tolokaforge.io/operator/test/s3server"
 )
 
@@ -34,12 +34,12 @@ func resultsEnv(t *testing.T) (client.Client, *blobstore.Store, *s3server.Server
 	if why := envtest.AssetsMissing(); why != "" {
 		t.Skip(why)
 	}
-	env := &crenvtest.Environment{CRDDirectoryPaths: []string{filepath.Join("config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	env, err := controlplane.Start(controlplane.Options{CRDs: true})
 	if err != nil {
 		t.Fatalf("envtest: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	cfg := env.Config
 	scheme, err := manager.Scheme()
 	if err != nil {
 		t.Fatal(err)

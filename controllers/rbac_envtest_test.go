@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/test/envtest/controlplane"
 )
 
 // TestInstallRBACGrantsSecretsOnlyInGrantedNamespaces runs kube-apiserver
@@ -31,13 +32,12 @@ func TestInstallRBACGrantsSecretsOnlyInGrantedNamespaces(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("needs KUBEBUILDER_ASSETS (kube-apiserver and etcd); `make envtest` builds them")
 	}
-	env := &ctrlenvtest.Environment{}
-	env.ControlPlane.GetAPIServer().Configure().Set("authorization-mode", "RBAC")
-	admin, err := env.Start()
+	env, err := controlplane.Start(controlplane.Options{APIServerFlags: map[string]string{"authorization-mode": "RBAC"}})
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
+	admin := env.Config
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)

@@ -9,19 +9,31 @@
 #                    (results/local embeds the runner and the DB service: the
 #                    in-process stack of `trial run`, `pack validate`, `regrade`)
 #   test/...         anything but the root package
-#   production code  never imports test/... (the root package's cmd_dev.go
-#                    imports test/devcluster under the `dev` build tag only;
-#                    `go list` here sees the default build, which must not)
+#   production code  never imports test/... One stated exception: in the
+#                    `-tags dev` build (`make demo`) the root package's
+#                    cmd_dev.go imports test/devcluster; both builds are
+#                    checked, so the default build must not, and nothing
+#                    else under test/ may be imported by the dev build
+# Flags are parsed only by package main (the root's cmd_*.go, and the
+# programs under hack/ and test/): no other package imports "flag" or
+# github.com/spf13/pflag, so libraries take plain Go values. Stated
+# exceptions: `runner` and `dbservice`, whose Main parses the container args
+# the controller writes into their pods (the pod contract, README "Map").
 # Only non-test imports count: tests may reach across to exercise the real
-# parts. Input: `go list` of the module, or the file named by $IMPORTS_FILE
-# (lines "PKG IMPORT IMPORT ..."), which is how its own test plants a bad edge.
+# parts. Input: `go list` of the module's default and `-tags dev` builds, or
+# the files named by $IMPORTS_FILE and $IMPORTS_FILE_DEV (lines "PKG IMPORT
+# IMPORT ...", PKG ending in ":main" for a package main), which is how its own
+# test plants a bad edge.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mod="$(go list -m)"
-if [[ -n "${IMPORTS_FILE:-}" ]]; then
-  edges="$(cat "$IMPORTS_FILE")"
+if [[ -n "${IMPORTS_FILE:-}${IMPORTS_FILE_DEV:-}" ]]; then
+  edges="$(cat "${IMPORTS_FILE:-/dev/null}")"
+  dev_edges="$(cat "${IMPORTS_FILE_DEV:-/dev/null}")"
 else
-  edges="$(go list -f '{{.ImportPath}} {{join .Imports " "}}' ./...)"
+  format='{{.ImportPath}}{{if eq .Name "main"}}:main{{end}} {{join .Imports " "}}'
+  edges="$(go list -f "$format" ./...)"
+  dev_edges="$(go list -tags dev -f "$format" ./...)"
 fi
 awk -v mod="$mod" '
 function rel(p) { return p == mod ? "." : substr(p, length(mod) + 2) }
@@ -35,17 +47,29 @@ function allowed(from, to) {
   if (from == "results/local" && (under(to, "runner") || under(to, "dbservice"))) return 1
   if (under(from, "results"))     return under(to, "api") || under(to, "controllers") || under(to, "results") || to == "runner/client" || to == "dbservice/client"
   if (under(from, "test"))        return to != "."
-  if (from == ".")                return !under(to, "test")
+  if (from == ".")                return !under(to, "test") || (dev && to == "test/devcluster")
   return 0
 }
+# The pod contract: these two parse their container args themselves.
+function flagExempt(p) { return p == "runner" || p == "dbservice" }
+# The dev build follows the default build (after a "#dev" line);
+# an edge both builds break is reported once, for the default build.
+$0 == "#dev" { dev = 1; build = " (-tags dev)"; next }
 {
-  from = rel($1)
+  pkg = $1
+  main = sub(/:main$/, "", pkg)
+  from = rel(pkg)
   for (i = 2; i <= NF; i++) {
+    if (dev && ((from SUBSEP $i) in seen)) continue
+    seen[from, $i] = 1
+    if (($i == "flag" || $i == "github.com/spf13/pflag") && !main && !flagExempt(from)) {
+      printf "flags parsed below the root%s: %s imports %s (parse them in package main, pass plain values)\n", build, from, $i; bad++
+    }
     if (index($i, mod) != 1 || ($i != mod && substr($i, length(mod) + 1, 1) != "/")) continue
     to = rel($i)
-    if (!allowed(from, to)) { printf "import rule broken: %s imports %s\n", from, to; bad++ }
+    if (!allowed(from, to)) { printf "import rule broken%s: %s imports %s\n", build, from, to; bad++ }
   }
 }
 END { if (bad) { printf "%d import(s) break the layout rules (hack/verify-imports.sh)\n", bad; exit 1 } }
-' <<<"$edges"
+' <<<"$edges"$'\n#dev\n'"$dev_edges"
 echo "imports follow the layout rules"

@@ -9,17 +9,27 @@ import (
 )
 
 // verifyImports runs hack/verify-imports.sh, on the module or on planted
-// edges when edges is not empty.
+// edges of the default build when edges is not empty.
 func verifyImports(t *testing.T, edges string) (string, error) {
+	t.Helper()
+	return verifyBuilds(t, edges, "")
+}
+
+// verifyBuilds runs hack/verify-imports.sh on planted edges of the default
+// build and of the `-tags dev` build, or on the module when both are empty.
+func verifyBuilds(t *testing.T, edges, devEdges string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("bash", "verify-imports.sh")
 	cmd.Env = os.Environ()
-	if edges != "" {
-		f := filepath.Join(t.TempDir(), "imports")
-		if err := os.WriteFile(f, []byte(edges), 0o644); err != nil {
+	for _, in := range []struct{ env, edges string }{{"IMPORTS_FILE", edges}, {"IMPORTS_FILE_DEV", devEdges}} {
+		if in.edges == "" {
+			continue
+		}
+		f := filepath.Join(t.TempDir(), in.env)
+		if err := os.WriteFile(f, []byte(in.edges), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd.Env = append(cmd.Env, "IMPORTS_FILE="+f)
+		cmd.Env = append(cmd.Env, in.env+"="+f)
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -52,6 +62,12 @@ func TestPlantedBadImportsFail(t *testing.T) {
 			"import rule broken: results/report imports runner"},
 		{"dbservice reaches controllers", m + "/dbservice " + m + "/controllers",
 			"import rule broken: dbservice imports controllers"},
+		{"a library parses flags", m + "/examples/shop flag " + m + "/api/canonical",
+			"flags parsed below the root: examples/shop imports flag"},
+		{"a test stand-in parses flags with pflag", m + "/test/fakellm github.com/spf13/pflag",
+			"flags parsed below the root: test/fakellm imports github.com/spf13/pflag"},
+		{"the runner's subpackages are not the pod contract", m + "/runner/grading flag",
+			"flags parsed below the root: runner/grading imports flag"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,9 +79,46 @@ func TestPlantedBadImportsFail(t *testing.T) {
 	}
 	// The stated exceptions pass.
 	ok := m + " fmt\n" + m + "/results/local " + m + "/runner " + m + "/dbservice\n" +
-		m + "/results/report " + m + "/controllers/campaign\n"
+		m + "/results/report " + m + "/controllers/campaign\n" +
+		// package main parses flags; runner and dbservice parse their pod args.
+		m + ":main flag\n" + m + "/test/fakellm/cmd/fakellm:main flag " + m + "/test/fakellm\n" +
+		m + "/hack/image:main github.com/spf13/pflag\n" + m + "/runner flag\n" + m + "/dbservice flag\n"
 	if out, err := verifyImports(t, ok); err != nil {
 		t.Fatalf("exceptions refused: %v\n%s", err, out)
+	}
+}
+
+func TestPlantedBadDevImportsFail(t *testing.T) {
+	const m = "tolokaforge.io/operator"
+	cases := []struct {
+		name, edges, devEdges, want string
+	}{
+		{"the dev build links the fake LLM directly", "", m + ":main " + m + "/test/fakellm",
+			"import rule broken (-tags dev): . imports test/fakellm"},
+		{"dev-only code links a test stand-in", "", m + "/controllers/manager " + m + "/test/podsim",
+			"import rule broken (-tags dev): controllers/manager imports test/podsim"},
+		{"a dev-only library parses flags", "", m + "/test/devcluster flag",
+			"flags parsed below the root (-tags dev): test/devcluster imports flag"},
+		{"the default build links the dev cluster", m + ":main " + m + "/test/devcluster", "",
+			"import rule broken: . imports test/devcluster"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := verifyBuilds(t, tc.edges+"\n", tc.devEdges+"\n")
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Fatalf("err %v, output:\n%s\nwant %q", err, out, tc.want)
+			}
+		})
+	}
+	// An edge both builds break is reported once, for the default build.
+	bad := m + "/runner " + m + "/dbservice\n"
+	out, err := verifyBuilds(t, bad, bad)
+	if err == nil || strings.Count(out, "runner imports dbservice") != 1 || strings.Contains(out, "(-tags dev)") {
+		t.Fatalf("err %v, output:\n%s\nwant the edge reported once, for the default build", err, out)
+	}
+	// The stated exception: under the dev tag the root imports test/devcluster.
+	if out, err := verifyBuilds(t, m+":main fmt\n", m+":main fmt "+m+"/test/devcluster\n"); err != nil {
+		t.Fatalf("the dev build's exception refused: %v\n%s", err, out)
 	}
 }
 

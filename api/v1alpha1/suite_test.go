@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/test/envtest/controlplane"
 )
 
 // These specs run against a real kube-apiserver and etcd built from source by
@@ -21,7 +20,7 @@ import (
 // that will judge them in production.
 var (
 	k8sClient client.Client
-	testEnv   *envtest.Environment
+	testEnv   *controlplane.ControlPlane
 	ctx       context.Context
 	cancel    context.CancelFunc
 )
@@ -39,12 +38,10 @@ func TestAPI(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
+	var err error
+	testEnv, err = controlplane.Start(controlplane.Options{CRDs: true})
 	Expect(err).NotTo(HaveOccurred())
+	cfg := testEnv.Config
 	scheme := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(evalv1.AddToScheme(scheme)).To(Succeed())

@@ -12,9 +12,10 @@
 // json.dumps(result) and the state is json.dumps with separators=(",", ":"). The
 // Python arithmetic on those numbers is the shop's own (number.go).
 //
-// Main serves MCP over stdin/stdout (wired as `tolokaforge mcp shop`); NewServer
-// returns the server for in-process use. TaskJSON is the TaskDescription of the
-// task, built from the pack in shop_orders_02/.
+// Main serves MCP over stdin/stdout (wired as `tolokaforge mcp shop`, whose flags
+// the binary's root parses into Options); NewServer returns the server for
+// in-process use. TaskJSON is the TaskDescription of the task, built from the
+// pack in shop_orders_02/.
 //
 // Imports: api/canonical, the standard library and
 // github.com/modelcontextprotocol/go-sdk. Nothing from the runner or the operator.

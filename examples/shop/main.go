@@ -3,7 +3,6 @@ package shop
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,32 +11,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Main serves the shop over MCP on stdin/stdout until stdin closes or ctx ends
-// (`tolokaforge mcp shop [--state FILE]`). Without --state the tables are empty until
-// the runner calls _tolokaforge_set_state_. Diagnostics go to stderr; stdout carries
-// only the protocol.
-func Main(ctx context.Context, args []string) error {
-	return run(ctx, args, &mcp.StdioTransport{}, os.Stderr)
+// Options shape a served shop. The command line that fills them
+// (`tolokaforge mcp shop [--state FILE]`) is parsed by the binary's root, so
+// the messages below still name the flag a user typed.
+type Options struct {
+	// StatePath is a JSON file {products, customers, orders} to start from;
+	// empty starts with empty tables until the runner calls SetStateTool.
+	StatePath string
 }
 
-func run(ctx context.Context, args []string, transport mcp.Transport, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tolokaforge mcp shop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	statePath := fs.String("state", "", "JSON file {products, customers, orders} to start from (default: empty until "+SetStateTool+")")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("mcp shop: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("mcp shop: unexpected arguments %q", fs.Args())
-	}
+// Main serves the shop over MCP on stdin/stdout until stdin closes or ctx ends
+// (`tolokaforge mcp shop [--state FILE]`). Without a state file the tables are
+// empty until the runner calls _tolokaforge_set_state_. Diagnostics go to
+// stderr; stdout carries only the protocol.
+func Main(ctx context.Context, opts Options) error {
+	return run(ctx, opts, &mcp.StdioTransport{}, os.Stderr)
+}
+
+func run(ctx context.Context, opts Options, transport mcp.Transport, stderr io.Writer) error {
 	var st State
-	if *statePath != "" {
-		data, err := os.ReadFile(*statePath)
+	if opts.StatePath != "" {
+		data, err := os.ReadFile(opts.StatePath)
 		if err != nil {
 			return fmt.Errorf("mcp shop: --state: %w", err)
 		}
 		if st, err = ParseState(data); err != nil {
-			return fmt.Errorf("mcp shop: --state %s: %w", *statePath, err)
+			return fmt.Errorf("mcp shop: --state %s: %w", opts.StatePath, err)
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))

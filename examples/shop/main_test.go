@@ -33,7 +33,7 @@ func (s *syncBuffer) String() string {
 }
 
 // TestMainServesTheStateFile runs the stdio entry point over a pipe pair (what
-// StdioTransport would be in a child process), loading --state, and checks that
+// StdioTransport would be in a child process), loading the state file, and checks that
 // closing the client's end ends run with no error.
 func TestMainServesTheStateFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.json")
@@ -45,7 +45,7 @@ func TestMainServesTheStateFile(t *testing.T) {
 	var stderr syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(context.Background(), []string{"--state", path}, &mcp.IOTransport{Reader: serverIn, Writer: serverOut}, &stderr)
+		done <- run(context.Background(), Options{StatePath: path}, &mcp.IOTransport{Reader: serverIn, Writer: serverOut}, &stderr)
 	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
 		Connect(context.Background(), &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
@@ -68,22 +68,22 @@ func TestMainServesTheStateFile(t *testing.T) {
 	}
 }
 
-func TestMainRejectsBadArguments(t *testing.T) {
+// The command-line cases (unknown flags, positional arguments) moved with
+// the flag parsing to the root's cmd_mcp_test.go.
+func TestMainRejectsBadStateFiles(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"customers":[{"id":"C","balance":"lots"}]}`), 0o600)
 	cases := []struct {
-		args []string
+		opts Options
 		want string
 	}{
-		{[]string{"extra"}, `mcp shop: unexpected arguments ["extra"]`},
-		{[]string{"--nope"}, "mcp shop: flag provided but not defined: -nope"},
-		{[]string{"--state", filepath.Join(t.TempDir(), "missing.json")}, "mcp shop: --state: open "},
-		{[]string{"--state", bad}, `mcp shop: --state ` + bad + `: state.customers[0].balance: want a number, got string "lots"`},
+		{Options{StatePath: filepath.Join(t.TempDir(), "missing.json")}, "mcp shop: --state: open "},
+		{Options{StatePath: bad}, `mcp shop: --state ` + bad + `: state.customers[0].balance: want a number, got string "lots"`},
 	}
 	for _, c := range cases {
-		err := run(context.Background(), c.args, &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader("")), Writer: nopWriteCloser{io.Discard}}, io.Discard)
+		err := run(context.Background(), c.opts, &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader("")), Writer: nopWriteCloser{io.Discard}}, io.Discard)
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
-			t.Errorf("run(%q) = %v, want prefix %q", c.args, err, c.want)
+			t.Errorf("run(%+v) = %v, want prefix %q", c.opts, err, c.want)
 		}
 	}
 }

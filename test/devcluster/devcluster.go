@@ -4,9 +4,11 @@
 // `kubectl apply` and `kubectl get trials` work against it.
 //
 // It is a development tool, not a production path: it lives under test/ because
-// it runs the pod simulator, which only test harnesses may use.
+// it runs the pod simulator, which only test harnesses may use. It also holds
+// the dev build's other stand-in, pack validate's judge (StandInJudge), so the
+// dev build imports nothing else under test/.
 //
-// Imports: config, controllers/manager, test/fakellm, test/podsim, the
+// Imports: api/task, config, controllers/manager, test/fakellm, test/podsim, the
 // standard library, github.com/go-logr/logr and sigs.k8s.io/controller-runtime.
 package devcluster
 

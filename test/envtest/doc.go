@@ -8,12 +8,15 @@
 //
 //	envtest.MakeTrial("t", ns).Task("shop").Agent(envtest.Oracle()).Obj()
 //
+// The control plane alone (CRDs, extra kube-apiserver flags) is
+// test/envtest/controlplane, for suites that need no simulator or manager.
+//
 // Test code only: production code never imports it.
 //
 // Imports: api/runnerpb, api/task, api/v1alpha1, controllers, controllers/host,
-// controllers/host/agents, controllers/manager, dbservice, examples/shop,
-// runner, runner/grading, test/podsim, test/toollauncher, the standard library,
-// github.com/go-logr/logr, google.golang.org/grpc,
+// controllers/host/agents, controllers/manager, dbservice, examples/shop, runner,
+// runner/grading, test/envtest/controlplane, test/podsim, test/toollauncher, the
+// standard library, github.com/go-logr/logr, google.golang.org/grpc,
 // k8s.io/apiextensions-apiserver, k8s.io/apimachinery, k8s.io/client-go and
 // sigs.k8s.io/controller-runtime.
 package envtest

@@ -21,6 +21,7 @@ import (
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/test/envtest/controlplane"
 	"tolokaforge.io/operator/test/podsim"
 	"tolokaforge.io/operator/test/toollauncher"
 )
@@ -52,6 +53,8 @@ type Options struct {
 	// CRDDir holds the CRDs (default: config/crd/bases of the module the
 	// working directory is in).
 	CRDDir string
+	// APIServerFlags are extra kube-apiserver flags (controlplane.Options).
+	APIServerFlags map[string]string
 	// SimWorkers, ProbeInterval and KillGrace are the simulator's.
 	SimWorkers    int
 	ProbeInterval time.Duration
@@ -102,23 +105,17 @@ func Start(o Options) (_ *Env, err error) {
 			return nil, fmt.Errorf("envtest: the test binary: %w", err)
 		}
 	}
-	crds := o.CRDDir
-	if crds == "" {
-		if crds, err = moduleCRDs(); err != nil {
-			return nil, err
-		}
-	}
 	if e.Work, err = os.MkdirTemp("", "tolokaforge-envtest-"); err != nil {
 		return nil, fmt.Errorf("envtest: work dir: %w", err)
 	}
 	if e.ToolLauncher, err = toollauncher.Build(e.Work); err != nil {
 		return nil, fmt.Errorf("envtest: %w", err)
 	}
-	e.Control = &crenvtest.Environment{CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
-	if e.Config, err = e.Control.Start(); err != nil {
-		e.Control = nil
+	cp, err := controlplane.Start(controlplane.Options{CRDs: true, CRDDir: o.CRDDir, APIServerFlags: o.APIServerFlags})
+	if err != nil {
 		return nil, fmt.Errorf("start envtest: %w", err)
 	}
+	e.Control, e.Config = cp.Environment, cp.Config
 	scheme, err := manager.Scheme()
 	if err != nil {
 		return nil, err
@@ -142,23 +139,6 @@ func Start(o Options) (_ *Env, err error) {
 	e.stopSim, e.simDone = cancel, make(chan error, 1)
 	go func() { e.simDone <- e.Sim.Run(ctx) }()
 	return e, nil
-}
-
-// moduleCRDs finds config/crd/bases beside the go.mod above the working
-// directory (a test runs in its package's directory).
-func moduleCRDs() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("envtest: working directory: %w", err)
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(d, "config", "crd", "bases"), nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("envtest: no go.mod above %s to find config/crd/bases", dir)
-		}
-	}
 }
 
 // Stop stops the simulator and the control plane and removes the work dir.

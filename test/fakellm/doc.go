@@ -4,7 +4,8 @@
 // script (content, tool calls, usage, injected 429/500 errors with
 // Retry-After, delays) and records every request so tests can assert exactly
 // what the model was sent. Scripts can be kept per model, so one server plays
-// both the agent model and the user-simulator model.
+// both the agent model and the user-simulator model. cmd/fakellm serves a
+// script file from the command line.
 //
 // It is a test harness and never imports the operator's own packages.
 //

@@ -3,13 +3,11 @@ package fakellm
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 
-	"github.com/go-logr/logr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -82,46 +80,15 @@ func (sf ScriptFile) Config() Config {
 	return Config{Script: sf.Replies, Scripts: sf.Models}
 }
 
-// Main serves a script file until ctx is done: the `fakellm` subcommand of
-// `tolokaforge dev`. It prints the base URL on stdout once listening.
-func Main(ctx context.Context, args []string) error {
-	return run(ctx, args, os.Stdout, logr.Discard())
-}
-
-func run(ctx context.Context, args []string, stdout io.Writer, log logr.Logger) error {
-	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
-	script := fs.String("script", "", "script file (JSON or YAML); empty serves an empty script")
-	apiKey := fs.String("api-key-env", "", "name of an environment variable holding the API key to require")
-	lenient := fs.Bool("lenient", false, "accept conversations the real API rejects")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("fakellm: %w", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("fakellm: unexpected argument %q", fs.Arg(0))
-	}
-	var cfg Config
-	if *script != "" {
-		sf, err := LoadScript(*script)
-		if err != nil {
-			return fmt.Errorf("fakellm: %w", err)
-		}
-		cfg = sf.Config()
-	}
-	if *apiKey != "" {
-		cfg.APIKey = os.Getenv(*apiKey)
-		if cfg.APIKey == "" {
-			return fmt.Errorf("fakellm: --api-key-env %s: variable is empty or unset", *apiKey)
-		}
-	}
-	cfg.Lenient = *lenient
-	cfg.Log = log
+// Serve serves cfg on listen until ctx is done and prints the base URL on
+// stdout once listening: the body of cmd/fakellm, which parses the command
+// line into cfg.
+func Serve(ctx context.Context, cfg Config, listen string, stdout io.Writer) error {
 	srv, err := New(cfg)
 	if err != nil {
 		return err
 	}
-	if err := srv.Start(*listen); err != nil {
+	if err := srv.Start(listen); err != nil {
 		return err
 	}
 	_, _ = fmt.Fprintf(stdout, "fakellm listening on %s\n", srv.URL())

@@ -23,25 +23,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"tolokaforge.io/operator/examples/shop"
 )
 
 // Serve serves the MCP server args name on stdio until stdin closes:
-// [mcp] shop [shop flags] or [mcp] testkit. No name (no arguments, or
-// flags only) serves the shop.
-func Serve(ctx context.Context, args []string) error {
+// [mcp] shop or [mcp] testkit; no name serves the shop. The shop's flags
+// come parsed as opts (cmd/mcpstandin parses them, as the root parses
+// `tolokaforge mcp shop`'s): a library parses no command line.
+func Serve(ctx context.Context, args []string, opts shop.Options) error {
 	if len(args) > 0 && args[0] == "mcp" {
 		args = args[1:]
 	}
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return shop.Main(ctx, args)
+	if len(args) == 0 {
+		return shop.Main(ctx, opts)
 	}
 	switch args[0] {
 	case "shop":
-		return shop.Main(ctx, args[1:])
+		if len(args) > 1 {
+			return fmt.Errorf("mcpstandin: mcp shop takes its flags as shop.Options, got %q (cmd/mcpstandin parses them)", args[1:])
+		}
+		return shop.Main(ctx, opts)
 	case "testkit":
 		if len(args) > 1 {
 			return fmt.Errorf("mcpstandin: mcp testkit takes no arguments, got %q", args[1:])
@@ -57,12 +60,13 @@ func asked(args []string) bool {
 }
 
 // ServeIfAsked serves and exits when the test binary was re-executed as an
-// MCP server; otherwise it returns and the TestMain goes on.
+// MCP server; otherwise it returns and the TestMain goes on. It serves the
+// shop without flags: a test that needs --state runs the binary of Build.
 func ServeIfAsked() {
 	if !asked(os.Args) {
 		return
 	}
-	if err := Serve(context.Background(), os.Args[1:]); err != nil {
+	if err := Serve(context.Background(), os.Args[1:], shop.Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

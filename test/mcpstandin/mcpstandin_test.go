@@ -3,6 +3,8 @@ package mcpstandin
 import (
 	"context"
 	"testing"
+
+	"tolokaforge.io/operator/examples/shop"
 )
 
 func TestServeRefusesWhatItDoesNotServe(t *testing.T) {
@@ -13,8 +15,9 @@ func TestServeRefusesWhatItDoesNotServe(t *testing.T) {
 		{[]string{"mcp", "weather"}, `mcpstandin: unknown MCP server "weather": want shop or testkit`},
 		{[]string{"nope"}, `mcpstandin: unknown MCP server "nope": want shop or testkit`},
 		{[]string{"mcp", "testkit", "--x"}, `mcpstandin: mcp testkit takes no arguments, got ["--x"]`},
+		{[]string{"mcp", "shop", "--state", "s.json"}, `mcpstandin: mcp shop takes its flags as shop.Options, got ["--state" "s.json"] (cmd/mcpstandin parses them)`},
 	} {
-		err := Serve(context.Background(), tc.args)
+		err := Serve(context.Background(), tc.args, shop.Options{})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Serve(%q) = %v, want %q", tc.args, err, tc.want)
 		}

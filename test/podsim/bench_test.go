@@ -13,7 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"tolokaforge.io/operator/test/envtest/controlplane"
 )
 
 // BenchmarkPodToReady measures create -> Ready -> deleted for in-process pods
@@ -24,12 +25,12 @@ func BenchmarkPodToReady(b *testing.B) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		b.Skip("KUBEBUILDER_ASSETS is unset")
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: os.Getenv("KUBEBUILDER_ASSETS")}
-	cfg, err := env.Start()
+	env, err := controlplane.Start(controlplane.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = env.Stop() }()
+	cfg := env.Config
 	cfg.QPS, cfg.Burst = 500, 1000
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

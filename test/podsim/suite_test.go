@@ -20,7 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"tolokaforge.io/operator/test/envtest/controlplane"
 )
 
 const (
@@ -31,7 +32,7 @@ const (
 )
 
 var (
-	testEnv  *envtest.Environment
+	testEnv  *controlplane.ControlPlane
 	restCfg  *rest.Config
 	cs       kubernetes.Interface
 	sim      *Simulator
@@ -53,10 +54,10 @@ func TestPodsimEnvtest(t *testing.T) {
 var _ = BeforeSuite(func() {
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	testEnv = &envtest.Environment{BinaryAssetsDirectory: os.Getenv("KUBEBUILDER_ASSETS")}
 	var err error
-	restCfg, err = testEnv.Start()
+	testEnv, err = controlplane.Start(controlplane.Options{})
 	Expect(err).NotTo(HaveOccurred())
+	restCfg = testEnv.Config
 	cs, err = kubernetes.NewForConfig(restCfg)
 	Expect(err).NotTo(HaveOccurred())
 
