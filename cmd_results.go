@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/manager"
@@ -84,8 +85,8 @@ func runResults(ctx context.Context, args []string, stdout, stderr io.Writer, c 
 			missing = append(missing, t.Name)
 			continue
 		}
-		dir := filepath.Join(*out, safeName(agentOf(t)))
-		key := filepath.Join(dir, "trials", safeName(t.Status.TaskID), fmt.Sprint(t.Spec.TrialIndex))
+		dir := filepath.Join(*out, artifacts.Segment(agentOf(t)))
+		key := filepath.Join(dir, "trials", artifacts.Segment(t.Status.TaskID), fmt.Sprint(t.Spec.TrialIndex))
 		if other, ok := byDir[key]; ok {
 			return fmt.Errorf("results pull: trials %s and %s would both be written to %s (same agent, task and index)", other, t.Name, key)
 		}
@@ -154,23 +155,6 @@ func agentOf(t *evalv1.Trial) string {
 		return t.Status.Agent
 	}
 	return "local"
-}
-
-// safeName keeps a name to one path segment.
-func safeName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	if out := b.String(); out != "" && out != "." && out != ".." {
-		return out
-	}
-	return "_"
 }
 
 // storeName is a URL without its query, for output.

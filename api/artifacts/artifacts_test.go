@@ -14,7 +14,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-func TestSafeSegment(t *testing.T) {
+func TestSegment(t *testing.T) {
 	cases := map[string]string{
 		"shop_orders_02": "shop_orders_02",
 		"../../etc":      ".._.._etc",
@@ -25,8 +25,8 @@ func TestSafeSegment(t *testing.T) {
 		"tâche 1":        "t_che_1",
 	}
 	for in, want := range cases {
-		if got := safeSegment(in); got != want {
-			t.Errorf("safeSegment(%q) = %q, want %q", in, got, want)
+		if got := Segment(in); got != want {
+			t.Errorf("Segment(%q) = %q, want %q", in, got, want)
 		}
 	}
 	if d := Dir("/r", "../x", 3); d != "/r/trials/.._x/3" {
