@@ -1,4 +1,8 @@
-package controllers
+// Package refs answers, for the Trial and the Campaign controllers alike,
+// whether the objects a spec refers to are there. It imports only api/, so
+// both controllers (controllers/campaign does not import controllers) share
+// one answer.
+package refs
 
 import (
 	"context"
@@ -37,11 +41,11 @@ func (m *MissingRef) String() string {
 	return what
 }
 
-// missingSecret returns the first required Secret (or Secret key) of refs
+// MissingSecret returns the first required Secret (or Secret key) of refs
 // that does not exist, read uncached (the manager may get Secrets but never
 // lists or watches them). Optional references are skipped. Errors other than
 // NotFound are returned: they say nothing about the Secret.
-func missingSecret(ctx context.Context, r client.Reader, ns string, refs []evalv1.SecretUse) (*MissingRef, error) {
+func MissingSecret(ctx context.Context, r client.Reader, ns string, refs []evalv1.SecretUse) (*MissingRef, error) {
 	for _, sr := range refs {
 		if sr.Ref.Optional != nil && *sr.Ref.Optional {
 			continue
