@@ -266,12 +266,10 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
-			m, err := refs.MissingSecret(ctx, r.APIReader, t.Namespace, t.Spec.SecretUses())
-			if err != nil {
+			if w.Missing, w.KeyErr, err = trialSecrets(ctx, r.APIReader, t.Namespace, t.Spec.SecretUses()); err != nil {
 				return nil, fmt.Errorf("trial %s: %w", key, err)
 			}
-			w.Missing = m
-			if m == nil {
+			if w.Missing == nil && w.KeyErr == nil {
 				w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
 			}
 			if w.Missing == nil && w.KeyErr == nil {

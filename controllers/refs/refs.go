@@ -16,9 +16,10 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// MissingRef names an object a Trial or Campaign refers to that does not
-// exist: Reason is ReasonTaskNotFound, ReasonConfigMapNotFound or
-// ReasonSecretNotFound.
+// MissingRef names an object a Trial or Campaign refers to that is not
+// there for the manager: Reason is ReasonTaskNotFound,
+// ReasonConfigMapNotFound, ReasonSecretNotFound, or ReasonNamespaceNotGranted
+// when the manager may not read it at all.
 type MissingRef struct {
 	Reason    string
 	Kind      string
@@ -31,6 +32,13 @@ type MissingRef struct {
 }
 
 func (m *MissingRef) String() string {
+	if m.Reason == evalv1.ReasonNamespaceNotGranted {
+		what := fmt.Sprintf("the manager may not read %ss in namespace %s (%s %s", m.Kind, m.Namespace, m.Kind, m.Name)
+		if m.Field != "" {
+			what += ", " + m.Field
+		}
+		return what + "); the install grants it per namespace: helm value trialNamespaces or config/namespace-grant"
+	}
 	what := fmt.Sprintf("%s %s/%s not found", m.Kind, m.Namespace, m.Name)
 	if m.Key != "" {
 		what = fmt.Sprintf("%s %s/%s has no key %q", m.Kind, m.Namespace, m.Name, m.Key)
@@ -42,9 +50,12 @@ func (m *MissingRef) String() string {
 }
 
 // MissingSecret returns the first required Secret (or Secret key) of refs
-// that does not exist, read uncached (the manager may get Secrets but never
-// lists or watches them). Optional references are skipped. Errors other than
-// NotFound are returned: they say nothing about the Secret.
+// that is not there for the manager, nil when all are, read uncached (the
+// manager may get Secrets but never lists or watches them). Optional
+// references are skipped. A Forbidden read says nothing of the Secret but
+// that the install did not grant ns (README, "Least privilege"): it is
+// reported as ReasonNamespaceNotGranted, never taken for a Secret that is
+// there. Other errors are returned: they say nothing about the Secret.
 func MissingSecret(ctx context.Context, r client.Reader, ns string, refs []evalv1.SecretUse) (*MissingRef, error) {
 	for _, sr := range refs {
 		if sr.Ref.Optional != nil && *sr.Ref.Optional {
@@ -56,9 +67,7 @@ func MissingSecret(ctx context.Context, r client.Reader, ns string, refs []evalv
 		case apierrors.IsNotFound(err):
 			return &MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: ns, Name: sr.Ref.Name, Field: sr.Field}, nil
 		case apierrors.IsForbidden(err):
-			// Not a missing object: CheckProviderKeys names the namespace
-			// the install did not grant.
-			return nil, nil
+			return &MissingRef{Reason: evalv1.ReasonNamespaceNotGranted, Kind: "Secret", Namespace: ns, Name: sr.Ref.Name, Field: sr.Field}, nil
 		case err != nil:
 			return nil, fmt.Errorf("read secret %s/%s (%s): %w", ns, sr.Ref.Name, sr.Field, err)
 		}
