@@ -292,15 +292,15 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	}
 
 	now := time.Now().UTC()
-	spec := &task.TrialSpec{
-		TrialID:            fmt.Sprintf("%s:%d", lt.Task.TaskID, f.trialIndex),
-		RunID:              "local-" + now.Format("20060102T150405Z"),
-		AttemptID:          fmt.Sprintf("local-%d", now.UnixNano()),
-		Task:               lt.Task,
-		Agent:              agentCfg,
-		UserSimulatorModel: userCfg,
-		Judge:              judgeCfg,
-	}
+	// The DB service's URL is known once the stack is up (below).
+	spec := task.NewTrialSpec(task.TrialSpecParams{
+		Task:       lt.Task,
+		TrialIndex: f.trialIndex,
+		RunID:      "local-" + now.Format("20060102T150405Z"),
+		AttemptID:  fmt.Sprintf("local-%d", now.UnixNano()),
+		Agent:      agentCfg,
+	})
+	spec.UserSimulatorModel, spec.Judge = userCfg, judgeCfg
 	opts := env.AgentOptions
 	if opts.Getenv == nil {
 		opts.Getenv = env.Getenv

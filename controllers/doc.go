@@ -19,7 +19,7 @@
 //
 // Imports: api/artifacts/blobstore, api/authn, api/llm, api/result, api/runnerpb,
 // api/task, api/v1alpha1, controllers/gateway, controllers/host,
-// controllers/host/agents, runner/client, the standard library,
+// controllers/host/agents, controllers/refs, runner/client, the standard library,
 // github.com/go-logr/logr, github.com/prometheus/client_golang, google.golang.org/grpc,
 // k8s.io/api, k8s.io/apimachinery, k8s.io/client-go, k8s.io/utils and
 // sigs.k8s.io/controller-runtime. Nothing imports this

@@ -13,6 +13,7 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/controllers/refs"
 )
 
 // world is everything one reconcile of a live Trial looks at.
@@ -40,7 +41,7 @@ type world struct {
 	KeyErr *KeyError
 	// Missing is the first object the Trial names that does not exist (a
 	// Secret of its models); nil when all exist or were not looked at.
-	Missing *MissingRef
+	Missing *refs.MissingRef
 }
 
 // plan is the desired status and what to do once it is written.
@@ -438,7 +439,7 @@ func (p *plan) cond(typ string, ok bool, reason, msg string) {
 // any pod and without using an attempt: no attempt could succeed, so retries
 // would only spend pods. Final, as a Job with an invalid spec: the spec is
 // immutable, and an object created later does not revive the Trial.
-func (p *plan) failMissing(w *world, m *MissingRef) {
+func (p *plan) failMissing(w *world, m *refs.MissingRef) {
 	msg := m.String()
 	p.cond(evalv1.TrialReferencesResolved, false, m.Reason, msg)
 	p.Events = append(p.Events, warningEvent(m.Reason, ActionStartAttempt, msg+"; no pods are created and the trial ends as Invalid"))

@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/controllers/refs"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -548,10 +549,10 @@ func TestPlanKeepsPodsWhenAsked(t *testing.T) {
 }
 
 func TestPlanFailsFastOnAMissingReference(t *testing.T) {
-	secret := &MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: "ns", Name: "openai", Field: "spec.agent.apiKeySecretRef"}
-	noKey := &MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: "ns", Name: "openai", Key: "token", Field: "spec.judge.apiKeySecretRef"}
-	task := &MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: "ns", Name: "shop", Field: "spec.taskRef"}
-	cm := &MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: "ns", Name: "state", Field: "spec.initialStateFrom.configMapKeyRef"}
+	secret := &refs.MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: "ns", Name: "openai", Field: "spec.agent.apiKeySecretRef"}
+	noKey := &refs.MissingRef{Reason: evalv1.ReasonSecretNotFound, Kind: "Secret", Namespace: "ns", Name: "openai", Key: "token", Field: "spec.judge.apiKeySecretRef"}
+	task := &refs.MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: "ns", Name: "shop", Field: "spec.taskRef"}
+	cm := &refs.MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: "ns", Name: "state", Field: "spec.initialStateFrom.configMapKeyRef"}
 	cases := []struct {
 		name    string
 		w       world

@@ -14,6 +14,7 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
+	"tolokaforge.io/operator/controllers/refs"
 )
 
 // NormalizeBaseURL is the form base URLs are compared in: surrounding spaces
@@ -101,6 +102,22 @@ func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *
 			Err: fmt.Errorf("secret %s/%s has no key %q", ns, ref.Name, ref.Key)}
 	}
 	return string(v), nil
+}
+
+// trialSecrets is the Trial's reading of refs.MissingSecret: a missing
+// Secret is a missing reference (Invalid, ReferencesResolved false), while
+// one in a namespace the install did not grant ends the Trial as every
+// refused provider Secret does (Invalid, TrialFailed NamespaceNotGranted):
+// nobody can create it into existence.
+func trialSecrets(ctx context.Context, reader client.Reader, ns string, uses []evalv1.SecretUse) (*refs.MissingRef, *KeyError, error) {
+	m, err := refs.MissingSecret(ctx, reader, ns, uses)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m != nil && m.Reason == evalv1.ReasonNamespaceNotGranted {
+		return nil, &KeyError{Reason: m.Reason, Err: errors.New(m.String())}, nil
+	}
+	return m, nil, nil
 }
 
 // CheckProviderKeys reads every Secret the Trial would send to a model and

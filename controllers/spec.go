@@ -16,14 +16,6 @@ import (
 // DefaultMaxTurns applies when neither the Trial nor its Task sets one.
 const DefaultMaxTurns = 30
 
-// TrialID is the trial_id the runner sees: "<task_id>:<trialIndex>", the
-// protocol's documented format. It needs no cluster-wide uniqueness because
-// every attempt has a runner and a DB service of its own; the Kubernetes
-// identity travels as run_id ("<namespace>/<name>") and in runtime_context.
-func TrialID(taskID string, index int32) string {
-	return taskID + ":" + strconv.Itoa(int(index))
-}
-
 // RunID names the run a trial belongs to: its Campaign when a Campaign
 // controls it, else the Trial itself ("<namespace>/<name>").
 func RunID(t *evalv1.Trial) string {
@@ -44,21 +36,22 @@ func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL 
 // gatewayURL, its api_key_env naming the gateway token's file in the runner
 // pod's secrets directory. The provider key never reaches the runner.
 func BuildTrialSpecVia(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL, gatewayURL string) *task.TrialSpec {
-	s := &task.TrialSpec{
-		TrialID:   TrialID(desc.TaskID, t.Spec.TrialIndex),
-		RunID:     RunID(t),
-		AttemptID: AttemptID(t, n),
-		Task:      desc,
-		Agent:     modelConfig(t.Spec.Agent, ""),
-		RuntimeContext: map[string]json.RawMessage{
-			"namespace": jsonString(t.Namespace),
-			"trial":     jsonString(t.Name),
-			"trial_uid": jsonString(string(t.UID)),
-			"attempt":   json.RawMessage(strconv.Itoa(int(n))),
-		},
-	}
-	if dbURL != "" {
-		s.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: dbURL}
+	// The trial_id ("<task_id>:<index>") needs no cluster-wide uniqueness:
+	// every attempt has a runner and a DB service of its own. The Kubernetes
+	// identity travels as run_id ("<namespace>/<name>") and in runtime_context.
+	s := task.NewTrialSpec(task.TrialSpecParams{
+		Task:         desc,
+		TrialIndex:   int(t.Spec.TrialIndex),
+		RunID:        RunID(t),
+		AttemptID:    AttemptID(t, n),
+		Agent:        modelConfig(t.Spec.Agent, ""),
+		DBServiceURL: dbURL,
+	})
+	s.RuntimeContext = map[string]json.RawMessage{
+		"namespace": jsonString(t.Namespace),
+		"trial":     jsonString(t.Name),
+		"trial_uid": jsonString(string(t.UID)),
+		"attempt":   json.RawMessage(strconv.Itoa(int(n))),
 	}
 	if u := t.Spec.UserSimulator; u != nil && u.Mode == evalv1.UserSimulatorLLM && u.Model != nil {
 		s.UserSimulatorModel = modelConfig(*u.Model, "")

@@ -16,6 +16,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/refs"
 )
 
 // MaxInitialStateBytes bounds a decompressed initialStateFrom value, so a
@@ -40,7 +41,7 @@ type TaskError struct {
 	// Missing names the object that does not exist, when that is the
 	// error. A Task retries (its Valid condition follows the ConfigMap); a
 	// Trial fails fast on it.
-	Missing *MissingRef
+	Missing *refs.MissingRef
 }
 
 func (e *TaskError) Error() string { return e.Err.Error() }
@@ -99,7 +100,7 @@ func LoadInitialState(ctx context.Context, r client.Reader, namespace string, re
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true,
-				Missing: &MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: namespace, Name: ref.Name,
+				Missing: &refs.MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: namespace, Name: ref.Name,
 					Field: "spec.initialStateFrom.configMapKeyRef"}}
 		}
 		return nil, fmt.Errorf("%s: %w", where, err)

@@ -26,6 +26,7 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
+	"tolokaforge.io/operator/controllers/refs"
 )
 
 // Field indexes of the Trial controller.
@@ -265,12 +266,10 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
-			m, err := missingSecret(ctx, r.APIReader, t.Namespace, t.Spec.SecretUses())
-			if err != nil {
+			if w.Missing, w.KeyErr, err = trialSecrets(ctx, r.APIReader, t.Namespace, t.Spec.SecretUses()); err != nil {
 				return nil, fmt.Errorf("trial %s: %w", key, err)
 			}
-			w.Missing = m
-			if m == nil {
+			if w.Missing == nil && w.KeyErr == nil {
 				w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
 			}
 			if w.Missing == nil && w.KeyErr == nil {
@@ -309,7 +308,7 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*Re
 		if apierrors.IsNotFound(err) {
 			return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true,
 				Err:     fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name),
-				Missing: &MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: t.Namespace, Name: t.Spec.TaskRef.Name, Field: "spec.taskRef"}}
+				Missing: &refs.MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: t.Namespace, Name: t.Spec.TaskRef.Name, Field: "spec.taskRef"}}
 		}
 		return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
 	}

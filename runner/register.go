@@ -191,18 +191,7 @@ func (s *Server) publish(t *trial) error {
 // above), e.g. left by a runner that died mid-trial; it is replaced so the
 // host's retry with the same id can proceed.
 func (s *Server) initDB(ctx context.Context, c *client.Client, id string, st *task.InitialState) (*client.InitResponse, error) {
-	req := client.InitRequest{Tables: map[string]json.RawMessage{}}
-	if st != nil {
-		if st.Tables != nil {
-			req.Tables = st.Tables
-		}
-		for _, sc := range st.Schemas {
-			req.Schemas = append(req.Schemas, client.TableSchema{TableName: sc.TableName, Fields: sc.Fields, PrimaryKey: sc.PrimaryKey})
-		}
-		for _, u := range st.UnstableFields {
-			req.UnstableFields = append(req.UnstableFields, client.UnstableField{TableName: u.TableName, FieldName: u.FieldName, Reason: string(u.Reason)})
-		}
-	}
+	req := st.DBInit()
 	resp, err := c.Init(ctx, id, req)
 	if errors.Is(err, client.ErrTrialAlreadyExists) {
 		s.log.Info("replacing a DB trial no registration owns", "trial", id)

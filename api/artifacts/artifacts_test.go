@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-func TestSafeSegment(t *testing.T) {
+func TestSegment(t *testing.T) {
 	cases := map[string]string{
 		"shop_orders_02": "shop_orders_02",
 		"../../etc":      ".._.._etc",
@@ -25,8 +26,8 @@ func TestSafeSegment(t *testing.T) {
 		"tâche 1":        "t_che_1",
 	}
 	for in, want := range cases {
-		if got := safeSegment(in); got != want {
-			t.Errorf("safeSegment(%q) = %q, want %q", in, got, want)
+		if got := Segment(in); got != want {
+			t.Errorf("Segment(%q) = %q, want %q", in, got, want)
 		}
 	}
 	if d := Dir("/r", "../x", 3); d != "/r/trials/.._x/3" {
@@ -89,6 +90,33 @@ func TestMetricsToolUsage(t *testing.T) {
 	}
 	if m.Latency.TotalS != 2 {
 		t.Fatalf("total = %g", m.Latency.TotalS)
+	}
+}
+
+// TestMetricsReadsBackWhatWriteWrote holds the report's reading type to the
+// file the host writes: every key written decodes strictly into Metrics,
+// with the values it was written from.
+func TestMetricsReadsBackWhatWriteWrote(t *testing.T) {
+	a := sample()
+	a.AgentUsage = Usage{Calls: 2, PromptTokens: 10, CompletionTokens: 5, ReasoningTokens: 1, CostUSD: 0.25}
+	a.JudgeUsage = Usage{Calls: 1, PromptTokens: 3, CostUSD: 0.5}
+	dir, err := Write(t.TempDir(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Metrics
+	if err := yaml.UnmarshalStrict(data, &got); err != nil {
+		t.Fatalf("metrics.yaml does not decode strictly into Metrics: %v\n%s", err, data)
+	}
+	if want := metricsDoc(a); !reflect.DeepEqual(got, want) {
+		t.Fatalf("read back\n%+v\nwant\n%+v", got, want)
+	}
+	if got.Tokens.TotalTokens != 18 || got.Tokens.TotalCostUSD != 0.75 {
+		t.Fatalf("totals = %d tokens, %g USD", got.Tokens.TotalTokens, got.Tokens.TotalCostUSD)
 	}
 }
 

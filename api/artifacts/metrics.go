@@ -6,22 +6,26 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-type metrics struct {
-	TrialID           string      `json:"trial_id"`
-	TaskID            string      `json:"task_id"`
-	TrialIndex        int         `json:"trial_index"`
-	Attempt           int         `json:"attempt"`
-	Outcome           string      `json:"outcome"`
-	TerminationReason string      `json:"termination_reason"`
-	Turns             int         `json:"turns"`
-	Messages          int         `json:"messages"`
-	ToolCalls         int         `json:"tool_calls"`
-	Latency           latency     `json:"latency"`
-	Tokens            tokens      `json:"tokens"`
-	ToolUsage         []ToolUsage `json:"tool_usage"`
+// Metrics is the document of metrics.yaml: the host writes it for every
+// attempt, and the report reads latency and spend back from it with this
+// same type, so a key renamed here is renamed for both.
+type Metrics struct {
+	TrialID           string         `json:"trial_id"`
+	TaskID            string         `json:"task_id"`
+	TrialIndex        int            `json:"trial_index"`
+	Attempt           int            `json:"attempt"`
+	Outcome           string         `json:"outcome"`
+	TerminationReason string         `json:"termination_reason"`
+	Turns             int            `json:"turns"`
+	Messages          int            `json:"messages"`
+	ToolCalls         int            `json:"tool_calls"`
+	Latency           MetricsLatency `json:"latency"`
+	Tokens            MetricsTokens  `json:"tokens"`
+	ToolUsage         []ToolUsage    `json:"tool_usage"`
 }
 
-type latency struct {
+// MetricsLatency is where an attempt's wall clock went, in seconds.
+type MetricsLatency struct {
 	TotalS        float64 `json:"total_s"`
 	RegistrationS float64 `json:"registration_s"`
 	AgentLLMS     float64 `json:"agent_llm_s"`
@@ -32,7 +36,8 @@ type latency struct {
 	AgentLLMPerTurnS float64 `json:"agent_llm_per_turn_s"`
 }
 
-type tokens struct {
+// MetricsTokens is an attempt's spend per actor and in total.
+type MetricsTokens struct {
 	Agent         Usage   `json:"agent"`
 	UserSimulator Usage   `json:"user_simulator"`
 	Judge         Usage   `json:"judge"`
@@ -50,12 +55,12 @@ type ToolUsage struct {
 	TotalDurationS float64 `json:"total_duration_s"`
 }
 
-func metricsDoc(a *Attempt) metrics {
-	m := metrics{
+func metricsDoc(a *Attempt) Metrics {
+	m := Metrics{
 		TrialID: a.TrialID, TaskID: a.TaskID, TrialIndex: a.TrialIndex, Attempt: a.AttemptNumber,
 		Outcome: a.Outcome, TerminationReason: a.TerminationReason,
 		Turns: a.Turns, Messages: len(a.Messages), ToolCalls: len(a.ToolCalls),
-		Latency: latency{
+		Latency: MetricsLatency{
 			TotalS:        a.EndTime.Sub(a.StartTime).Seconds(),
 			RegistrationS: a.Timings.Registration.Seconds(),
 			AgentLLMS:     a.Timings.AgentLLM.Seconds(),
@@ -63,7 +68,7 @@ func metricsDoc(a *Attempt) metrics {
 			ToolsS:        a.Timings.Tools.Seconds(),
 			GradingS:      a.Timings.Grading.Seconds(),
 		},
-		Tokens: tokens{Agent: a.AgentUsage, UserSimulator: a.UserUsage, Judge: a.JudgeUsage},
+		Tokens: MetricsTokens{Agent: a.AgentUsage, UserSimulator: a.UserUsage, Judge: a.JudgeUsage},
 	}
 	if a.Turns > 0 {
 		m.Latency.AgentLLMPerTurnS = a.Timings.AgentLLM.Seconds() / float64(a.Turns)

@@ -20,7 +20,7 @@ const (
 
 // Dir is the trial's directory under root: trials/<task_id>/<trial_index>.
 func Dir(root, taskID string, trialIndex int) string {
-	return filepath.Join(root, "trials", safeSegment(taskID), strconv.Itoa(trialIndex))
+	return filepath.Join(root, "trials", Segment(taskID), strconv.Itoa(trialIndex))
 }
 
 // AttemptDir is one attempt's own directory under the trial's.
@@ -28,9 +28,12 @@ func AttemptDir(root, taskID string, trialIndex, attempt int) string {
 	return filepath.Join(Dir(root, taskID, trialIndex), "attempts", strconv.Itoa(attempt))
 }
 
-// safeSegment keeps a task id from escaping the trials directory: anything
-// outside [A-Za-z0-9._-] becomes "_" and the dot names become "_".
-func safeSegment(s string) string {
+// Segment keeps a name (a task id, an agent name) to one path segment, so it
+// cannot escape the directory it is joined to: anything outside
+// [A-Za-z0-9._-] becomes "_" and the dot names become "_". Every writer of
+// the layout (the host, `results pull`) names directories with it, so the
+// same id lands in the same directory whoever wrote it.
+func Segment(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch {
@@ -83,7 +86,7 @@ func (d DirSink) Location(name string) string {
 
 // RelDir is the trial's directory relative to a root, slash-separated.
 func RelDir(taskID string, trialIndex int) string {
-	return "trials/" + safeSegment(taskID) + "/" + strconv.Itoa(trialIndex)
+	return "trials/" + Segment(taskID) + "/" + strconv.Itoa(trialIndex)
 }
 
 // Write writes the attempt's files into its attempts/<n>/ directory and then

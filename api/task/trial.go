@@ -2,6 +2,7 @@ package task
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -16,6 +17,43 @@ type TrialSpec struct {
 	Judge              *ModelConfig               `json:"judge,omitempty"`
 	EnvEndpoints       *EnvEndpoints              `json:"env_endpoints,omitempty"`
 	RuntimeContext     map[string]json.RawMessage `json:"runtime_context,omitempty"`
+}
+
+// TrialID is the trial_id the runner sees: "<task_id>:<trialIndex>", the
+// protocol's documented format.
+func TrialID(taskID string, trialIndex int) string {
+	return taskID + ":" + strconv.Itoa(trialIndex)
+}
+
+// TrialSpecParams are what every TrialSpec is built from, whoever runs the
+// attempt (the Trial controller, `trial run`, the oracle of `pack validate`,
+// `regrade`'s replay).
+type TrialSpecParams struct {
+	Task       *TaskDescription
+	TrialIndex int
+	RunID      string
+	AttemptID  string // opaque, unique per attempt
+	Agent      *ModelConfig
+	// DBServiceURL is the attempt's DB service; "" leaves env_endpoints unset
+	// (a caller that starts the service later sets it then).
+	DBServiceURL string
+}
+
+// NewTrialSpec is the TrialSpec of one attempt with the fields every caller
+// sets; what differs between them (user simulator, judge, runtime context)
+// each sets on the result, where it can be seen.
+func NewTrialSpec(p TrialSpecParams) *TrialSpec {
+	s := &TrialSpec{
+		TrialID:   TrialID(p.Task.TaskID, p.TrialIndex),
+		RunID:     p.RunID,
+		AttemptID: p.AttemptID,
+		Task:      p.Task,
+		Agent:     p.Agent,
+	}
+	if p.DBServiceURL != "" {
+		s.EnvEndpoints = &EnvEndpoints{DBServiceURL: p.DBServiceURL}
+	}
+	return s
 }
 
 // ModelConfig names a model and how to reach it. A key never travels here:

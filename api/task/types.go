@@ -91,7 +91,35 @@ type InitialState struct {
 	Filesystem map[string]string `json:"filesystem,omitempty"`
 }
 
-// TableSchema declares a table's fields and primary key.
+// DBInit is the body of the DB service's POST /trials/{id}/init: the
+// InitialState without its filesystem, which the runner writes itself. The
+// DB service client sends it, the runner builds it (InitialState.DBInit) and
+// the DB service's decoder accepts exactly its keys; schemas and
+// unstable_fields are left out when empty, as the wire allows.
+type DBInit struct {
+	// Tables maps a table name to a JSON array of record objects.
+	Tables         map[string]json.RawMessage `json:"tables"`
+	Schemas        []TableSchema              `json:"schemas,omitempty"`
+	UnstableFields []UnstableField            `json:"unstable_fields,omitempty"`
+}
+
+// DBInit is what the DB service provisions for st; a nil st provisions no
+// tables. Tables is never nil: the service requires the key.
+func (st *InitialState) DBInit() DBInit {
+	init := DBInit{Tables: map[string]json.RawMessage{}}
+	if st == nil {
+		return init
+	}
+	if st.Tables != nil {
+		init.Tables = st.Tables
+	}
+	init.Schemas, init.UnstableFields = st.Schemas, st.UnstableFields
+	return init
+}
+
+// TableSchema declares a table's fields and primary key. A primary key turns
+// on the DB service's DuplicateKey checks for inserts and is the default
+// upsert key.
 type TableSchema struct {
 	TableName  string          `json:"table_name"`
 	Fields     json.RawMessage `json:"fields,omitempty"`

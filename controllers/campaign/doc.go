@@ -19,9 +19,9 @@
 // references.go (the Secrets the Campaign's models read), trial.go (the Trial of a cell and what the
 // planner reads back from one), expectations.go, reconciler.go, status.go.
 //
-// Imports: api/v1alpha1, the standard library, github.com/go-logr/logr,
-// k8s.io/api, k8s.io/apimachinery, k8s.io/client-go, k8s.io/utils and
-// sigs.k8s.io/controller-runtime.
+// Imports: api/v1alpha1, controllers/refs, the standard library,
+// github.com/go-logr/logr, k8s.io/api, k8s.io/apimachinery, k8s.io/client-go,
+// k8s.io/utils and sigs.k8s.io/controller-runtime.
 // Never the controllers package; controllers/manager registers this
 // reconciler through NewReconciler and SetupWithManager.
 package campaign

@@ -53,7 +53,11 @@ func (w *World) setConditions(st *evalv1.CampaignStatus, in conditionInputs) {
 	}
 	switch {
 	case w.MissingRef != "":
-		set(evalv1.CampaignReferencesResolved, false, w.MissingRefReason, w.MissingRef+"; no Trial is created until it exists")
+		until := "it exists"
+		if w.MissingRefReason == evalv1.ReasonNamespaceNotGranted {
+			until = "the namespace is granted"
+		}
+		set(evalv1.CampaignReferencesResolved, false, w.MissingRefReason, w.MissingRef+"; no Trial is created until "+until)
 	case w.RefsChecked && meta.FindStatusCondition(st.Conditions, evalv1.CampaignReferencesResolved) != nil:
 		set(evalv1.CampaignReferencesResolved, true, evalv1.ReasonResolved, "every Secret the campaign's models name exists")
 	}

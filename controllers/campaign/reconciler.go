@@ -328,13 +328,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if len(p.Creates) > 0 {
 		// Secrets are read uncached, so only when a Trial is about to be
 		// created: a missing one would fail every Trial at once.
-		if w.MissingRef, err = missingSecret(ctx, r.apiReader, c.Namespace, c.Spec.SecretUses()); err != nil {
+		if w.MissingRef, w.MissingRefReason, err = campaignSecrets(ctx, r.apiReader, c.Namespace, c.Spec.SecretUses()); err != nil {
 			return ctrl.Result{}, fmt.Errorf("campaign %s: %w", req.NamespacedName, err)
 		}
 		w.RefsChecked = true
-		if w.MissingRef != "" {
-			w.MissingRefReason = evalv1.ReasonSecretNotFound
-		}
 		p = w.Plan()
 	}
 

@@ -10,6 +10,7 @@
 // State data is returned as json.RawMessage per table, so number literals keep their
 // int/float form (300.0 stays 300.0); parse it with package canonical to hash or compare.
 //
-// Imports: api/authn, the standard library and github.com/go-logr/logr. It never
+// Imports: api/authn, api/task, the standard library and github.com/go-logr/logr. It
+// never
 // imports the server.
 package client

@@ -1,29 +1,21 @@
 package client
 
-import "encoding/json"
+import (
+	"encoding/json"
 
-// InitRequest is the body of POST /trials/{id}/init.
-type InitRequest struct {
-	// Tables maps a table name to a JSON array of record objects.
-	Tables         map[string]json.RawMessage `json:"tables"`
-	Schemas        []TableSchema              `json:"schemas,omitempty"`
-	UnstableFields []UnstableField            `json:"unstable_fields,omitempty"`
-}
+	"tolokaforge.io/operator/api/task"
+)
 
-// TableSchema declares a table's fields and primary key. A primary key turns on
-// DuplicateKey checks for inserts and is the default upsert key.
-type TableSchema struct {
-	TableName  string          `json:"table_name"`
-	Fields     json.RawMessage `json:"fields,omitempty"`
-	PrimaryKey string          `json:"primary_key,omitempty"`
-}
-
-// UnstableField names a field that stable hashing ignores in every record of a table.
-type UnstableField struct {
-	TableName string `json:"table_name"`
-	FieldName string `json:"field_name"`
-	Reason    string `json:"reason,omitempty"`
-}
+// The init payload is declared once, in api/task, where the runner builds it
+// from a trial's InitialState; these names keep the client's vocabulary.
+type (
+	// InitRequest is the body of POST /trials/{id}/init.
+	InitRequest = task.DBInit
+	// TableSchema declares a table's fields and primary key.
+	TableSchema = task.TableSchema
+	// UnstableField names a field that stable hashing ignores in every record of a table.
+	UnstableField = task.UnstableField
+)
 
 // InitResponse answers Init.
 type InitResponse struct {

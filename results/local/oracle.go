@@ -56,15 +56,15 @@ func (s *Stack) RunOracle(ctx context.Context, desc *task.TaskDescription, initi
 	if o.AllComponents {
 		components = task.ComponentNames()
 	}
-	spec := &task.TrialSpec{
-		TrialID:      fmt.Sprintf("%s:%d", desc.TaskID, trialIndex),
+	spec := task.NewTrialSpec(task.TrialSpecParams{
+		Task:         desc,
+		TrialIndex:   trialIndex,
 		RunID:        "oracle",
 		AttemptID:    fmt.Sprintf("oracle-%s-%d", desc.TaskID, trialIndex),
-		Task:         desc,
 		Agent:        &task.ModelConfig{Provider: task.ProviderOracle},
-		Judge:        judge,
-		EnvEndpoints: &task.EnvEndpoints{DBServiceURL: s.DBServiceURL},
-	}
+		DBServiceURL: s.DBServiceURL,
+	})
+	spec.Judge = judge
 	return host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             s.Runner,
 		Spec:               spec,

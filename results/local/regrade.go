@@ -434,15 +434,15 @@ func replayTrial(ctx context.Context, s *Stack, desc *task.TaskDescription, rt R
 	if rt.Termination == task.TerminationMaxTurns {
 		maxTurns = max(rt.Turns, 1)
 	}
-	spec := &task.TrialSpec{
-		TrialID:   fmt.Sprintf("%s:%d", desc.TaskID, rt.TrialIndex),
-		RunID:     runID,
-		AttemptID: fmt.Sprintf("%s-%s-%d", runID, desc.TaskID, rt.TrialIndex),
-		Task:      desc,
+	spec := task.NewTrialSpec(task.TrialSpecParams{
+		Task:       desc,
+		TrialIndex: rt.TrialIndex,
+		RunID:      runID,
+		AttemptID:  fmt.Sprintf("%s-%s-%d", runID, desc.TaskID, rt.TrialIndex),
 		// The runner needs an agent config; the replay actor stands in for it.
 		Agent:        &task.ModelConfig{Provider: task.ProviderOracle},
-		EnvEndpoints: &task.EnvEndpoints{DBServiceURL: s.DBServiceURL},
-	}
+		DBServiceURL: s.DBServiceURL,
+	})
 	return host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:            s.Runner,
 		Spec:              spec,

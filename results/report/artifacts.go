@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"tolokaforge.io/operator/api/result"
+	"tolokaforge.io/operator/api/artifacts"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"sigs.k8s.io/yaml"
@@ -66,28 +67,6 @@ type traceSummaryDoc struct {
 	WinningPath   string   `json:"winning_path"`
 	GateFailed    bool     `json:"gate_failed"`
 	FailedGateIDs []string `json:"failed_gate_ids"`
-}
-
-type usageDoc struct {
-	Calls            int64   `json:"calls"`
-	PromptTokens     int64   `json:"prompt_tokens"`
-	CompletionTokens int64   `json:"completion_tokens"`
-	ReasoningTokens  int64   `json:"reasoning_tokens"`
-	CostUSD          float64 `json:"cost_usd"`
-}
-
-type metricsDoc struct {
-	Turns   int `json:"turns"`
-	Latency struct {
-		TotalS float64 `json:"total_s"`
-	} `json:"latency"`
-	Tokens struct {
-		Agent         usageDoc `json:"agent"`
-		UserSimulator usageDoc `json:"user_simulator"`
-		Judge         usageDoc `json:"judge"`
-		TotalTokens   int64    `json:"total_tokens"`
-		TotalCostUSD  float64  `json:"total_cost_usd"`
-	} `json:"tokens"`
 }
 
 // RegradeDirPrefix starts the name of a `tolokaforge regrade` output
@@ -320,7 +299,7 @@ func readTrial(g []trialDir) (Trial, error) {
 	}
 
 	// Spend: every attempt, whichever layout recorded them.
-	var spend []metricsDoc
+	var spend []artifacts.Metrics
 	for _, td := range g {
 		ms, err := attemptMetrics(td.dir)
 		if err != nil {
@@ -328,13 +307,13 @@ func readTrial(g []trialDir) (Trial, error) {
 		}
 		spend = append(spend, ms...)
 	}
-	var lm metricsDoc
+	var lm artifacts.Metrics
 	if _, err := readYAML(filepath.Join(latest.dir, metricsFile), &lm); err != nil {
 		return Trial{}, err
 	}
 	out.LatencyS = lm.Latency.TotalS
 	for _, m := range spend {
-		for _, u := range []usageDoc{m.Tokens.Agent, m.Tokens.UserSimulator, m.Tokens.Judge} {
+		for _, u := range []artifacts.Usage{m.Tokens.Agent, m.Tokens.UserSimulator, m.Tokens.Judge} {
 			out.PromptTokens += u.PromptTokens
 			out.CompletionTokens += u.CompletionTokens
 			out.ReasoningTokens += u.ReasoningTokens
@@ -348,17 +327,17 @@ func readTrial(g []trialDir) (Trial, error) {
 
 // attemptMetrics are the metrics of every attempt kept under a trial
 // directory (attempts/<n>/metrics.yaml), else its top-level metrics.yaml.
-func attemptMetrics(dir string) ([]metricsDoc, error) {
+func attemptMetrics(dir string) ([]artifacts.Metrics, error) {
 	entries, err := os.ReadDir(filepath.Join(dir, "attempts"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	var out []metricsDoc
+	var out []artifacts.Metrics
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
-		var m metricsDoc
+		var m artifacts.Metrics
 		ok, err := readYAML(filepath.Join(dir, "attempts", e.Name(), metricsFile), &m)
 		if err != nil {
 			return nil, err
@@ -370,10 +349,10 @@ func attemptMetrics(dir string) ([]metricsDoc, error) {
 	if len(out) > 0 {
 		return out, nil
 	}
-	var m metricsDoc
+	var m artifacts.Metrics
 	ok, err := readYAML(filepath.Join(dir, metricsFile), &m)
 	if err != nil || !ok {
 		return nil, err
 	}
-	return []metricsDoc{m}, nil
+	return []artifacts.Metrics{m}, nil
 }

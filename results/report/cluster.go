@@ -7,19 +7,14 @@ import (
 	"path/filepath"
 	"sort"
 
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"tolokaforge.io/operator/api/result"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/campaign"
+	"tolokaforge.io/operator/results/cluster"
 )
 
 // FromCampaign reads a Campaign and the Trials it controls.
@@ -28,21 +23,16 @@ func FromCampaign(ctx context.Context, r client.Reader, namespace, name string) 
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &c); err != nil {
 		return nil, fmt.Errorf("get campaign %s/%s: %w", namespace, name, err)
 	}
-	var list evalv1.TrialList
-	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{evalv1.LabelCampaign: evalv1.LabelValue(name)}); err != nil {
-		return nil, fmt.Errorf("list trials of campaign %s/%s: %w", namespace, name, err)
+	trials, err := cluster.CampaignTrials(ctx, r, &c)
+	if err != nil {
+		return nil, err
 	}
 	rep := &Report{Title: "campaign " + namespace + "/" + name, K: int(c.Spec.TrialsPerTask)}
 	for _, a := range c.Spec.Agents {
 		rep.Agents = append(rep.Agents, a.Name)
 	}
-	for i := range list.Items {
-		t := &list.Items[i]
-		// A Trial left by an earlier campaign of the same name is not this one's.
-		if ref := metav1.GetControllerOf(t); ref == nil || ref.UID != c.UID {
-			continue
-		}
-		rep.Trials = append(rep.Trials, TrialOf(t))
+	for i := range trials {
+		rep.Trials = append(rep.Trials, TrialOf(&trials[i]))
 	}
 	var tasks []string
 	seen := map[string]bool{}
@@ -149,46 +139,11 @@ func failureReason(t *evalv1.Trial, phase string) string {
 }
 
 // FromKubeconfig is FromCampaign for a command line: c and namespace
-// default to the kubeconfig's (the file given, else the default loading
-// rules: $KUBECONFIG, ~/.kube/config, in-cluster).
+// default to the kubeconfig's (cluster.Client).
 func FromKubeconfig(ctx context.Context, c client.Reader, kubeconfig, namespace, name string) (*Report, error) {
-	if c == nil || namespace == "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		if kubeconfig != "" {
-			rules.ExplicitPath = kubeconfig
-		}
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
-		if namespace == "" {
-			ns, _, err := cc.Namespace()
-			if err != nil {
-				return nil, fmt.Errorf("kubeconfig namespace: %w", err)
-			}
-			namespace = ns
-		}
-		if c == nil {
-			cfg, err := cc.ClientConfig()
-			if err != nil {
-				return nil, fmt.Errorf("kubeconfig: %w", err)
-			}
-			if c, err = newClient(cfg); err != nil {
-				return nil, err
-			}
-		}
+	c, namespace, err := cluster.Client(c, kubeconfig, namespace)
+	if err != nil {
+		return nil, err
 	}
 	return FromCampaign(ctx, c, namespace, name)
-}
-
-func newClient(cfg *rest.Config) (client.Client, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := evalv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return c, nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
 )
@@ -53,21 +54,6 @@ type recordedCall struct {
 	Status         string          `json:"status"`
 	Output         string          `json:"output"`
 	LatencySeconds float64         `json:"latency_seconds"`
-}
-
-// The full metrics.yaml.
-type fullMetrics struct {
-	metricsDoc
-	Messages  int `json:"messages"`
-	ToolCalls int `json:"tool_calls"`
-	Latency   struct {
-		TotalS        float64 `json:"total_s"`
-		RegistrationS float64 `json:"registration_s"`
-		AgentLLMS     float64 `json:"agent_llm_s"`
-		UserLLMS      float64 `json:"user_llm_s"`
-		ToolsS        float64 `json:"tools_s"`
-		GradingS      float64 `json:"grading_s"`
-	} `json:"latency"`
 }
 
 type pageCall struct {
@@ -201,13 +187,13 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 		}
 	}
 
-	var m fullMetrics
+	var m artifacts.Metrics
 	if _, err := readYAML(filepath.Join(t.Dir, metricsFile), &m); err != nil {
 		return nil, err
 	}
 	for _, u := range []struct {
 		actor string
-		u     usageDoc
+		u     artifacts.Usage
 	}{{"agent", m.Tokens.Agent}, {"user simulator", m.Tokens.UserSimulator}, {"judge", m.Tokens.Judge}} {
 		d.Usage = append(d.Usage, pageUsage{Actor: u.actor, Calls: u.u.Calls, Prompt: u.u.PromptTokens, Completion: u.u.CompletionTokens,
 			Reasoning: u.u.ReasoningTokens, Total: u.u.PromptTokens + u.u.CompletionTokens, Cost: fmtCost(u.u.CostUSD, u.u.CostUSD > 0)})

@@ -224,18 +224,7 @@ func newTrial(t testing.TB, db *testDB, td *task.TaskDescription) *testEnv {
 	trialSeq.n++
 	id := fmt.Sprintf("shop_orders_02:%d", trialSeq.n)
 	trialSeq.Unlock()
-	init := client.InitRequest{Tables: map[string]json.RawMessage{}}
-	if st := td.InitialState; st != nil {
-		for name, tbl := range st.Tables {
-			init.Tables[name] = tbl
-		}
-		for _, s := range st.Schemas {
-			init.Schemas = append(init.Schemas, client.TableSchema{TableName: s.TableName, Fields: s.Fields, PrimaryKey: s.PrimaryKey})
-		}
-		for _, u := range st.UnstableFields {
-			init.UnstableFields = append(init.UnstableFields, client.UnstableField{TableName: u.TableName, FieldName: u.FieldName, Reason: string(u.Reason)})
-		}
-	}
+	init := td.InitialState.DBInit()
 	if _, err := db.client.Init(context.Background(), id, init); err != nil {
 		t.Fatalf("init %s: %v", id, err)
 	}
