@@ -197,6 +197,28 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	mgr, err := newControllerManager(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := addReconcilers(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := addGateway(mgr, opts); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("manager: healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("manager: readyz: %w", err)
+	}
+	return mgr, nil
+}
+
+// newControllerManager is controller-runtime's manager for cfg: the scheme,
+// the cache, metrics, probes and leader election.
+func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if cfg == nil {
 		return nil, errors.New("manager: rest config is nil")
 	}
@@ -229,13 +251,19 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
+	return mgr, nil
+}
 
+// addReconcilers adds the Task, Trial and Campaign reconcilers, the Trials'
+// driver pool and the artifacts store they write to.
+func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	var store *blobstore.Store
 	if opts.ArtifactsURL != "" {
 		// Opening contacts nothing; a store that refuses writes shows in
 		// each attempt's log and leaves status.artifactsURL unset.
+		var err error
 		if store, err = blobstore.Open(context.Background(), opts.ArtifactsURL); err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
+			return fmt.Errorf("manager: %w", err)
 		}
 	}
 	metrics := controllers.DefaultMetrics()
@@ -245,7 +273,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	tasks := &controllers.TaskReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	if err := tasks.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("manager: task controller: %w", err)
+		return fmt.Errorf("manager: task controller: %w", err)
 	}
 	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
 		Pool: pool,
@@ -267,37 +295,38 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 	})
 	if err := trials.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("manager: trial controller: %w", err)
+		return fmt.Errorf("manager: trial controller: %w", err)
 	}
 	campaignOpts := append([]campaign.Option{campaign.WithLogger(opts.Logger.WithName("campaign"))}, opts.Campaign...)
 	campaigns, err := campaign.NewReconciler(mgr, campaignOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("manager: campaign controller: %w", err)
+		return fmt.Errorf("manager: campaign controller: %w", err)
 	}
 	if err := campaigns.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("manager: campaign controller: %w", err)
+		return fmt.Errorf("manager: campaign controller: %w", err)
 	}
-	if a := opts.GatewayBindAddress; a != "" && a != "0" {
-		// Every replica serves the gateway (it keeps no state): Trials come
-		// from the cache, Secrets from direct gets (no Secret informer).
-		gw := &gateway.Gateway{
-			Trials:   mgr.GetClient(),
-			Secrets:  mgr.GetAPIReader(),
-			Upstream: controllers.JudgeUpstream(mgr.GetAPIReader()),
-			Addr:     a,
-			Log:      opts.Logger.WithName("gateway"),
-		}
-		if err := mgr.Add(gw); err != nil {
-			return nil, fmt.Errorf("manager: gateway: %w", err)
-		}
+	return nil
+}
+
+// addGateway adds the LLM gateway when it has an address.
+func addGateway(mgr ctrl.Manager, opts Options) error {
+	a := opts.GatewayBindAddress
+	if a == "" || a == "0" {
+		return nil
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("manager: healthz: %w", err)
+	// Every replica serves the gateway (it keeps no state): Trials come
+	// from the cache, Secrets from direct gets (no Secret informer).
+	gw := &gateway.Gateway{
+		Trials:   mgr.GetClient(),
+		Secrets:  mgr.GetAPIReader(),
+		Upstream: controllers.JudgeUpstream(mgr.GetAPIReader()),
+		Addr:     a,
+		Log:      opts.Logger.WithName("gateway"),
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("manager: readyz: %w", err)
+	if err := mgr.Add(gw); err != nil {
+		return fmt.Errorf("manager: gateway: %w", err)
 	}
-	return mgr, nil
+	return nil
 }
 
 // Run runs the manager against cfg until ctx ends. Attempts still running
