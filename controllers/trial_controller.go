@@ -366,58 +366,18 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 		r.Log.Info(e.Message, "trial", key.String(), "reason", e.Reason, "type", e.Type)
 	}
 
-	var errs []error
 	if p.EnsureNP {
 		if err := r.ensureNetworkPolicies(ctx, t); err != nil {
 			return err
 		}
 	}
+	var errs []error
 	if a := activeAttempt(&t.Status); a != nil {
-		ref := attemptRef{Trial: t, Number: a.Number}
-		if len(p.CreatePod) > 0 {
-			if err := r.ensureAuthSecret(ctx, ref); err != nil {
-				return err
-			}
+		createErrs, err := r.startAttempt(ctx, t, a, p)
+		if err != nil {
+			return err
 		}
-		if slices.Contains(p.CreatePod, evalv1.RoleRunner) && UsesGateway(t, r.Pods.GatewayURL) {
-			if err := r.ensureGatewaySecret(ctx, t); err != nil {
-				// The runner pod mounts the token: without it the pod could
-				// not start, so neither pod is created until it exists.
-				emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt, err.Error())})
-				return err
-			}
-		}
-		// The pods do not depend on each other (each finds the other's IP
-		// through the manager): created at once, one round trip for both.
-		pods := make([]*corev1.Pod, len(p.CreatePod))
-		created := make([]error, len(p.CreatePod))
-		var wg sync.WaitGroup
-		for i, role := range p.CreatePod {
-			pods[i] = DBServicePod(r.Pods, ref)
-			if role == evalv1.RoleRunner {
-				pods[i] = RunnerPod(r.Pods, ref)
-			}
-			wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
-		}
-		wg.Wait()
-		for i, role := range p.CreatePod {
-			pod, err := pods[i], created[i]
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				// Status was written before this create, so the refusal
-				// (quota, admission) is told in an event; the attempt stays
-				// PodsPending and the create is retried until podsReady.
-				emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt,
-					fmt.Sprintf("create pod %s: %v", pod.Name, err))})
-				errs = append(errs, fmt.Errorf("create pod %s: %w", pod.Name, err))
-				continue
-			}
-			r.Pool.MarkPodCreated(key, a.ID, role)
-		}
-		if p.Submit {
-			if in := r.Pool.Input(key, a.ID); in != nil {
-				r.Pool.Submit(key, a.ID, r.Driver.Drive(in, p.RunnerIP, p.DBIP))
-			}
-		}
+		errs = append(errs, createErrs...)
 	}
 	for _, n := range p.DeletePodsOf {
 		err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(t.Namespace),
@@ -432,6 +392,61 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// startAttempt brings the active attempt's parts into being: its
+// credential (and gateway token for a runner that uses the gateway), the
+// pods the plan says are missing, and its driver once the plan submits it.
+// Failed pod creates come back in createErrs (a later reconcile retries
+// them); a missing credential ends the pass (err).
+func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *evalv1.AttemptStatus, p *plan) (createErrs []error, err error) {
+	key := client.ObjectKeyFromObject(t)
+	ref := attemptRef{Trial: t, Number: a.Number}
+	if len(p.CreatePod) > 0 {
+		if err := r.ensureAuthSecret(ctx, ref); err != nil {
+			return nil, err
+		}
+	}
+	if slices.Contains(p.CreatePod, evalv1.RoleRunner) && UsesGateway(t, r.Pods.GatewayURL) {
+		if err := r.ensureGatewaySecret(ctx, t); err != nil {
+			// The runner pod mounts the token: without it the pod could
+			// not start, so neither pod is created until it exists.
+			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt, err.Error())})
+			return nil, err
+		}
+	}
+	// The pods do not depend on each other (each finds the other's IP
+	// through the manager): created at once, one round trip for both.
+	pods := make([]*corev1.Pod, len(p.CreatePod))
+	created := make([]error, len(p.CreatePod))
+	var wg sync.WaitGroup
+	for i, role := range p.CreatePod {
+		pods[i] = DBServicePod(r.Pods, ref)
+		if role == evalv1.RoleRunner {
+			pods[i] = RunnerPod(r.Pods, ref)
+		}
+		wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
+	}
+	wg.Wait()
+	for i, role := range p.CreatePod {
+		pod, err := pods[i], created[i]
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			// Status was written before this create, so the refusal
+			// (quota, admission) is told in an event; the attempt stays
+			// PodsPending and the create is retried until podsReady.
+			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt,
+				fmt.Sprintf("create pod %s: %v", pod.Name, err))})
+			createErrs = append(createErrs, fmt.Errorf("create pod %s: %w", pod.Name, err))
+			continue
+		}
+		r.Pool.MarkPodCreated(key, a.ID, role)
+	}
+	if p.Submit {
+		if in := r.Pool.Input(key, a.ID); in != nil {
+			r.Pool.Submit(key, a.ID, r.Driver.Drive(in, p.RunnerIP, p.DBIP))
+		}
+	}
+	return createErrs, nil
 }
 
 // reconcileGone cleans up after a deleted Trial: its driver is cancelled
