@@ -143,19 +143,7 @@ func (d *decoder) value(raw []byte, rv reflect.Value, path string, isField bool)
 	}
 	t := rv.Type()
 	if raw[0] == 'n' {
-		switch {
-		case isField && t == rawMessageType:
-			rv.SetZero()
-		case t == rawMessageType:
-			rv.SetBytes([]byte("null"))
-		case nullable(t):
-			rv.SetZero()
-		case isField:
-			// absent: keep the zero value
-		default:
-			return mismatch(path, wantName(t), raw)
-		}
-		return nil
+		return null(rv, path, isField, raw)
 	}
 	if t == rawMessageType {
 		var buf bytes.Buffer
@@ -210,6 +198,39 @@ func (d *decoder) value(raw []byte, rv reflect.Value, path string, isField bool)
 		return d.list(raw, rv, path)
 	case reflect.Array:
 		return d.list(raw, rv, path)
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64:
+		return scalar(raw, rv, path)
+	}
+	return &DecodeError{Path: path, Msg: fmt.Sprintf("cannot decode into Go type %s", t)}
+}
+
+// null decodes a JSON null: an absent field keeps its zero value, a
+// nullable type becomes its zero, anything else is a type mismatch.
+func null(rv reflect.Value, path string, isField bool, raw []byte) error {
+	t := rv.Type()
+	switch {
+	case isField && t == rawMessageType:
+		rv.SetZero()
+	case t == rawMessageType:
+		rv.SetBytes([]byte("null"))
+	case nullable(t):
+		rv.SetZero()
+	case isField:
+		// absent: keep the zero value
+	default:
+		return mismatch(path, wantName(t), raw)
+	}
+	return nil
+}
+
+// scalar decodes a string, boolean or number into its Go kind: the JSON
+// kind must match, a number must fit, and a closed set's string must be one
+// of its members.
+func scalar(raw []byte, rv reflect.Value, path string) error {
+	t := rv.Type()
+	switch t.Kind() {
 	case reflect.String:
 		if raw[0] != '"' {
 			return mismatch(path, "string", raw)
