@@ -59,105 +59,115 @@ func (r *Report) ks() []int {
 	return ks
 }
 
+// tally is what aggregate.json counts over the trials.
+type tally struct {
+	aborts                                                 map[string]int
+	byReason                                               map[string]map[string]any
+	tasks                                                  map[string]bool
+	measured, scored, passes, ungradeable, invalid, costed int
+	scoreSum, cost, turns                                  float64
+	prompt, completion, reasoning, tokens                  int64
+	latencies                                              []float64
+}
+
+// add counts one trial: its class (measured, ungradeable, infrastructure
+// abort, invalid, unfinished), its termination reason and its spend.
+func (c *tally) add(t Trial, o campaign.Outcome) {
+	c.tasks[t.Task] = true
+	class := "measured"
+	switch {
+	case o.Measured():
+		c.measured++
+		c.turns += float64(t.Turns)
+		if o.Passed() {
+			c.passes++
+		}
+		if t.Score != nil {
+			c.scored++
+			c.scoreSum += *t.Score
+		}
+		if t.Phase == string(evalv1.PhaseGradingFailed) {
+			c.ungradeable++
+			class = "ungradeable"
+		}
+	case t.Phase == string(evalv1.PhaseInfraFailed):
+		c.aborts[t.Reason]++
+		class = "infrastructure_abort"
+	case t.Phase == string(evalv1.PhaseInvalid) || t.Phase == string(evalv1.PhaseProtocolSkew):
+		c.invalid++
+		class = "invalid"
+	default:
+		class = "unfinished"
+	}
+	key := t.Termination
+	if key == "" {
+		key = "unset_" + t.Phase
+	}
+	if class == "ungradeable" {
+		key = "ungradeable_" + key
+	}
+	row := c.byReason[key]
+	if row == nil {
+		row = map[string]any{"class": class, "count": 0}
+		c.byReason[key] = row
+	}
+	row["count"] = row["count"].(int) + 1
+	c.prompt += t.PromptTokens
+	c.completion += t.CompletionTokens
+	c.reasoning += t.ReasoningTokens
+	c.tokens += t.Tokens
+	c.cost += t.CostUSD
+	if t.Costed {
+		c.costed++
+	}
+	if t.LatencyS > 0 {
+		c.latencies = append(c.latencies, t.LatencyS)
+	}
+}
+
 func aggregateOf(trials []Trial, ks []int) map[string]any {
 	outcomes := make([]campaign.Outcome, len(trials))
-	aborts := map[string]int{}
-	byReason := map[string]map[string]any{}
-	tasks := map[string]bool{}
-	var measured, scored, passes, ungradeable, invalid, costed int
-	var scoreSum, cost, turns float64
-	var prompt, completion, reasoning, tokens int64
-	var latencies []float64
+	c := &tally{aborts: map[string]int{}, byReason: map[string]map[string]any{}, tasks: map[string]bool{}}
 	for i, t := range trials {
 		outcomes[i] = t.outcome()
-		tasks[t.Task] = true
-		o := outcomes[i]
-		class := "measured"
-		switch {
-		case o.Measured():
-			measured++
-			turns += float64(t.Turns)
-			if o.Passed() {
-				passes++
-			}
-			if t.Score != nil {
-				scored++
-				scoreSum += *t.Score
-			}
-			if t.Phase == string(evalv1.PhaseGradingFailed) {
-				ungradeable++
-				class = "ungradeable"
-			}
-		case t.Phase == string(evalv1.PhaseInfraFailed):
-			aborts[t.Reason]++
-			class = "infrastructure_abort"
-		case t.Phase == string(evalv1.PhaseInvalid) || t.Phase == string(evalv1.PhaseProtocolSkew):
-			invalid++
-			class = "invalid"
-		default:
-			class = "unfinished"
-		}
-		key := t.Termination
-		if key == "" {
-			key = "unset_" + t.Phase
-		}
-		if class == "ungradeable" {
-			key = "ungradeable_" + key
-		}
-		row := byReason[key]
-		if row == nil {
-			row = map[string]any{"class": class, "count": 0}
-			byReason[key] = row
-		}
-		row["count"] = row["count"].(int) + 1
-		prompt += t.PromptTokens
-		completion += t.CompletionTokens
-		reasoning += t.ReasoningTokens
-		tokens += t.Tokens
-		cost += t.CostUSD
-		if t.Costed {
-			costed++
-		}
-		if t.LatencyS > 0 {
-			latencies = append(latencies, t.LatencyS)
-		}
+		c.add(t, outcomes[i])
 	}
 	cells := campaign.Cells(outcomes)
 	out := map[string]any{
-		"total_tasks":             len(tasks),
+		"total_tasks":             len(c.tasks),
 		"total_trials":            len(trials),
-		"measured_trials":         measured,
-		"scored_trials":           scored,
-		"successful_trials":       passes,
-		"ungradeable":             ungradeable,
-		"invalid_trials":          invalid,
-		"infrastructure_aborts":   aborts,
-		"outcomes_by_reason":      byReason,
-		"success_rate_micro":      ratio(float64(passes), measured),
-		"avg_score_micro":         ratio(scoreSum, scored),
-		"avg_turns":               ratio(turns, measured),
-		"total_prompt_tokens":     prompt,
-		"total_completion_tokens": completion,
-		"total_reasoning_tokens":  reasoning,
-		"total_tokens":            tokens,
+		"measured_trials":         c.measured,
+		"scored_trials":           c.scored,
+		"successful_trials":       c.passes,
+		"ungradeable":             c.ungradeable,
+		"invalid_trials":          c.invalid,
+		"infrastructure_aborts":   c.aborts,
+		"outcomes_by_reason":      c.byReason,
+		"success_rate_micro":      ratio(float64(c.passes), c.measured),
+		"avg_score_micro":         ratio(c.scoreSum, c.scored),
+		"avg_turns":               ratio(c.turns, c.measured),
+		"total_prompt_tokens":     c.prompt,
+		"total_completion_tokens": c.completion,
+		"total_reasoning_tokens":  c.reasoning,
+		"total_tokens":            c.tokens,
 		"total_cost_usd":          nil,
 		"avg_cost_usd":            nil,
-		"costed_trials":           costed,
-		"unpriced_trials":         len(trials) - costed,
+		"costed_trials":           c.costed,
+		"unpriced_trials":         len(trials) - c.costed,
 		"component_pass_rates":    componentRatesJSON(trials),
 	}
-	if costed > 0 {
-		out["total_cost_usd"] = cost
-		out["avg_cost_usd"] = cost / float64(costed)
+	if c.costed > 0 {
+		out["total_cost_usd"] = c.cost
+		out["avg_cost_usd"] = c.cost / float64(c.costed)
 	}
 	for _, k := range ks {
 		at, hat := macro(cells, k, campaign.PassAtK), macro(cells, k, campaign.PassHatK)
 		out["pass@"+itoa(k)+"_macro"] = at
 		out["pass_hat@"+itoa(k)+"_macro"] = hat
 	}
-	sort.Float64s(latencies)
+	sort.Float64s(c.latencies)
 	for _, p := range []int{50, 90, 99} {
-		out["latency_p"+itoa(p)+"_s"] = percentile(latencies, float64(p))
+		out["latency_p"+itoa(p)+"_s"] = percentile(c.latencies, float64(p))
 	}
 	return out
 }
