@@ -77,16 +77,6 @@ type Option func(*Reconciler)
 // WithLogger sets the logger (default: the manager's, named "campaign").
 func WithLogger(l logr.Logger) Option { return func(r *Reconciler) { r.log = l } }
 
-// WithMaxConcurrentReconciles sets how many Campaigns reconcile at once
-// (default 2).
-func WithMaxConcurrentReconciles(n int) Option {
-	return func(r *Reconciler) { r.maxConcurrentReconciles = n }
-}
-
-// WithCreateWorkers sets how many Trial creations one reconcile sends at
-// once (default DefaultCreateWorkers).
-func WithCreateWorkers(n int) Option { return func(r *Reconciler) { r.createWorkers = n } }
-
 // WithStatusInterval sets the least time between two status writes of one
 // Campaign that change only figures (counts, aggregates, spend); a change of
 // a condition, of the plan or of rerun bookkeeping is written at once. Zero
@@ -94,21 +84,6 @@ func WithCreateWorkers(n int) Option { return func(r *Reconciler) { r.createWork
 func WithStatusInterval(d time.Duration) Option {
 	return func(r *Reconciler) { r.statusInterval = d }
 }
-
-// WithTrialEventDelay sets how long a Trial's change waits before its
-// Campaign is reconciled (default DefaultTrialEventDelay; 0: at once). Every
-// change arriving meanwhile joins the same reconcile: a plan reads all the
-// Campaign's Trials, so one per Trial event made a campaign's work grow with
-// its size times its event rate.
-func WithTrialEventDelay(d time.Duration) Option {
-	return func(r *Reconciler) { r.trialEventDelay = d }
-}
-
-// WithExpectationTTL bounds how long an unseen creation counts as running.
-func WithExpectationTTL(d time.Duration) Option { return func(r *Reconciler) { r.expectationTTL = d } }
-
-// WithRecorder sets the event recorder (default: the manager's).
-func WithRecorder(rec events.EventRecorder) Option { return func(r *Reconciler) { r.recorder = rec } }
 
 // NewReconciler builds the Campaign reconciler on mgr's client, uncached
 // reader, logger and event recorder, then applies opts; register it with

@@ -81,12 +81,6 @@ func Update(filter, set json.RawMessage) Operation {
 // Delete removes every record matching filter ({} removes all).
 func Delete(filter json.RawMessage) Operation { return Operation{Op: "delete", Filter: filter} }
 
-// Upsert merges record into the first record whose key field equals record's, or
-// appends it. An empty key means the table's primary key, else "id".
-func Upsert(record json.RawMessage, key string) Operation {
-	return Operation{Op: "upsert", Record: record, Key: key}
-}
-
 // PatchRequest is the body of PATCH /trials/{id}/state/{table}. The operations apply
 // atomically; IfVersion and ETag (the current full hash) are optional guards.
 type PatchRequest struct {

@@ -41,12 +41,6 @@ type options struct {
 	poll time.Duration
 }
 
-// WithDialOptions adds gRPC dial options (applied after the defaults, so they
-// win): TLS credentials, interceptors, a custom dialer.
-func WithDialOptions(opts ...grpc.DialOption) Option {
-	return func(o *options) { o.dial = append(o.dial, opts...) }
-}
-
 // WithToken makes every call present the trial's credential (package authn)
 // as "authorization: Bearer <token>" metadata, health checks included (the
 // runner ignores it there). Empty sends none.

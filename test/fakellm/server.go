@@ -125,15 +125,6 @@ func (s *Server) URL() string {
 	return "http://" + s.ln.Addr().String() + "/v1"
 }
 
-// Addr is the listening address (host:port), empty before Start.
-func (s *Server) Addr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return ""
-	}
-	return s.ln.Addr().String()
-}
 
 // Close stops the server, cutting short any delayed replies.
 func (s *Server) Close() error {
