@@ -141,7 +141,7 @@ func (traceEvaluator) Evaluate(_ context.Context, g *gradeCtx) (verdict, error) 
 	if tc == nil || len(keys) == 0 {
 		return verdict{}, nil
 	}
-	if g.timeline.empty() {
+	if g.timeline.Empty() {
 		g.ledger.skipped(skipEmptyTimeline, keys...)
 		return verdict{}, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // gradeCtx is one Grade call's working set, shared by the evaluators.
@@ -19,7 +20,7 @@ type gradeCtx struct {
 	task *task.TaskDescription
 	cfg  *task.GradingConfig
 
-	timeline        *timeline
+	timeline        *timeline.Timeline
 	transcriptEmpty bool
 	scope           map[string]bool // requested components; nil = all
 	populated       []scoredKey

@@ -11,6 +11,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // maxJudgeFieldBytes bounds one tool output or message in the judge's prompt: a tool
@@ -20,7 +21,7 @@ const maxJudgeFieldBytes = 8 << 10
 // judgePrompt builds the judge's conversation: a system message with the instructions,
 // the criteria and the answer format, and one user message carrying the policy (when
 // include_agent_system_prompt) and the transcript as quoted data.
-func judgePrompt(tl *timeline, j *task.LLMJudge) []task.Message {
+func judgePrompt(tl *timeline.Timeline, j *task.LLMJudge) []task.Message {
 	var sys strings.Builder
 	sys.WriteString("You are grading how an AI agent handled a conversation, against a rubric.\n")
 	if s := strings.TrimSpace(j.Rubric.Instructions); s != "" {
@@ -67,7 +68,7 @@ func judgePrompt(tl *timeline, j *task.LLMJudge) []task.Message {
 	}
 }
 
-func writeEvent(b *strings.Builder, e *event) {
+func writeEvent(b *strings.Builder, e *timeline.Event) {
 	if e.Kind == task.EventToolCall {
 		args := string(bytes.TrimSpace(e.Args))
 		if args == "" {

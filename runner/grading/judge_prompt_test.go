@@ -10,6 +10,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -131,10 +132,10 @@ func TestParseJudgeAnswerZeroWeights(t *testing.T) {
 }
 
 func TestJudgePrompt(t *testing.T) {
-	tl := &timeline{
+	tl := &timeline.Timeline{
 		Policy:      "Never refund more than the order total.",
 		Termination: task.TerminationAgentDone,
-		Events: []event{
+		Events: []timeline.Event{
 			{Position: 0, Kind: task.EventMessage, Role: task.RoleUser, Content: "refund O-001 please"},
 			{Position: 1, Kind: task.EventToolCall, Role: task.RoleAssistant, Tool: "refund", Args: []byte(`{"order_id":"O-001"}`), Status: task.ToolCallSuccess, Output: `{"refunded":158.99}`},
 			{Position: 2, Kind: task.EventMessage, Role: task.RoleAssistant, Content: "Done: $158.99 refunded."},

@@ -9,6 +9,7 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // conv builds a transcript while executing (and recording) its tool calls.
@@ -28,7 +29,7 @@ func (c *conv) call(executor, tool, args string) *conv {
 	c.n++
 	id := fmt.Sprintf("call_%d", c.n)
 	m := calls([3]string{id, tool, args})
-	m.Role = roleOf(executor)
+	m.Role = timeline.RoleOf(executor)
 	c.msgs = append(c.msgs, m)
 	rec := c.env.call(c.t, id, executor, tool, args)
 	c.msgs = append(c.msgs, toolResult(id, rec.Output))
