@@ -10,6 +10,7 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 )
 
 // judgeOptions configure the LLM rubric judge.
@@ -203,7 +204,7 @@ func judgeSegment(score float64, results []*runnerpb.CriterionResult) string {
 			met++
 			continue
 		}
-		s := fmt.Sprintf("%s not met (score %s)", r.Id, fmtScore(r.Score))
+		s := fmt.Sprintf("%s not met (score %s)", r.Id, gradefmt.Score(r.Score))
 		if j := strings.TrimSpace(r.Justification); j != "" {
 			s += ": " + clipReason(j)
 		}
@@ -213,7 +214,7 @@ func judgeSegment(score float64, results []*runnerpb.CriterionResult) string {
 	if len(unmet) > 0 {
 		detail += "; " + strings.Join(unmet, "; ")
 	}
-	return fmt.Sprintf("Judge: score=%s (%s)", fmtScore(score), detail)
+	return fmt.Sprintf("Judge: score=%s (%s)", gradefmt.Score(score), detail)
 }
 
 func clipReason(s string) string {

@@ -10,6 +10,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
@@ -31,7 +32,7 @@ func TestParseJudgeAnswer(t *testing.T) {
 		{
 			name:   "all met",
 			answer: `{"criteria":[{"id":"polite","met":true,"score":1,"justification":"kind"},{"id":"accurate","met":true,"score":0.9,"justification":"141.01"}]}`,
-			score:  round6((1*1 + 2*0.9) / 3),
+			score:  gradefmt.Round6((1*1 + 2*0.9) / 3),
 			results: []*runnerpb.CriterionResult{
 				{Id: "polite", Met: true, Score: 1, Justification: "kind"},
 				{Id: "accurate", Met: true, Score: 0.9, Justification: "141.01"},
@@ -40,7 +41,7 @@ func TestParseJudgeAnswer(t *testing.T) {
 		{
 			name:   "graded below the bar is not met whatever the judge says; answers in any order",
 			answer: "```json\n" + `{"criteria":[{"id":"accurate","met":true,"score":0.4,"justification":"off by 10"},{"id":"polite","met":false,"score":0,"justification":"rude"}]}` + "\n```",
-			score:  round6(2 * 0.4 / 3),
+			score:  gradefmt.Round6(2 * 0.4 / 3),
 			results: []*runnerpb.CriterionResult{
 				{Id: "polite", Met: false, Score: 0, Justification: "rude"},
 				{Id: "accurate", Met: false, Score: 0.4, Justification: "off by 10"},

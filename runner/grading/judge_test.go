@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -98,7 +99,7 @@ func TestJudgeGradesCriteria(t *testing.T) {
 			segment: "Judge: score=1 (2/2 criteria met)"},
 		{name: "every criterion failed", polite: 0, accurate: 0, judge: 0, score: 0.5, pass: false,
 			segment: "Judge: score=0 (0/2 criteria met; polite not met (score 0): tone; accurate not met (score 0): the balance 141.01)"},
-		{name: "partial: graded below its bar", polite: 1, accurate: 0.4, judge: round6((1 + 2*0.4) / 3), score: round6((1 + (1+2*0.4)/3) / 2), pass: true, // 0.8 >= the task's 0.75
+		{name: "partial: graded below its bar", polite: 1, accurate: 0.4, judge: gradefmt.Round6((1 + 2*0.4) / 3), score: gradefmt.Round6((1 + (1+2*0.4)/3) / 2), pass: true, // 0.8 >= the task's 0.75
 			segment: "Judge: score=0.6 (1/2 criteria met; accurate not met (score 0.4): the balance 141.01)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 	"tolokaforge.io/operator/runner/proc"
 )
 
@@ -111,7 +112,7 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 	if g.cfg.PassThreshold != nil {
 		threshold = *g.cfg.PassThreshold
 	}
-	reason := fmt.Sprintf("Test execution: score=%s (%s)", fmtScore(score), how)
+	reason := fmt.Sprintf("Test execution: score=%s (%s)", gradefmt.Score(score), how)
 	if score < 1 {
 		if tail := res.out.tail(reasonTailBytes); tail != "" {
 			reason += "; output tail: " + strconv.Quote(tail)
@@ -201,7 +202,7 @@ func verifierScore(reward string, exitCode int) (score float64, how string, err 
 			text := strings.TrimSpace(string(b))
 			v, perr := strconv.ParseFloat(text, 64)
 			if perr != nil || math.IsNaN(v) || v < 0 || v > 1 {
-				return 0, "", fmt.Errorf("test_execution: the reward file %s holds %s, not a number in [0, 1]", reward, quoteAnswer(text))
+				return 0, "", fmt.Errorf("test_execution: the reward file %s holds %s, not a number in [0, 1]", reward, gradefmt.Quote(text))
 			}
 			return v, fmt.Sprintf("reward %s from %s, verifier exit code %d", text, reward, exitCode), nil
 		case !errors.Is(err, os.ErrNotExist):

@@ -9,6 +9,7 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
@@ -139,7 +140,7 @@ func TestTranscriptRules(t *testing.T) {
 			cv := &conv{t: t, env: env}
 			standard(cv)
 			g := mustGrade(t, env, cv.wire())
-			if g.Components.TranscriptRules != c.score || g.Score != round6(c.score) || g.Components.StateChecks != -1 {
+			if g.Components.TranscriptRules != c.score || g.Score != gradefmt.Round6(c.score) || g.Components.StateChecks != -1 {
 				t.Errorf("components %v score %v, want transcript %v", g.Components, g.Score, c.score)
 			}
 			if g.Reasons != c.reasons {
