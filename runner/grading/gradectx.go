@@ -9,6 +9,7 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
@@ -39,7 +40,7 @@ type gradeCtx struct {
 	traceSummary    *runnerpb.TraceChecksSummary
 	traceGateFailed bool
 	customResults   []*runnerpb.CustomCheckResult
-	judge           *judgeOutcome // set when the judge ran (eval_judge.go)
+	judge           *judge.Outcome // set when the judge ran (eval_judge.go)
 }
 
 func (g *gradeCtx) wants(component string) bool {

@@ -202,7 +202,7 @@ func (gr *grader) run(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		Reasons:       joinReasons(segments, g.notes, []string{res.sentence}, g.ledger.notes()),
 		StateDiffJson: g.stateDiff,
 	}
-	g.judge.apply(grade)
+	g.judge.Apply(grade)
 	if v := components[task.ComponentTraceChecks]; v.scored {
 		s := v.score
 		grade.Components.TraceChecks = &s

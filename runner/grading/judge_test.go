@@ -16,6 +16,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -23,6 +24,15 @@ const (
 	judgeModel = "judge-model"
 	judgeKey   = "sk-judge-secret"
 )
+
+func f64(v float64) *float64 { return &v }
+
+// rubric is the judge package's test rubric (judge/prompt_test.go): the answers these
+// tests script name its criteria.
+var rubric = []task.Criterion{
+	{ID: "polite", Description: "Stays polite", Kind: task.CriterionBinary, Weight: f64(1)},
+	{ID: "accurate", Description: "States the right balance", Kind: task.CriterionGraded, Bar: f64(0.7), Weight: f64(2)},
+}
 
 // judgeRig is a shop trial graded with a two-criterion judge against a real fake
 // provider over loopback HTTP, its key in a secrets directory.
@@ -71,7 +81,7 @@ var fastRetries = llm.Options{Retry: &llm.RetryPolicy{MaxRetries: 2, BaseDelay: 
 
 func (r *judgeRig) grade(t *testing.T, opts ...Option) (*runnerpb.Grade, error) {
 	t.Helper()
-	opts = append([]Option{WithSecretsDir(r.secrets), WithJudgeModels(LLMJudgeModels(fastRetries))}, opts...)
+	opts = append([]Option{WithSecretsDir(r.secrets), WithJudgeModels(judge.LLMModels(fastRetries))}, opts...)
 	return grade(t, r.env, r.transcript, opts...)
 }
 
@@ -329,16 +339,6 @@ func TestCheckJudgeRefusesBeforeTheRun(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.err)
 			}
 		})
-	}
-}
-
-// The interface is satisfied by the real client's adapter, not only by tests.
-var _ JudgeModel = llmJudge{}
-
-func TestLLMJudgeModelsRefusesABadConfig(t *testing.T) {
-	_, err := LLMJudgeModels(llm.Options{})(&task.ModelConfig{Provider: task.ProviderOpenAI}, "")
-	if err == nil || !strings.Contains(err.Error(), "judge model: model is empty") {
-		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package grading
+package judge
 
 import (
 	"os"
@@ -201,5 +201,14 @@ func TestReadJudgeKey(t *testing.T) {
 				t.Fatalf("key, err = %q, %v; want %q", key, err, c.key)
 			}
 		})
+	}
+}
+
+func mustContainAll(t testing.TB, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%q does not contain %q", s, sub)
+		}
 	}
 }
