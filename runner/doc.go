@@ -26,7 +26,7 @@
 //
 // Imports: api/authn, api/canonical, api/logging, api/runnerpb, api/task,
 // dbservice/client, runner/grading (the Env/Grader contract; Main's default
-// Grader), runner/proc, runner/tools, runner/tools/builtin,
-// runner/tools/mcpclient, the standard library, github.com/go-logr/logr and
-// google.golang.org/grpc.
+// Grader), runner/grading/judge (the default --secrets-dir), runner/proc,
+// runner/tools, runner/tools/builtin, runner/tools/mcpclient, the standard
+// library, github.com/go-logr/logr and google.golang.org/grpc.
 package runner

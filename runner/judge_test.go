@@ -12,6 +12,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -52,7 +53,7 @@ func TestGradeTrialRunsTheJudgeThroughTheRunner(t *testing.T) {
 	// The key is also in the runner's environment under the name api_key_env
 	// gives; it must not be what the judge sends.
 	t.Setenv("judge-api-key", "sk-from-env")
-	g := grading.New(grading.WithSecretsDir(secrets), grading.WithJudgeModels(grading.LLMJudgeModels(llm.Options{
+	g := grading.New(grading.WithSecretsDir(secrets), grading.WithJudgeModels(judge.LLMModels(llm.Options{
 		Retry: &llm.RetryPolicy{MaxRetries: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
 	})))
 	h := startRunner(t, nil, withGrader(g))

@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/logging"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/runner/proc"
 )
 
@@ -23,7 +24,7 @@ import (
 // --listen (default 127.0.0.1:50051), --db-service-url, --min-engine-protocol
 // (default task.EngineProtocolVersion), --work-dir (default the system temp
 // dir), --drain-timeout (default 10s), --secrets-dir (default
-// grading.DefaultSecretsDir: the judge's key files), --auth-token-file (the
+// judge.DefaultSecretsDir: the judge's key files), --auth-token-file (the
 // trial's credential, package authn; default none), --log-level (error, info, debug or a
 // verbosity number; default info). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
@@ -61,7 +62,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.workDir, "work-dir", "", "directory for per-trial directories (default: the system temp dir)")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
 	fs.DurationVar(&f.maxTool, "max-tool-timeout", DefaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
-	fs.StringVar(&f.secretsDir, "secrets-dir", grading.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
+	fs.StringVar(&f.secretsDir, "secrets-dir", judge.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "file holding the trial's credential; every RunnerService call must carry it as 'authorization: Bearer <token>' and the DB client sends it (default: none, calls are not authenticated)")
 	d := proc.DefaultLimits
 	fs.Uint64Var(&f.limits.AddressSpace, "tool-rlimit-as", d.AddressSpace, "RLIMIT_AS (bytes of address space) of every MCP server process, the test_execution verifier, and their children; 0: unlimited")

@@ -8,7 +8,7 @@
 //
 //  0. the request: termination_reason against the enum, grading_components against the
 //     component names, the transcript through api/task's wire decoder joined with the
-//     runner's tool-call record into one timeline by call_id (timeline.go);
+//     runner's tool-call record into one timeline by call_id (runner/grading/timeline);
 //  1. golden-action resolution against the registered agent tools (resolve.go);
 //  2. the pre-flight refusals of the error table (preflight.go);
 //  3. the component phase: evaluators behind one interface, one file each (eval_*.go),
@@ -31,29 +31,30 @@
 // that errors fails the RPC under fail_on_error (the default), otherwise it leaves the
 // component unscored.
 //
-// The LLM rubric judge (eval_judge.go, judge_prompt.go) calls its model through api/llm,
-// the project's one OpenAI-compatible client, behind the small JudgeModel interface.
-// One judge call is one billed provider round trip (api/llm retries refused tries inside
-// it and bills the answered one once). Its key is never read from the environment:
-// TrialSpec.judge.api_key_env keeps its wire name but names a file in the runner's
-// secrets directory (--secrets-dir, DefaultSecretsDir), where the operator mounts the
-// Trial's judge Secret read-only with only that key. Decisions the spec leaves open: no
-// read-only judge tools yet (llm_judge.tools is refused at validation and at
-// RegisterTrial, since nothing can yet guarantee a tool is read-only); an invalid answer
-// is not asked again (max_calls >= 1 is therefore never the limit); a graded criterion
-// with a bar is met when its score reaches the bar, without one the judge's own met
-// decides; a binary criterion's met must agree with its 0/1 score.
+// The LLM rubric judge (eval_judge.go here: when it runs, the ledger, the weight share
+// that makes its failure fail the RPC) calls its model through runner/grading/judge:
+// the prompt, the small Model interface and its api/llm implementation, the key file
+// in the runner's secrets directory (never the environment) and the answer's
+// validation against the rubric.
 //
 // grading_method: test_execution (testexec.go) dispatches after step 0: the verifier
-// runs in the trial's work directory in its own process group with a minimal
-// environment, a timeout (timeout_s, default 300 s) and a kept-output cap. A reward file
-// left before the run is removed first, so only the verifier's verdict counts; a reward
-// file it writes must hold a number in [0, 1] and is the score (garbage fails the RPC
-// naming the file and the content); with no reward file, exit code 0 scores 1.0 and any
-// other 0.0. A verifier that cannot start, times out or dies by a signal fails the RPC:
-// its verdict is unknown, not 0.0.
+// runs through runner/grading/testexec (its own process group, a minimal environment,
+// a timeout, the tool rlimits, a kept-output cap; the reward file or else the exit code
+// is the score); here it becomes a Grade with every component not evaluated. A
+// verifier that cannot start, times out or dies by a signal fails the RPC: its verdict
+// is unknown, not 0.0.
 //
-// Imports: api/canonical, api/llm, api/runnerpb, api/task, dbservice/client, runner/proc
-// (the verifier's limits), the standard library, cel.dev/cel-go,
-// github.com/go-logr/logr and github.com/theory/jsonpath. It never imports the runner.
+// Layout: this package keeps the algorithm (grader.go, preflight.go, resolve.go,
+// ledger.go, fold.go, reasons.go), the evaluator registry and the evaluators
+// themselves (eval_*.go, with the state checks' replay.go, diff.go, unified.go,
+// compare.go, pathglob.go and the trace checks' trace_select.go and trace_kinds.go).
+// Its subpackages never import it: runner/grading/timeline (the joined timeline),
+// runner/grading/judge (the rubric judge), runner/grading/testexec (the verifier run)
+// and runner/grading/gradefmt (the score rounding and formats they all share).
+//
+// Imports: api/canonical, api/llm, api/runnerpb, api/task, dbservice/client,
+// runner/grading/gradefmt, runner/grading/judge, runner/grading/testexec,
+// runner/grading/timeline, runner/proc (the verifier's limits), the standard library,
+// cel.dev/cel-go, github.com/go-logr/logr and github.com/theory/jsonpath. It never
+// imports the runner.
 package grading

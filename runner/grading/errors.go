@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/runner/grading/judge"
 )
 
 // Error is a grading failure whose Error() is exactly the GradeTrialResponse.error text
@@ -75,11 +76,11 @@ func JudgeReportOf(err error) *runnerpb.JudgeReport {
 }
 
 // withJudgeSpend attaches the judge's report to err when the judge spent anything.
-func withJudgeSpend(err error, o *judgeOutcome) error {
-	if o == nil || o.report == nil {
+func withJudgeSpend(err error, o *judge.Outcome) error {
+	if o == nil || o.Report == nil {
 		return err
 	}
-	r := o.report
+	r := o.Report
 	if r.Calls == 0 && r.PromptTokens == 0 && r.CompletionTokens == 0 && r.ReasoningTokens == 0 && r.CostUsd == 0 {
 		return err
 	}

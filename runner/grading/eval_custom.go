@@ -16,6 +16,7 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 )
 
 // Bounds of one custom-check expression.
@@ -276,7 +277,7 @@ func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResul
 		}
 		return verdict{segment: seg}
 	}
-	score := round6(total / sum)
+	score := gradefmt.Round6(total / sum)
 	seg := fmt.Sprintf("Custom checks: score=%g (%s)", score, counts)
 	if len(notes) > 0 {
 		seg += "; " + strings.Join(notes, "; ")

@@ -9,6 +9,7 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 )
 
 // skipUnbound is the recorded skip of a require tree a binding never entered.
@@ -121,7 +122,7 @@ func newRoute(id string, results []*traceResult) *route {
 		}
 	}
 	if sum > 0 {
-		r.scored, r.score = true, round6(total/sum)
+		r.scored, r.score = true, gradefmt.Round6(total/sum)
 	}
 	return r
 }
@@ -141,7 +142,7 @@ func (traceEvaluator) Evaluate(_ context.Context, g *gradeCtx) (verdict, error) 
 	if tc == nil || len(keys) == 0 {
 		return verdict{}, nil
 	}
-	if g.timeline.empty() {
+	if g.timeline.Empty() {
 		g.ledger.skipped(skipEmptyTimeline, keys...)
 		return verdict{}, nil
 	}

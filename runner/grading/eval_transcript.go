@@ -8,6 +8,7 @@ import (
 
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // transcriptEvaluator scores transcript_rules over the timeline. Each rule instance
@@ -30,7 +31,7 @@ func (transcriptEvaluator) Evaluate(_ context.Context, g *gradeCtx) (verdict, er
 	}
 	tl := g.timeline
 	var rules []ruleOutcome
-	if tl.empty() {
+	if tl.Empty() {
 		var skipped []string
 		for _, k := range keys {
 			if k != "transcript_rules.min_assistant_turns" {
@@ -46,7 +47,7 @@ func (transcriptEvaluator) Evaluate(_ context.Context, g *gradeCtx) (verdict, er
 		return scoreRules(rules), nil
 	}
 
-	assistant := tl.assistantMessages()
+	assistant := tl.AssistantMessages()
 	for i, s := range tr.MustContain {
 		o := ruleOutcome{label: fmt.Sprintf("must_contain[%d]", i), passed: anyContainsFold(assistant, s)}
 		if !o.passed {
@@ -117,8 +118,8 @@ func scoreRules(rules []ruleOutcome) verdict {
 	return v
 }
 
-func minAssistantTurns(tl *timeline, n int) ruleOutcome {
-	got := len(tl.assistantMessages())
+func minAssistantTurns(tl *timeline.Timeline, n int) ruleOutcome {
+	got := len(tl.AssistantMessages())
 	o := ruleOutcome{label: "min_assistant_turns", passed: got >= n}
 	if !o.passed {
 		o.msg = fmt.Sprintf("%d assistant turns, fewer than the %d required", got, n)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 )
 
 // componentScore is one scored component entering the fold.
@@ -86,7 +87,7 @@ func fold(id string, method task.CombineMethod, weights map[string]float64, thre
 	default:
 		return foldResult{}, fmt.Errorf("combine_method %q is not one of weighted, all, any", method)
 	}
-	r.score = round6(r.score)
+	r.score = gradefmt.Round6(r.score)
 	r.pass = r.score >= threshold
 	return r, nil
 }

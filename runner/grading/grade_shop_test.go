@@ -13,6 +13,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 )
 
 func grade(t testing.TB, env *testEnv, transcript []byte, opts ...Option) (*runnerpb.Grade, error) {
@@ -103,14 +104,14 @@ func TestShopWrongQuantityFailsWithDiff(t *testing.T) {
 
 	// JSONPath: total, balance and P-002's stock fail: 4 of 7. State =
 	// round6(4/7*0.4 + 0*0.6); transcript: "141.01" never said: 8 of 9.
-	state := round6(4.0 / 7.0 * 0.4)
+	state := gradefmt.Round6(4.0 / 7.0 * 0.4)
 	if g.Components.StateChecks != state || state != 0.228571 {
 		t.Errorf("state_checks = %v, want %v", g.Components.StateChecks, state)
 	}
 	if g.Components.TranscriptRules != 8.0/9.0 {
 		t.Errorf("transcript_rules = %v, want 8/9", g.Components.TranscriptRules)
 	}
-	if want := round6(0.7*state + 0.3*8.0/9.0); g.Score != want || g.BinaryPass {
+	if want := gradefmt.Round6(0.7*state + 0.3*8.0/9.0); g.Score != want || g.BinaryPass {
 		t.Errorf("score = %v pass = %v, want %v false", g.Score, g.BinaryPass, want)
 	}
 	wantState := "State: hash mismatch (customers: 0 added, 0 removed, 1 modified; orders: 0 added, 0 removed, 1 modified; products: 0 added, 0 removed, 1 modified)"
@@ -174,7 +175,7 @@ func TestShopJSONPathPartialCredit(t *testing.T) {
 	transcript := agentRun(t, env, goldenPlaceOrderArgs, "", "Order O-001 is placed; it is pending payment.")
 	g := mustGrade(t, env, transcript)
 	jp := 5.0 / 7.0
-	if want := round6(jp*0.4 + 0*0.6); g.Components.StateChecks != want {
+	if want := gradefmt.Round6(jp*0.4 + 0*0.6); g.Components.StateChecks != want {
 		t.Errorf("state_checks = %v, want %v (JSONPath 5/7 at 0.4, hash 0 at 0.6)", g.Components.StateChecks, want)
 	}
 	mustContainAll(t, g.Reasons, "JSONPath: 5 of 7 checks passed; failed: Order status is 'paid' after confirm_payment ($['db']['orders'][0]['status'] is \"pending\", expected equals \"paid\")",
@@ -190,7 +191,7 @@ func TestShopJSONPathPartialCredit(t *testing.T) {
 	env2 := newTrial(t, db, td)
 	agentRun(t, env2, goldenPlaceOrderArgs, "", "placed")
 	g2 := mustGrade(t, env2, nil)
-	if g2.Components.StateChecks != jp || g2.Score != round6(jp) || g2.BinaryPass {
+	if g2.Components.StateChecks != jp || g2.Score != gradefmt.Round6(jp) || g2.BinaryPass {
 		t.Errorf("JSONPath only: %v", g2)
 	}
 	if want := "JSONPath: 5 of 7 checks passed"; !strings.HasPrefix(g2.Reasons, want) {

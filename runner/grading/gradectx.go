@@ -9,6 +9,8 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/judge"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // gradeCtx is one Grade call's working set, shared by the evaluators.
@@ -19,7 +21,7 @@ type gradeCtx struct {
 	task *task.TaskDescription
 	cfg  *task.GradingConfig
 
-	timeline        *timeline
+	timeline        *timeline.Timeline
 	transcriptEmpty bool
 	scope           map[string]bool // requested components; nil = all
 	populated       []scoredKey
@@ -38,7 +40,7 @@ type gradeCtx struct {
 	traceSummary    *runnerpb.TraceChecksSummary
 	traceGateFailed bool
 	customResults   []*runnerpb.CustomCheckResult
-	judge           *judgeOutcome // set when the judge ran (eval_judge.go)
+	judge           *judge.Outcome // set when the judge ran (eval_judge.go)
 }
 
 func (g *gradeCtx) wants(component string) bool {

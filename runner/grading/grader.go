@@ -9,6 +9,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // notEvaluated is GradeComponents' sentinel for a component the trial did not score.
@@ -85,7 +86,7 @@ func (gr *grader) prepare(env Env, req Request) (*gradeCtx, error) {
 		}
 	}
 	policy, rest := task.SplitLeadingSystemMessage(msgs)
-	tl, inconsistency := buildTimeline(rest, env.Records())
+	tl, inconsistency := timeline.Build(rest, env.Records())
 	if inconsistency != "" {
 		return nil, timelineInconsistent(id, inconsistency)
 	}
@@ -201,7 +202,7 @@ func (gr *grader) run(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		Reasons:       joinReasons(segments, g.notes, []string{res.sentence}, g.ledger.notes()),
 		StateDiffJson: g.stateDiff,
 	}
-	g.judge.apply(grade)
+	g.judge.Apply(grade)
 	if v := components[task.ComponentTraceChecks]; v.scored {
 		s := v.score
 		grade.Components.TraceChecks = &s

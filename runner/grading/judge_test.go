@@ -15,6 +15,8 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/test/fakellm"
 )
 
@@ -22,6 +24,15 @@ const (
 	judgeModel = "judge-model"
 	judgeKey   = "sk-judge-secret"
 )
+
+func f64(v float64) *float64 { return &v }
+
+// rubric is the judge package's test rubric (judge/prompt_test.go): the answers these
+// tests script name its criteria.
+var rubric = []task.Criterion{
+	{ID: "polite", Description: "Stays polite", Kind: task.CriterionBinary, Weight: f64(1)},
+	{ID: "accurate", Description: "States the right balance", Kind: task.CriterionGraded, Bar: f64(0.7), Weight: f64(2)},
+}
 
 // judgeRig is a shop trial graded with a two-criterion judge against a real fake
 // provider over loopback HTTP, its key in a secrets directory.
@@ -70,7 +81,7 @@ var fastRetries = llm.Options{Retry: &llm.RetryPolicy{MaxRetries: 2, BaseDelay: 
 
 func (r *judgeRig) grade(t *testing.T, opts ...Option) (*runnerpb.Grade, error) {
 	t.Helper()
-	opts = append([]Option{WithSecretsDir(r.secrets), WithJudgeModels(LLMJudgeModels(fastRetries))}, opts...)
+	opts = append([]Option{WithSecretsDir(r.secrets), WithJudgeModels(judge.LLMModels(fastRetries))}, opts...)
 	return grade(t, r.env, r.transcript, opts...)
 }
 
@@ -98,7 +109,7 @@ func TestJudgeGradesCriteria(t *testing.T) {
 			segment: "Judge: score=1 (2/2 criteria met)"},
 		{name: "every criterion failed", polite: 0, accurate: 0, judge: 0, score: 0.5, pass: false,
 			segment: "Judge: score=0 (0/2 criteria met; polite not met (score 0): tone; accurate not met (score 0): the balance 141.01)"},
-		{name: "partial: graded below its bar", polite: 1, accurate: 0.4, judge: round6((1 + 2*0.4) / 3), score: round6((1 + (1+2*0.4)/3) / 2), pass: true, // 0.8 >= the task's 0.75
+		{name: "partial: graded below its bar", polite: 1, accurate: 0.4, judge: gradefmt.Round6((1 + 2*0.4) / 3), score: gradefmt.Round6((1 + (1+2*0.4)/3) / 2), pass: true, // 0.8 >= the task's 0.75
 			segment: "Judge: score=0.6 (1/2 criteria met; accurate not met (score 0.4): the balance 141.01)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -328,16 +339,6 @@ func TestCheckJudgeRefusesBeforeTheRun(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, c.err)
 			}
 		})
-	}
-}
-
-// The interface is satisfied by the real client's adapter, not only by tests.
-var _ JudgeModel = llmJudge{}
-
-func TestLLMJudgeModelsRefusesABadConfig(t *testing.T) {
-	_, err := LLMJudgeModels(llm.Options{})(&task.ModelConfig{Provider: task.ProviderOpenAI}, "")
-	if err == nil || !strings.Contains(err.Error(), "judge model: model is empty") {
-		t.Fatalf("err = %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
 )
 
 func TestLedgerRecordedSkips(t *testing.T) {
@@ -99,7 +100,7 @@ func TestGradingComponentsLimitWhatIsComputed(t *testing.T) {
 		t.Errorf("state checks ran: replayed %v, syncs %d", env.replayed, env.syncs)
 	}
 	want := `Transcript: 1 of 9 rules failed: communicate_info[2]: "141.01" was never communicated in an assistant message`
-	if g.Components.StateChecks != -1 || g.Components.TranscriptRules != 8.0/9 || g.Score != round6(8.0/9) || !g.BinaryPass || g.Reasons != want || g.StateDiffJson != "" {
+	if g.Components.StateChecks != -1 || g.Components.TranscriptRules != 8.0/9 || g.Score != gradefmt.Round6(8.0/9) || !g.BinaryPass || g.Reasons != want || g.StateDiffJson != "" {
 		t.Errorf("grade = %v", g)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"tolokaforge.io/operator/runner/grading/judge"
+	"tolokaforge.io/operator/runner/grading/testexec"
 )
 
 // Defaults of the grader's bounds.
@@ -28,8 +31,8 @@ type options struct {
 	maxDiffLines   int
 	celCost        uint64
 	celTimeout     time.Duration
-	judge          judgeOptions    // eval_judge.go
-	verifier       verifierOptions // testexec.go
+	judge          judge.Options    // eval_judge.go
+	verifier       testexec.Options // testexec.go
 }
 
 // Option configures New.
@@ -75,8 +78,8 @@ func newOptions(opts []Option) options {
 		maxDiffLines:   DefaultMaxDiffLines,
 		celCost:        DefaultCELCostLimit,
 		celTimeout:     DefaultCELTimeout,
-		judge:          defaultJudgeOptions(),
-		verifier:       defaultVerifierOptions(),
+		judge:          judge.DefaultOptions(),
+		verifier:       testexec.DefaultOptions(),
 	}
 	for _, fn := range opts {
 		fn(&o)

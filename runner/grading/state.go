@@ -1,9 +1,6 @@
 package grading
 
-import (
-	"math"
-	"strconv"
-)
+import "tolokaforge.io/operator/runner/grading/gradefmt"
 
 // hashWeightNotConsulted is the reasons line for a state_checks.hash_weight the fold
 // never read because only one state source produced a score. It is a config input, not
@@ -26,7 +23,7 @@ func stateComponent(g *gradeCtx, hash, jp, probes verdict) (verdict, error) {
 			return v, notGradeable(g.id, "ValueError: state_checks.hash.weight is required when a hash verdict and a JSONPath score are both real", nil)
 		}
 		w := *sc.HashWeight
-		v = verdict{scored: true, score: round6(jp.score*(1-w) + hash.score*w)}
+		v = verdict{scored: true, score: gradefmt.Round6(jp.score*(1-w) + hash.score*w)}
 	case hash.scored:
 		v = hash
 	case jp.scored:
@@ -46,17 +43,4 @@ func stateComponent(g *gradeCtx, hash, jp, probes verdict) (verdict, error) {
 		g.notes = append(g.notes, hashWeightNotConsulted)
 	}
 	return v, nil
-}
-
-// round6 is Python's round(x, 6): correctly rounded on the binary value, so a weighted
-// mean of perfect scores is 1.0 and not 0.9999999999999999.
-func round6(x float64) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return x
-	}
-	r, err := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 6, 64), 64)
-	if err != nil {
-		return x // unreachable: FormatFloat's output always parses
-	}
-	return r
 }

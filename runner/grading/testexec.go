@@ -4,53 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/testexec"
 	"tolokaforge.io/operator/runner/proc"
 )
-
-// Defaults of grading_method: test_execution.
-const (
-	// DefaultVerifierTimeout applies when test_execution.timeout_s is 0.
-	DefaultVerifierTimeout = 300 * time.Second
-	// DefaultVerifierOutputCap bounds the verifier's combined stdout and stderr kept in
-	// memory; the rest is counted and dropped.
-	DefaultVerifierOutputCap = 64 << 10
-	// maxRewardFileBytes bounds the reward file read: it holds one number.
-	maxRewardFileBytes = 4 << 10
-	// verifierWaitDelay is how long Wait waits for the output pipes after the verifier
-	// exited or was killed (a daemonized grandchild may hold them).
-	verifierWaitDelay = 2 * time.Second
-	// reasonTailBytes is how much of the verifier's output a failing grade quotes.
-	reasonTailBytes = 500
-)
-
-type verifierOptions struct {
-	outputCap int
-	limits    proc.Limits
-}
-
-func defaultVerifierOptions() verifierOptions {
-	return verifierOptions{outputCap: DefaultVerifierOutputCap}
-}
 
 // WithVerifierOutputCap bounds the test_execution verifier's kept output; n <= 0 keeps
 // the default.
 func WithVerifierOutputCap(n int) Option {
 	return func(o *options) {
 		if n > 0 {
-			o.verifier.outputCap = n
+			o.verifier.OutputCap = n
 		}
 	}
 }
@@ -59,7 +27,7 @@ func WithVerifierOutputCap(n int) Option {
 // RLIMIT_NPROC, RLIMIT_NOFILE), as the runner starts tool processes: the
 // verifier runs code the pack ships, in the pod that serves other trials.
 func WithVerifierLimits(l proc.Limits) Option {
-	return func(o *options) { o.verifier.limits = l }
+	return func(o *options) { o.verifier.Limits = l }
 }
 
 // runTestExecution grades a grading_method: test_execution trial: the task's verifier
@@ -77,33 +45,13 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 	if dir == "" {
 		return nil, gradingError(errors.New("test_execution: the trial has no work directory to run the verifier in"))
 	}
-	timeout := DefaultVerifierTimeout
-	if te.TimeoutS > 0 {
-		timeout = time.Duration(te.TimeoutS * float64(time.Second))
-	}
-	reward := ""
-	if te.RewardFile != "" {
-		reward = te.RewardFile
-		if !filepath.IsAbs(reward) {
-			reward = filepath.Join(dir, reward)
-		}
-		// Only the verifier's own verdict counts: a reward file the agent left behind
-		// would otherwise grade the trial.
-		if err := os.Remove(reward); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, gradingError(fmt.Errorf("test_execution: remove the stale reward file %s before the verifier runs: %w", reward, err))
-		}
-		if err := os.MkdirAll(filepath.Dir(reward), 0o755); err != nil {
-			return nil, gradingError(fmt.Errorf("test_execution: create the reward file's directory: %w", err))
-		}
-	}
-
-	res, err := runVerifier(ctx, dir, te.Command, reward, g.id, timeout, g.opts.verifier)
+	res, err := testexec.Run(ctx, dir, te, g.id, g.opts.verifier)
 	if err != nil {
 		return nil, gradingError(err)
 	}
-	g.opts.log.V(1).Info("verifier finished", "trial", g.id, "exit_code", res.exitCode, "output_bytes", res.out.total)
+	g.opts.log.V(1).Info("verifier finished", "trial", g.id, "exit_code", res.ExitCode, "output_bytes", res.OutputBytes())
 
-	score, how, err := verifierScore(reward, res.exitCode)
+	score, how, err := res.Score()
 	if err != nil {
 		return nil, gradingError(err)
 	}
@@ -111,9 +59,9 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 	if g.cfg.PassThreshold != nil {
 		threshold = *g.cfg.PassThreshold
 	}
-	reason := fmt.Sprintf("Test execution: score=%s (%s)", fmtScore(score), how)
+	reason := fmt.Sprintf("Test execution: score=%s (%s)", gradefmt.Score(score), how)
 	if score < 1 {
-		if tail := res.out.tail(reasonTailBytes); tail != "" {
+		if tail := res.Tail(); tail != "" {
 			reason += "; output tail: " + strconv.Quote(tail)
 		}
 	}
@@ -125,141 +73,4 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		},
 		Reasons: reason,
 	}, nil
-}
-
-type verifierResult struct {
-	exitCode int
-	out      *cappedBuffer
-}
-
-func runVerifier(ctx context.Context, dir string, argv []string, reward, trialID string, timeout time.Duration, vo verifierOptions) (verifierResult, error) {
-	vctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(vctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	// A minimal environment: the runner's own (which may carry service settings) is
-	// none of the verifier's business.
-	cmd.Env = []string{
-		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
-		"HOME=" + dir,
-		"LANG=C.UTF-8",
-		"TRIAL_ID=" + trialID,
-		"REWARD_FILE=" + reward,
-	}
-	// Its own process group, so a timeout kills every process the verifier started.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = verifierWaitDelay
-	if err := proc.Apply(cmd, vo.limits); err != nil {
-		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q under %s: %w", argv, vo.limits, err)
-	}
-	out := &cappedBuffer{cap: vo.outputCap}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Stdin = nil
-
-	if err := cmd.Start(); err != nil {
-		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q: %w", argv, err)
-	}
-	err := cmd.Wait()
-	// Whatever the verifier left running in its group goes too.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	if vctx.Err() != nil {
-		if ctx.Err() != nil {
-			return verifierResult{}, fmt.Errorf("test_execution: grading was cancelled while the verifier command %q ran: %w", argv, ctx.Err())
-		}
-		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q did not finish within %s; its process group was killed; output tail: %q",
-			argv, timeout, out.tail(reasonTailBytes))
-	}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-		return verifierResult{exitCode: 0, out: out}, nil
-	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
-		return verifierResult{exitCode: exitErr.ExitCode(), out: out}, nil
-	case errors.As(err, &exitErr):
-		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q was killed by a signal (%v); output tail: %q", argv, exitErr, out.tail(reasonTailBytes))
-	default:
-		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q: %w", argv, err)
-	}
-}
-
-// verifierScore applies the rule: the reward file when the verifier wrote one, else
-// the exit code. how says which, for Grade.reasons.
-func verifierScore(reward string, exitCode int) (score float64, how string, err error) {
-	if reward != "" {
-		f, err := os.Open(reward)
-		switch {
-		case err == nil:
-			defer func() { _ = f.Close() }()
-			b, err := io.ReadAll(io.LimitReader(f, maxRewardFileBytes+1))
-			if err != nil {
-				return 0, "", fmt.Errorf("test_execution: read the reward file %s: %w", reward, err)
-			}
-			if len(b) > maxRewardFileBytes {
-				return 0, "", fmt.Errorf("test_execution: the reward file %s is larger than %d bytes, not a number in [0, 1]", reward, maxRewardFileBytes)
-			}
-			text := strings.TrimSpace(string(b))
-			v, perr := strconv.ParseFloat(text, 64)
-			if perr != nil || math.IsNaN(v) || v < 0 || v > 1 {
-				return 0, "", fmt.Errorf("test_execution: the reward file %s holds %s, not a number in [0, 1]", reward, quoteAnswer(text))
-			}
-			return v, fmt.Sprintf("reward %s from %s, verifier exit code %d", text, reward, exitCode), nil
-		case !errors.Is(err, os.ErrNotExist):
-			return 0, "", fmt.Errorf("test_execution: open the reward file %s: %w", reward, err)
-		}
-	}
-	where := "no reward file declared"
-	if reward != "" {
-		where = "no reward file at " + reward
-	}
-	if exitCode == 0 {
-		return 1, fmt.Sprintf("%s; verifier exit code 0", where), nil
-	}
-	return 0, fmt.Sprintf("%s; verifier exit code %d", where, exitCode), nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-// cappedBuffer keeps the last cap bytes written to it (a test runner's summary comes
-// last) and counts everything. The verifier's stdout and stderr share it, so it locks.
-type cappedBuffer struct {
-	mu    sync.Mutex
-	cap   int
-	buf   []byte
-	total int64
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.total += int64(len(p))
-	if len(p) >= b.cap {
-		b.buf = append(b.buf[:0], p[len(p)-b.cap:]...)
-		return len(p), nil
-	}
-	if over := len(b.buf) + len(p) - b.cap; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-// tail returns the last n kept bytes, noting how much output the cap dropped.
-func (b *cappedBuffer) tail(n int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf
-	if len(s) > n {
-		s = s[len(s)-n:]
-	}
-	out := strings.TrimSpace(string(s))
-	if dropped := b.total - int64(len(b.buf)); dropped > 0 {
-		out = fmt.Sprintf("[%d earlier bytes past the %d-byte output cap dropped] ", dropped, b.cap) + out
-	}
-	return out
 }

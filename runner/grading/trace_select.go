@@ -10,13 +10,14 @@ import (
 
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // traceView is the timeline as trace checks read it: each event's args and result
 // parsed once, and every regular expression compiled once per grade, so a constraint
 // evaluated under many bindings never re-parses the transcript.
 type traceView struct {
-	events  []event
+	events  []timeline.Event
 	args    []canonical.Object // by position; empty object when the args do not parse
 	results []canonical.Value  // by position; nil when the output is not JSON
 	parsed  []bool
@@ -25,7 +26,7 @@ type traceView struct {
 	regexps               map[string]*regexp.Regexp
 }
 
-func newTraceView(tl *timeline, agentTools, userTools []string) *traceView {
+func newTraceView(tl *timeline.Timeline, agentTools, userTools []string) *traceView {
 	n := len(tl.Events)
 	return &traceView{
 		events: tl.Events, args: make([]canonical.Object, n), results: make([]canonical.Value, n),
@@ -257,7 +258,7 @@ func (v *traceView) matches(sel *task.Selector, i int, env bindings) (bool, erro
 	return true, nil
 }
 
-func (v *traceView) toolIs(e *event, want string) bool {
+func (v *traceView) toolIs(e *timeline.Event, want string) bool {
 	if e.Tool == want {
 		return true
 	}

@@ -11,6 +11,7 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // script builds a transcript and the runner's matching record without running tools:
@@ -30,7 +31,7 @@ func (s *script) say(role, content string) *script {
 func (s *script) call(executor, tool, args string, status task.ToolCallStatus, output string) *script {
 	id := fmt.Sprintf("call_%d", len(s.recs)+1)
 	m := calls([3]string{id, tool, args})
-	m.Role = roleOf(executor)
+	m.Role = timeline.RoleOf(executor)
 	s.msgs = append(s.msgs, m, toolResult(id, output))
 	s.recs = append(s.recs, task.RecordedToolCall{CallID: id, Sequence: len(s.recs), ToolName: tool, Arguments: json.RawMessage(args),
 		Executor: executor, Status: status, Output: output, Timestamp: time.Unix(1700000000, 0).UTC()})

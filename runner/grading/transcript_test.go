@@ -9,6 +9,8 @@ import (
 	"tolokaforge.io/operator/api/canonical"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // conv builds a transcript while executing (and recording) its tool calls.
@@ -28,7 +30,7 @@ func (c *conv) call(executor, tool, args string) *conv {
 	c.n++
 	id := fmt.Sprintf("call_%d", c.n)
 	m := calls([3]string{id, tool, args})
-	m.Role = roleOf(executor)
+	m.Role = timeline.RoleOf(executor)
 	c.msgs = append(c.msgs, m)
 	rec := c.env.call(c.t, id, executor, tool, args)
 	c.msgs = append(c.msgs, toolResult(id, rec.Output))
@@ -138,7 +140,7 @@ func TestTranscriptRules(t *testing.T) {
 			cv := &conv{t: t, env: env}
 			standard(cv)
 			g := mustGrade(t, env, cv.wire())
-			if g.Components.TranscriptRules != c.score || g.Score != round6(c.score) || g.Components.StateChecks != -1 {
+			if g.Components.TranscriptRules != c.score || g.Score != gradefmt.Round6(c.score) || g.Components.StateChecks != -1 {
 				t.Errorf("components %v score %v, want transcript %v", g.Components, g.Score, c.score)
 			}
 			if g.Reasons != c.reasons {

@@ -1,4 +1,4 @@
-package grading
+package judge
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-// LLMJudgeModels builds the judge's models on api/llm, the project's one
+// LLMModels builds the judge's models on api/llm, the project's one
 // OpenAI-compatible client (its retries, usage accounting and key redaction). base
 // is copied per trial with Role "judge" and the trial's key.
-func LLMJudgeModels(base llm.Options) JudgeModelFactory {
-	return func(cfg *task.ModelConfig, apiKey string) (JudgeModel, error) {
+func LLMModels(base llm.Options) ModelFactory {
+	return func(cfg *task.ModelConfig, apiKey string) (Model, error) {
 		o := base
 		o.Role = "judge"
 		o.APIKey = apiKey
@@ -26,7 +26,7 @@ func LLMJudgeModels(base llm.Options) JudgeModelFactory {
 
 type llmJudge struct{ c *llm.Client }
 
-func (m llmJudge) Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, JudgeUsage, error) {
+func (m llmJudge) Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, Usage, error) {
 	content, calls, u, err := m.c.Complete(ctx, conv, tools)
 	return content, calls, u, err
 }

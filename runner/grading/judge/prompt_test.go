@@ -1,4 +1,4 @@
-package grading
+package judge
 
 import (
 	"os"
@@ -10,6 +10,8 @@ import (
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -30,7 +32,7 @@ func TestParseJudgeAnswer(t *testing.T) {
 		{
 			name:   "all met",
 			answer: `{"criteria":[{"id":"polite","met":true,"score":1,"justification":"kind"},{"id":"accurate","met":true,"score":0.9,"justification":"141.01"}]}`,
-			score:  round6((1*1 + 2*0.9) / 3),
+			score:  gradefmt.Round6((1*1 + 2*0.9) / 3),
 			results: []*runnerpb.CriterionResult{
 				{Id: "polite", Met: true, Score: 1, Justification: "kind"},
 				{Id: "accurate", Met: true, Score: 0.9, Justification: "141.01"},
@@ -39,7 +41,7 @@ func TestParseJudgeAnswer(t *testing.T) {
 		{
 			name:   "graded below the bar is not met whatever the judge says; answers in any order",
 			answer: "```json\n" + `{"criteria":[{"id":"accurate","met":true,"score":0.4,"justification":"off by 10"},{"id":"polite","met":false,"score":0,"justification":"rude"}]}` + "\n```",
-			score:  round6(2 * 0.4 / 3),
+			score:  gradefmt.Round6(2 * 0.4 / 3),
 			results: []*runnerpb.CriterionResult{
 				{Id: "polite", Met: false, Score: 0, Justification: "rude"},
 				{Id: "accurate", Met: false, Score: 0.4, Justification: "off by 10"},
@@ -131,10 +133,10 @@ func TestParseJudgeAnswerZeroWeights(t *testing.T) {
 }
 
 func TestJudgePrompt(t *testing.T) {
-	tl := &timeline{
+	tl := &timeline.Timeline{
 		Policy:      "Never refund more than the order total.",
 		Termination: task.TerminationAgentDone,
-		Events: []event{
+		Events: []timeline.Event{
 			{Position: 0, Kind: task.EventMessage, Role: task.RoleUser, Content: "refund O-001 please"},
 			{Position: 1, Kind: task.EventToolCall, Role: task.RoleAssistant, Tool: "refund", Args: []byte(`{"order_id":"O-001"}`), Status: task.ToolCallSuccess, Output: `{"refunded":158.99}`},
 			{Position: 2, Kind: task.EventMessage, Role: task.RoleAssistant, Content: "Done: $158.99 refunded."},
@@ -199,5 +201,14 @@ func TestReadJudgeKey(t *testing.T) {
 				t.Fatalf("key, err = %q, %v; want %q", key, err, c.key)
 			}
 		})
+	}
+}
+
+func mustContainAll(t testing.TB, s string, subs ...string) {
+	t.Helper()
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			t.Errorf("%q does not contain %q", s, sub)
+		}
 	}
 }

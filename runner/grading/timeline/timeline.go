@@ -1,4 +1,4 @@
-package grading
+package timeline
 
 import (
 	"encoding/json"
@@ -8,9 +8,9 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-// event is one entry of the trial's timeline (grading-config.md, "Trace checks"): a
+// Event is one entry of the trial's timeline (grading-config.md, "Trace checks"): a
 // conversational turn, or a tool call joined with the runner's record of it.
-type event struct {
+type Event struct {
 	Position int
 	Kind     task.EventKind
 	// Role is the turn's role for a message; for a tool call, the role of the turn that
@@ -29,18 +29,20 @@ type event struct {
 	Output string
 }
 
-// timeline is the trial's events in execution order, plus what the transcript said
+// Timeline is the trial's events in execution order, plus what the transcript said
 // beside them.
-type timeline struct {
+type Timeline struct {
 	Policy      string // the leading system message, lifted out
-	Events      []event
+	Events      []Event
 	Termination task.TerminationReason
 }
 
-func (t *timeline) empty() bool { return len(t.Events) == 0 }
+// Empty reports whether the trial left no event at all (trace checks and transcript
+// rules then file their recorded skip).
+func (t *Timeline) Empty() bool { return len(t.Events) == 0 }
 
-// assistantMessages returns the content of every assistant turn, in order.
-func (t *timeline) assistantMessages() []string {
+// AssistantMessages returns the content of every assistant turn, in order.
+func (t *Timeline) AssistantMessages() []string {
 	var out []string
 	for i := range t.Events {
 		if e := &t.Events[i]; e.Kind == task.EventMessage && e.Role == task.RoleAssistant {
@@ -57,7 +59,9 @@ func executorOf(role string) string {
 	return task.ExecutorAgent
 }
 
-func roleOf(executor string) string {
+// RoleOf is the role of the turn that declares an executor's tool calls (the tests
+// write transcripts from executors).
+func RoleOf(executor string) string {
 	if executor == task.ExecutorUser {
 		return task.RoleUser
 	}
@@ -71,12 +75,12 @@ func recordExecutor(r *task.RecordedToolCall) string {
 	return r.Executor
 }
 
-// buildTimeline joins the decoded transcript (leading system message already lifted)
+// Build joins the decoded transcript (leading system message already lifted)
 // and the runner's tool-call record by call_id. A message list with no conversational
 // content (hash-only grading may omit the transcript) yields the record alone. Any
 // contradiction between the two views is returned as the detail of a
 // TimelineInconsistencyError naming the offending key.
-func buildTimeline(msgs []task.Message, records []task.RecordedToolCall) (*timeline, string) {
+func Build(msgs []task.Message, records []task.RecordedToolCall) (*Timeline, string) {
 	byID := make(map[string]*task.RecordedToolCall, len(records))
 	for i := range records {
 		r := &records[i]
@@ -85,7 +89,7 @@ func buildTimeline(msgs []task.Message, records []task.RecordedToolCall) (*timel
 		}
 		byID[r.CallID] = r
 	}
-	tl := &timeline{}
+	tl := &Timeline{}
 	if !conversational(msgs) {
 		ordered := make([]*task.RecordedToolCall, 0, len(records))
 		for i := range records {
@@ -93,7 +97,7 @@ func buildTimeline(msgs []task.Message, records []task.RecordedToolCall) (*timel
 		}
 		sort.SliceStable(ordered, func(a, b int) bool { return ordered[a].Sequence < ordered[b].Sequence })
 		for _, r := range ordered {
-			tl.Events = append(tl.Events, recordEvent(r, roleOf(recordExecutor(r)), r.ToolName))
+			tl.Events = append(tl.Events, recordEvent(r, RoleOf(recordExecutor(r)), r.ToolName))
 		}
 		renumber(tl)
 		return tl, ""
@@ -104,13 +108,13 @@ func buildTimeline(msgs []task.Message, records []task.RecordedToolCall) (*timel
 	for mi, m := range msgs {
 		switch m.Role {
 		case task.RoleUser, task.RoleAssistant:
-			tl.Events = append(tl.Events, event{Kind: task.EventMessage, Role: m.Role, Content: m.Content})
+			tl.Events = append(tl.Events, Event{Kind: task.EventMessage, Role: m.Role, Content: m.Content})
 			for _, tc := range m.ToolCalls {
 				if at, dup := declaredAt[tc.ID]; dup {
 					return nil, fmt.Sprintf("call_id %q is declared twice (messages %d and %d)", tc.ID, at, mi)
 				}
 				declaredAt[tc.ID] = mi
-				ev := event{
+				ev := Event{
 					Kind: task.EventToolCall, Role: m.Role, CallID: tc.ID,
 					Executor: executorOf(m.Role), Tool: tc.Function.Name,
 					Args: json.RawMessage(tc.Function.Arguments),
@@ -159,8 +163,8 @@ func buildTimeline(msgs []task.Message, records []task.RecordedToolCall) (*timel
 	return tl, ""
 }
 
-func recordEvent(r *task.RecordedToolCall, role, tool string) event {
-	return event{
+func recordEvent(r *task.RecordedToolCall, role, tool string) Event {
+	return Event{
 		Kind: task.EventToolCall, Role: role, CallID: r.CallID,
 		Executor: recordExecutor(r), Tool: tool, Args: r.Arguments,
 		Status: r.Status, Output: r.Output,
@@ -179,7 +183,7 @@ func conversational(msgs []task.Message) bool {
 	return false
 }
 
-func renumber(tl *timeline) {
+func renumber(tl *Timeline) {
 	for i := range tl.Events {
 		tl.Events[i].Position = i
 	}

@@ -1,4 +1,4 @@
-package grading
+package judge
 
 import (
 	"context"
@@ -20,29 +20,29 @@ import (
 // operator mounts the Trial's judge Secret there, read-only, with only that key).
 const DefaultSecretsDir = "/var/run/tolokaforge/secrets"
 
-// DefaultJudgeTimeout bounds one trial's whole judge run (every call and every retry).
-const DefaultJudgeTimeout = 5 * time.Minute
+// DefaultTimeout bounds one trial's whole judge run (every call and every retry).
+const DefaultTimeout = 5 * time.Minute
 
 // maxKeyFileBytes bounds a key file: a key is a few hundred bytes; anything much larger
 // is a mis-mounted volume, not a key.
 const maxKeyFileBytes = 16 << 10
 
-// JudgeUsage is what one judge call consumed. Calls is 1 for a call the provider
+// Usage is what one judge call consumed. Calls is 1 for a call the provider
 // answered (however many refused tries preceded it: a retried call is billed once) and
 // Retries counts the refused tries.
-type JudgeUsage = llm.Usage
+type Usage = llm.Usage
 
-// JudgeModel is one chat model the judge calls: one billed provider round trip per
+// Model is one chat model the judge calls: one billed provider round trip per
 // Complete, retried on provider faults inside it. tools is nil when none are offered.
 // The project's one OpenAI-compatible client (api/llm) satisfies it through an adapter;
 // the interface keeps grading testable and free of the transport.
-type JudgeModel interface {
-	Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (content string, calls []task.ToolCall, usage JudgeUsage, err error)
+type Model interface {
+	Complete(ctx context.Context, conv []task.Message, tools json.RawMessage) (content string, calls []task.ToolCall, usage Usage, err error)
 }
 
-// JudgeModelFactory builds the judge's model from TrialSpec.judge and the key read from
+// ModelFactory builds the judge's model from TrialSpec.judge and the key read from
 // the secrets directory ("" when the config names no key file).
-type JudgeModelFactory func(cfg *task.ModelConfig, apiKey string) (JudgeModel, error)
+type ModelFactory func(cfg *task.ModelConfig, apiKey string) (Model, error)
 
 // readJudgeKey resolves the judge's API key. The TrialSpec wire keeps the spec's
 // api_key_env field, but the runner never reads provider keys from its environment:

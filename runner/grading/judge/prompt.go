@@ -1,4 +1,4 @@
-package grading
+package judge
 
 import (
 	"bytes"
@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // maxJudgeFieldBytes bounds one tool output or message in the judge's prompt: a tool
@@ -20,7 +21,7 @@ const maxJudgeFieldBytes = 8 << 10
 // judgePrompt builds the judge's conversation: a system message with the instructions,
 // the criteria and the answer format, and one user message carrying the policy (when
 // include_agent_system_prompt) and the transcript as quoted data.
-func judgePrompt(tl *timeline, j *task.LLMJudge) []task.Message {
+func judgePrompt(tl *timeline.Timeline, j *task.LLMJudge) []task.Message {
 	var sys strings.Builder
 	sys.WriteString("You are grading how an AI agent handled a conversation, against a rubric.\n")
 	if s := strings.TrimSpace(j.Rubric.Instructions); s != "" {
@@ -34,7 +35,7 @@ func judgePrompt(tl *timeline, j *task.LLMJudge) []task.Message {
 		case task.CriterionGraded:
 			fmt.Fprintf(&sys, "- id %q (graded: score a number from 0 to 1", c.ID)
 			if c.Bar != nil {
-				fmt.Fprintf(&sys, "; met when the score reaches %s", fmtScore(*c.Bar))
+				fmt.Fprintf(&sys, "; met when the score reaches %s", gradefmt.Score(*c.Bar))
 			}
 			fmt.Fprintf(&sys, "): %s\n", c.Description)
 		default:
@@ -67,7 +68,7 @@ func judgePrompt(tl *timeline, j *task.LLMJudge) []task.Message {
 	}
 }
 
-func writeEvent(b *strings.Builder, e *event) {
+func writeEvent(b *strings.Builder, e *timeline.Event) {
 	if e.Kind == task.EventToolCall {
 		args := string(bytes.TrimSpace(e.Args))
 		if args == "" {
@@ -138,13 +139,13 @@ func parseJudgeAnswer(content string, criteria []task.Criterion) ([]*runnerpb.Cr
 	dec.DisallowUnknownFields()
 	var ans judgeAnswer
 	if err := dec.Decode(&ans); err != nil {
-		return nil, 0, fmt.Errorf("the judge's answer is not the JSON object {criteria: [{id, met, score, justification}]}: %v; answer: %s", err, quoteAnswer(content))
+		return nil, 0, fmt.Errorf("the judge's answer is not the JSON object {criteria: [{id, met, score, justification}]}: %v; answer: %s", err, gradefmt.Quote(content))
 	}
 	if dec.More() {
-		return nil, 0, fmt.Errorf("the judge's answer carries text after the JSON object; answer: %s", quoteAnswer(content))
+		return nil, 0, fmt.Errorf("the judge's answer carries text after the JSON object; answer: %s", gradefmt.Quote(content))
 	}
 	if ans.Criteria == nil {
-		return nil, 0, fmt.Errorf("the judge's answer has no criteria list; answer: %s", quoteAnswer(content))
+		return nil, 0, fmt.Errorf("the judge's answer has no criteria list; answer: %s", gradefmt.Quote(content))
 	}
 	byID := make(map[string]int, len(criteria))
 	for i, c := range criteria {
@@ -191,7 +192,7 @@ func parseJudgeAnswer(content string, criteria []task.Criterion) ([]*runnerpb.Cr
 	if sum == 0 {
 		return nil, 0, errors.New("the rubric's criterion weights sum to zero, so the weighted mean has no share to divide by")
 	}
-	return got, round6(total / sum), nil
+	return got, gradefmt.Round6(total / sum), nil
 }
 
 func mentions(as []judgeCriterion, id string) bool {
@@ -209,7 +210,7 @@ func criterionResult(c task.Criterion, a judgeCriterion) (*runnerpb.CriterionRes
 	}
 	s := *a.Score
 	if math.IsNaN(s) || s < 0 || s > 1 {
-		return nil, fmt.Errorf("score %s is outside [0, 1]", fmtScore(s))
+		return nil, fmt.Errorf("score %s is outside [0, 1]", gradefmt.Score(s))
 	}
 	r := &runnerpb.CriterionResult{Id: c.ID, Score: s, Justification: a.Justification}
 	switch kindOf(c) {
@@ -225,11 +226,11 @@ func criterionResult(c task.Criterion, a judgeCriterion) (*runnerpb.CriterionRes
 		}
 	default:
 		if s != 0 && s != 1 {
-			return nil, fmt.Errorf("binary criterion scored %s, not 0 or 1", fmtScore(s))
+			return nil, fmt.Errorf("binary criterion scored %s, not 0 or 1", gradefmt.Score(s))
 		}
 		r.Met = s == 1
 		if a.Met != nil && *a.Met != r.Met {
-			return nil, fmt.Errorf("met %t contradicts score %s", *a.Met, fmtScore(s))
+			return nil, fmt.Errorf("met %t contradicts score %s", *a.Met, gradefmt.Score(s))
 		}
 	}
 	return r, nil
@@ -248,14 +249,3 @@ func stripFence(s string) string {
 	}
 	return strings.TrimSpace(s[nl+1 : len(s)-3])
 }
-
-// quoteAnswer quotes at most 300 bytes of an answer for an error message.
-func quoteAnswer(s string) string {
-	const max = 300
-	if len(s) > max {
-		return strconv.Quote(s[:max]) + fmt.Sprintf(" (%d more bytes)", len(s)-max)
-	}
-	return strconv.Quote(s)
-}
-
-func fmtScore(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) }

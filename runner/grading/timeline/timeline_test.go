@@ -1,4 +1,4 @@
-package grading
+package timeline
 
 import (
 	"encoding/json"
@@ -14,7 +14,26 @@ func rec(seq int, id, tool, executor string, status task.ToolCallStatus) task.Re
 		Executor: executor, Status: status, Output: "out-" + id}
 }
 
-func describeEvents(tl *timeline) string {
+// The transcript builders of the grading harness (harness_test.go), for the turns these
+// tests write.
+func user(content string) task.Message { return task.Message{Role: task.RoleUser, Content: content} }
+func assistant(content string) task.Message {
+	return task.Message{Role: task.RoleAssistant, Content: content}
+}
+func toolResult(id, content string) task.Message {
+	return task.Message{Role: task.RoleTool, Content: content, ToolCallID: id}
+}
+
+// calls is an assistant turn carrying tool calls (id, name, arguments triples).
+func calls(cs ...[3]string) task.Message {
+	m := task.Message{Role: task.RoleAssistant}
+	for _, c := range cs {
+		m.ToolCalls = append(m.ToolCalls, task.ToolCall{ID: c[0], Type: "function", Function: task.FunctionCall{Name: c[1], Arguments: c[2]}})
+	}
+	return m
+}
+
+func describeEvents(tl *Timeline) string {
 	var parts []string
 	for _, e := range tl.Events {
 		if e.Kind == task.EventMessage {
@@ -103,7 +122,7 @@ func TestBuildTimeline(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			tl, detail := buildTimeline(c.msgs, c.records)
+			tl, detail := Build(c.msgs, c.records)
 			if detail != c.err {
 				t.Fatalf("inconsistency = %q, want %q", detail, c.err)
 			}
@@ -148,7 +167,7 @@ func FuzzTimeline(f *testing.F) {
 					Executor: executorOf(m.Role), Status: task.ToolCallSuccess})
 			}
 		}
-		tl, detail := buildTimeline(rest, records)
+		tl, detail := Build(rest, records)
 		if detail != "" {
 			return // duplicates, or results before their calls
 		}

@@ -1,0 +1,187 @@
+package judge
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"tolokaforge.io/operator/api/llm"
+	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/timeline"
+)
+
+// Options configure the LLM rubric judge; the grader's With* options set them.
+type Options struct {
+	// Models builds the judge's model; Run needs it set (the grader defaults it to
+	// LLMModels with its logger).
+	Models     ModelFactory
+	SecretsDir string
+	Timeout    time.Duration
+}
+
+// DefaultOptions are the judge's options before any grader option.
+func DefaultOptions() Options {
+	return Options{SecretsDir: DefaultSecretsDir, Timeout: DefaultTimeout}
+}
+
+// Outcome is what the judge run leaves for the Grade beside its verdict.
+type Outcome struct {
+	Status  runnerpb.JudgeStatus
+	Results []*runnerpb.CriterionResult
+	// Report is what the provider billed; the grader attaches it to a failed grade.
+	Report *runnerpb.JudgeReport
+}
+
+// Apply writes the judge's fields into the Grade.
+func (o *Outcome) Apply(g *runnerpb.Grade) {
+	if o == nil {
+		return
+	}
+	g.JudgeStatus = o.Status
+	g.CriterionResults = o.Results
+	g.JudgeReport = o.Report
+}
+
+// Run makes the judge's calls over the trial's timeline. The outcome is never nil; its
+// report carries what was spent even when the run errored.
+func Run(ctx context.Context, tl *timeline.Timeline, j *task.LLMJudge, cfg *task.ModelConfig, o Options) (*Outcome, float64, error) {
+	out := &Outcome{Status: runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED, Report: &runnerpb.JudgeReport{}}
+	fail := func(err error) (*Outcome, float64, error) { return out, 0, err }
+
+	if cfg == nil {
+		return fail(fmt.Errorf("llm_judge.model_ref %q names TrialSpec.judge, but the trial was registered without a judge model config", j.ModelRef))
+	}
+	if len(j.Tools) > 0 {
+		return fail(fmt.Errorf("llm_judge.tools %v: read-only judge tools are not supported by this runner; remove llm_judge.tools "+
+			"(the judge already sees every tool call and its result in the transcript)", j.Tools))
+	}
+	key, err := readJudgeKey(o.SecretsDir, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	model, err := o.Models(cfg, key)
+	if err != nil {
+		return fail(fmt.Errorf("build the judge model: %w", err))
+	}
+
+	conv := judgePrompt(tl, j)
+	maxCalls := task.DefaultJudgeMaxCalls
+	if j.MaxCalls != nil {
+		maxCalls = *j.MaxCalls
+	}
+	if maxCalls < 1 {
+		return fail(fmt.Errorf("llm_judge.max_calls %d leaves the judge no call", maxCalls))
+	}
+	jctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	// No tools are offered, so one answered call settles the judge and max_calls
+	// (>= 1) is never the limit. An invalid answer is not asked again: that would
+	// spend calls to hide a judge that cannot follow the schema.
+	answer, calls, usage, err := model.Complete(jctx, conv, nil)
+	addUsage(out.Report, usage)
+	if err != nil {
+		out.Report.TranscriptJson = transcriptJSON(conv)
+		if jctx.Err() != nil && ctx.Err() == nil {
+			return fail(fmt.Errorf("the judge did not answer within %s: %w", o.Timeout, err))
+		}
+		return fail(fmt.Errorf("judge call failed: %w", err))
+	}
+	conv = append(conv, task.Message{Role: task.RoleAssistant, Content: answer, ToolCalls: calls})
+	out.Report.TranscriptJson = transcriptJSON(conv)
+	if len(calls) > 0 {
+		names := make([]string, len(calls))
+		for i, c := range calls {
+			names[i] = c.Function.Name
+		}
+		return fail(fmt.Errorf("the judge called tools %v, but none were offered", names))
+	}
+
+	results, score, err := parseJudgeAnswer(answer, j.Rubric.Criteria)
+	if err != nil {
+		return fail(err)
+	}
+	out.Status = runnerpb.JudgeStatus_JUDGE_STATUS_COMPLETED
+	out.Results = results
+	return out, score, nil
+}
+
+func addUsage(r *runnerpb.JudgeReport, u Usage) {
+	r.Calls += int32(u.Calls)
+	r.PromptTokens += int32(u.PromptTokens)
+	r.CompletionTokens += int32(u.CompletionTokens)
+	r.ReasoningTokens += int32(u.ReasoningTokens)
+	r.CostUsd += u.CostUSD
+}
+
+// transcriptJSON is the judge's conversation for the audit channel.
+func transcriptJSON(conv []task.Message) string {
+	b, err := json.Marshal(conv)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// Segment is the llm_judge reasons segment: "Judge: score=… (…)", naming every
+// criterion that was not met with its score and the judge's justification.
+func Segment(score float64, results []*runnerpb.CriterionResult) string {
+	met := 0
+	var unmet []string
+	for _, r := range results {
+		if r.Met {
+			met++
+			continue
+		}
+		s := fmt.Sprintf("%s not met (score %s)", r.Id, gradefmt.Score(r.Score))
+		if j := strings.TrimSpace(r.Justification); j != "" {
+			s += ": " + clipReason(j)
+		}
+		unmet = append(unmet, s)
+	}
+	detail := fmt.Sprintf("%d/%d criteria met", met, len(results))
+	if len(unmet) > 0 {
+		detail += "; " + strings.Join(unmet, "; ")
+	}
+	return fmt.Sprintf("Judge: score=%s (%s)", gradefmt.Score(score), detail)
+}
+
+func clipReason(s string) string {
+	const max = 200
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+// Check reports what keeps spec's llm_judge from running: no TrialSpec.judge, judge
+// tools, no judge client, or a key file that is not in secretsDir. The key is read and
+// dropped; grading reads it again (a rotated Secret is picked up).
+func Check(spec *task.TrialSpec, secretsDir string) error {
+	if spec == nil || spec.Task == nil || spec.Task.Grading == nil {
+		return nil
+	}
+	cfg := spec.Task.Grading
+	j := cfg.LLMJudge
+	if j == nil || cfg.GradingMethod == task.GradingTestExecution {
+		return nil
+	}
+	switch {
+	case spec.Judge == nil:
+		return fmt.Errorf("task.grading.llm_judge.model_ref %q names TrialSpec.judge, but the trial spec carries no judge model config", j.ModelRef)
+	case len(j.Tools) > 0:
+		return fmt.Errorf("task.grading.llm_judge.tools %v: read-only judge tools are not supported by this runner", j.Tools)
+	}
+	if err := llm.CheckConfig("judge", spec.Judge); err != nil {
+		return err
+	}
+	if _, err := readJudgeKey(secretsDir, spec.Judge); err != nil {
+		return err
+	}
+	return nil
+}
