@@ -119,7 +119,16 @@ func clean(name string) string {
 // explain turns a failed operation on name into an *EscapeError when a link
 // (or "..") on the path is why, else returns err unchanged.
 func (r *Root) explain(name string, err error) error {
-	if err == nil || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+	if err == nil {
+		return nil
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// os.Root names its syscalls (openat, statat); a person reading
+		// "open x: no such file" needs no more.
+		pe.Op = strings.TrimSuffix(pe.Op, "at")
+	}
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		return err
 	}
 	if e := r.escape(name); e != nil {
