@@ -19,7 +19,7 @@
 // come from grade.yaml's components (JSONPath and test_execution from their
 // reasons segments, the only place the runner reports them).
 //
-// Imports: api/result, api/task, api/v1alpha1, controllers/campaign, the standard
+// Imports: api/result, api/rootfs, api/task, api/v1alpha1, controllers/campaign, the standard
 // library, k8s.io/apimachinery, k8s.io/client-go, sigs.k8s.io/controller-runtime and
 // sigs.k8s.io/yaml.
 // Main serves `tolokaforge report`.
