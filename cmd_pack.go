@@ -48,7 +48,7 @@ func runPack(ctx context.Context, args []string, stdout, stderr io.Writer, selfE
 	}
 	switch args[0] {
 	case "import":
-		return runImport(args[1:], stdout, stderr)
+		return runImport(ctx, args[1:], stdout, stderr)
 	case "validate":
 		return runValidate(ctx, args[1:], stdout, stderr, selfExe)
 	case "-h", "--help", "help":
@@ -97,7 +97,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func runImport(args []string, stdout, stderr io.Writer) error {
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("pack import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c common
@@ -139,7 +139,12 @@ func runImport(args []string, stdout, stderr io.Writer) error {
 		dropped int
 	)
 	for _, dir := range dirs {
-		conv, err := pack.Convert(dir, opts)
+		conv, err := pack.ConvertContext(ctx, dir, opts)
+		if ctx.Err() != nil {
+			// SIGTERM or ^C: stop now, write nothing, and say so rather
+			// than list every remaining pack as failed.
+			return fmt.Errorf("pack import: canceled at %s, nothing written: %w", dir, ctx.Err())
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -11,8 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/artifacts"
+	"tolokaforge.io/operator/api/result"
+	"tolokaforge.io/operator/api/rootfs"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"sigs.k8s.io/yaml"
@@ -101,10 +102,28 @@ func FromArtifacts(dir string) (*Report, error) {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("artifacts %s: not a directory: %v", dir, err)
 	}
+	confined, err := rootfs.Open(root)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts %s: %w", dir, err)
+	}
+	defer confined.Close()
 	var found []trialDir
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			// The walk never descends a link, but a link out of the
+			// directory means the artifacts are not all here (or are
+			// planted): refused, naming it, rather than a report that
+			// silently leaves trials out.
+			rel, _ := filepath.Rel(root, p)
+			if _, err := confined.Stat(rel); err != nil {
+				var esc *rootfs.EscapeError
+				if errors.As(err, &esc) {
+					return err
+				}
+			}
 		}
 		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), RegradeDirPrefix) || strings.HasPrefix(d.Name(), "."+RegradeDirPrefix)) {
 			// A regrade's results (and an unfinished one's hidden
@@ -172,7 +191,7 @@ func FromArtifacts(dir string) (*Report, error) {
 	for _, k := range keys {
 		g := groups[k]
 		sort.Slice(g, func(i, j int) bool { return g[i].attempt < g[j].attempt })
-		t, err := readTrial(g)
+		t, err := readTrial(root, g)
 		if err != nil {
 			return nil, err
 		}
@@ -182,10 +201,54 @@ func FromArtifacts(dir string) (*Report, error) {
 	return rep, nil
 }
 
+// MaxArtifactFileBytes bounds each artifacts file the report reads. A
+// trajectory of a thousand turns is a few megabytes; a larger file is
+// refused rather than decoded whole.
+const MaxArtifactFileBytes = 64 << 20
+
+// readFile reads path, a file below root, without following a link out of
+// root (refused, naming the link and its target), a file that is not a
+// regular file, or one over MaxArtifactFileBytes. A missing file is
+// fs.ErrNotExist.
+func readFile(root, path string) ([]byte, error) {
+	r, err := rootfs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	rel, err := r.Rel(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := r.ReadFile(rel, MaxArtifactFileBytes)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("artifacts %s: %w", root, err)
+	}
+	return data, err
+}
+
+// readDir lists path, a directory below root, as readFile reads a file.
+func readDir(root, path string) ([]fs.DirEntry, error) {
+	r, err := rootfs.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	rel, err := r.Rel(path)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := r.ReadDir(rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("artifacts %s: %w", root, err)
+	}
+	return entries, err
+}
+
 // readGrade reads a grade.yaml and api/result's reading of it; both nil
 // when the attempt has no grade.
-func readGrade(path string) (*result.File, *result.Grade, error) {
-	data, err := os.ReadFile(path)
+func readGrade(root, path string) (*result.File, *result.Grade, error) {
+	data, err := readFile(root, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -203,8 +266,8 @@ func readGrade(path string) (*result.File, *result.Grade, error) {
 	return f, g, nil
 }
 
-func readYAML(path string, into any) (bool, error) {
-	data, err := os.ReadFile(path)
+func readYAML(root, path string, into any) (bool, error) {
+	data, err := readFile(root, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -219,10 +282,10 @@ func readYAML(path string, into any) (bool, error) {
 
 // readTrial reads one trial from its directories (more than one only in the
 // manager's attempt-N layout), the last one being the latest attempt.
-func readTrial(g []trialDir) (Trial, error) {
+func readTrial(root string, g []trialDir) (Trial, error) {
 	latest := g[len(g)-1]
 	var tr trajectoryDoc
-	if _, err := readYAML(filepath.Join(latest.dir, trajectoryFile), &tr); err != nil {
+	if _, err := readYAML(root, filepath.Join(latest.dir, trajectoryFile), &tr); err != nil {
 		return Trial{}, err
 	}
 	// Who ran it is the trial's own record. Only a record written before
@@ -237,6 +300,7 @@ func readTrial(g []trialDir) (Trial, error) {
 		Termination:    tr.TerminationReason,
 		TranscriptFile: filepath.Join(latest.dir, trajectoryFile),
 		Dir:            latest.dir,
+		root:           root,
 	}
 	if len(g) > 1 {
 		out.attemptRoots = g
@@ -253,7 +317,7 @@ func readTrial(g []trialDir) (Trial, error) {
 	if out.Task == "" {
 		out.Task = latest.task
 	}
-	_, gd, err := readGrade(filepath.Join(latest.dir, gradeFile))
+	_, gd, err := readGrade(root, filepath.Join(latest.dir, gradeFile))
 	if err != nil {
 		return Trial{}, err
 	}
@@ -301,14 +365,14 @@ func readTrial(g []trialDir) (Trial, error) {
 	// Spend: every attempt, whichever layout recorded them.
 	var spend []artifacts.Metrics
 	for _, td := range g {
-		ms, err := attemptMetrics(td.dir)
+		ms, err := attemptMetrics(root, td.dir)
 		if err != nil {
 			return Trial{}, err
 		}
 		spend = append(spend, ms...)
 	}
 	var lm artifacts.Metrics
-	if _, err := readYAML(filepath.Join(latest.dir, metricsFile), &lm); err != nil {
+	if _, err := readYAML(root, filepath.Join(latest.dir, metricsFile), &lm); err != nil {
 		return Trial{}, err
 	}
 	out.LatencyS = lm.Latency.TotalS
@@ -327,8 +391,8 @@ func readTrial(g []trialDir) (Trial, error) {
 
 // attemptMetrics are the metrics of every attempt kept under a trial
 // directory (attempts/<n>/metrics.yaml), else its top-level metrics.yaml.
-func attemptMetrics(dir string) ([]artifacts.Metrics, error) {
-	entries, err := os.ReadDir(filepath.Join(dir, "attempts"))
+func attemptMetrics(root, dir string) ([]artifacts.Metrics, error) {
+	entries, err := readDir(root, filepath.Join(dir, "attempts"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -338,7 +402,7 @@ func attemptMetrics(dir string) ([]artifacts.Metrics, error) {
 			continue
 		}
 		var m artifacts.Metrics
-		ok, err := readYAML(filepath.Join(dir, "attempts", e.Name(), metricsFile), &m)
+		ok, err := readYAML(root, filepath.Join(dir, "attempts", e.Name(), metricsFile), &m)
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +414,7 @@ func attemptMetrics(dir string) ([]artifacts.Metrics, error) {
 		return out, nil
 	}
 	var m artifacts.Metrics
-	ok, err := readYAML(filepath.Join(dir, metricsFile), &m)
+	ok, err := readYAML(root, filepath.Join(dir, metricsFile), &m)
 	if err != nil || !ok {
 		return nil, err
 	}

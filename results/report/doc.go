@@ -19,8 +19,8 @@
 // come from grade.yaml's components (JSONPath and test_execution from their
 // reasons segments, the only place the runner reports them).
 //
-// Imports: api/artifacts, api/result, api/task, api/v1alpha1, controllers/campaign,
-// results/cluster, the standard library, k8s.io/apimachinery,
+// Imports: api/artifacts, api/result, api/rootfs, api/task, api/v1alpha1,
+// controllers/campaign, results/cluster, the standard library, k8s.io/apimachinery,
 // sigs.k8s.io/controller-runtime and sigs.k8s.io/yaml.
 // Main serves `tolokaforge report`.
 package report

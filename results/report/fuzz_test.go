@@ -50,3 +50,17 @@ func FuzzArtifacts(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRelHref: whatever a folder below the report is called, its link is
+// either refused or a relative URL (no scheme, host, query or fragment)
+// resolving to exactly that path. Seeds: testdata/fuzz/FuzzRelHref.
+func FuzzRelHref(f *testing.F) {
+	f.Add("plain/trials/t/0/grade.yaml")
+	f.Fuzz(func(t *testing.T, rel string) {
+		h, ok := relHref(rel)
+		if !ok {
+			return
+		}
+		checkRelative(t, string(h), rel)
+	})
+}

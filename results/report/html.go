@@ -99,8 +99,8 @@ func (r *Report) WriteHTML(w io.Writer, baseDir string) error {
 }
 
 // href links a file: relative to baseDir when below it, else a file:// URL.
-// The URL is built from the path by net/url, so it is safe to trust (the
-// template would otherwise refuse the file scheme).
+// The URL is built from the path by net/url (relHref), so it is safe to
+// trust (the template would otherwise refuse the file scheme).
 func href(baseDir, file string) template.URL {
 	if file == "" {
 		return ""
@@ -111,14 +111,39 @@ func href(baseDir, file string) template.URL {
 	}
 	if baseDir != "" {
 		if base, err := filepath.Abs(baseDir); err == nil {
-			if rel, err := filepath.Rel(base, abs); err == nil && !strings.HasPrefix(rel, "..") {
-				u := url.URL{Path: filepath.ToSlash(rel)}
-				return template.URL(u.EscapedPath())
+			if rel, err := filepath.Rel(base, abs); err == nil {
+				if h, ok := relHref(filepath.ToSlash(rel)); ok {
+					return h
+				}
 			}
 		}
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
 	return template.URL(u.String())
+}
+
+// relHref is the link to rel, a slash-separated path below the page's
+// directory, as a relative URL whose path is rel: every segment
+// percent-escaped (a "#", "?", "%" or space in a folder name stays part of
+// the path), and "./" in front when the first segment holds a ":", which a
+// browser would otherwise read as a scheme (a folder named
+// "javascript:alert(1)" must not become a javascript: link). A path that is
+// not below the directory (absolute, "..", empty segments) has no relative
+// link: false.
+func relHref(rel string) (template.URL, bool) {
+	if rel == "" || strings.HasPrefix(rel, "/") {
+		return "", false
+	}
+	for _, seg := range strings.Split(rel, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", false
+		}
+	}
+	esc := (&url.URL{Path: rel}).EscapedPath()
+	if first, _, _ := strings.Cut(esc, "/"); strings.Contains(first, ":") {
+		esc = "./" + esc
+	}
+	return template.URL(esc), true
 }
 
 // plot draws pass^j against j as an inline SVG: axes, gridlines, the

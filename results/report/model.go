@@ -43,6 +43,10 @@ type Trial struct {
 	// attemptRoots are the manager layout's attempt-N copies of the trial,
 	// oldest first (nil in the other layouts, where attempts/<n>/ holds them).
 	attemptRoots []trialDir
+	// root is the directory every read of the trial's files stays below
+	// (the artifacts directory; for a cluster's trial, its own directory):
+	// a link in it that leaves it is refused, never followed.
+	root string
 	// Page is the trial page's link, relative to the campaign page (set by
 	// WriteSite; empty when the trial has no page).
 	Page string

@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"fmt"
-	"html/template"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,7 +45,11 @@ func (r *Report) WriteSite(htmlPath string) error {
 		}
 		used[slug] = true
 		// Trial pages sit one directory below the campaign page.
-		back := template.URL((&url.URL{Path: "../" + campaignBase}).EscapedPath())
+		back, ok := relHref(campaignBase)
+		if !ok {
+			return fmt.Errorf("campaign page %s: no relative link to it", htmlPath)
+		}
+		back = "../" + back
 		d, err := trialPage(*t, back, baseDir)
 		if err != nil {
 			return fmt.Errorf("trial page of %s: %w", t.Name, err)
@@ -59,7 +61,11 @@ func (r *Report) WriteSite(htmlPath string) error {
 		if err := os.WriteFile(filepath.Join(pagesDir, slug+".html"), b.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("trial page of %s: %w", t.Name, err)
 		}
-		t.Page = (&url.URL{Path: filepath.Base(pagesDir) + "/" + slug + ".html"}).EscapedPath()
+		page, ok := relHref(filepath.Base(pagesDir) + "/" + slug + ".html")
+		if !ok {
+			return fmt.Errorf("trial pages %s: no relative link to them", pagesDir)
+		}
+		t.Page = string(page)
 	}
 	var b bytes.Buffer
 	if err := r.WriteHTML(&b, baseDir); err != nil {

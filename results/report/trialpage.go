@@ -8,7 +8,6 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -154,7 +153,8 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 	d := &trialPageData{Trial: t, Back: back, Score: fmtRate(t.Score), Cost: fmtCost(t.CostUSD, t.Costed),
 		GradeHref: up(href(campaignDir, t.GradeFile)), TransHref: up(href(campaignDir, t.TranscriptFile))}
 	var tr fullTrajectory
-	if _, err := readYAML(filepath.Join(t.Dir, trajectoryFile), &tr); err != nil {
+	root := t.readRoot()
+	if _, err := readYAML(root, filepath.Join(t.Dir, trajectoryFile), &tr); err != nil {
 		return nil, err
 	}
 	d.Start, d.End, d.RunID = fmtTime(tr.StartTime), fmtTime(tr.EndTime), tr.RunID
@@ -177,7 +177,7 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 		d.Messages = append(d.Messages, pm)
 	}
 
-	gf, gd, err := readGrade(filepath.Join(t.Dir, gradeFile))
+	gf, gd, err := readGrade(root, filepath.Join(t.Dir, gradeFile))
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 	}
 
 	var m artifacts.Metrics
-	if _, err := readYAML(filepath.Join(t.Dir, metricsFile), &m); err != nil {
+	if _, err := readYAML(root, filepath.Join(t.Dir, metricsFile), &m); err != nil {
 		return nil, err
 	}
 	for _, u := range []struct {
@@ -209,12 +209,12 @@ func trialPage(t Trial, back template.URL, campaignDir string) (*trialPageData, 
 	if len(t.attemptRoots) > 0 {
 		for _, td := range t.attemptRoots {
 			var at trajectoryDoc
-			if _, err := readYAML(filepath.Join(td.dir, trajectoryFile), &at); err != nil {
+			if _, err := readYAML(root, filepath.Join(td.dir, trajectoryFile), &at); err != nil {
 				return nil, err
 			}
 			d.Attempts = append(d.Attempts, pageAttempt{N: td.attempt, Outcome: at.Outcome, Reason: at.Reason, Termination: at.TerminationReason, Message: at.Message})
 		}
-	} else if d.Attempts, err = attemptsOf(t.Dir); err != nil {
+	} else if d.Attempts, err = attemptsOf(root, t.Dir); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -304,8 +304,8 @@ func decodeAll[T any](raws []json.RawMessage) ([]T, error) {
 }
 
 // attemptsOf lists attempts/<n>/ of a trial directory, oldest first.
-func attemptsOf(dir string) ([]pageAttempt, error) {
-	entries, err := os.ReadDir(filepath.Join(dir, "attempts"))
+func attemptsOf(root, dir string) ([]pageAttempt, error) {
+	entries, err := readDir(root, filepath.Join(dir, "attempts"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -319,7 +319,7 @@ func attemptsOf(dir string) ([]pageAttempt, error) {
 			continue
 		}
 		var tr trajectoryDoc
-		ok, err := readYAML(filepath.Join(dir, "attempts", e.Name(), trajectoryFile), &tr)
+		ok, err := readYAML(root, filepath.Join(dir, "attempts", e.Name(), trajectoryFile), &tr)
 		if err != nil {
 			return nil, err
 		}
@@ -329,6 +329,15 @@ func attemptsOf(dir string) ([]pageAttempt, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].N < out[j].N })
 	return out, nil
+}
+
+// readRoot is the directory the trial's files are read below: the
+// artifacts directory it was found in, else its own directory.
+func (t Trial) readRoot() string {
+	if t.root != "" {
+		return t.root
+	}
+	return t.Dir
 }
 
 // writeTrialPage renders one trial's page.

@@ -10,6 +10,11 @@
 // a URL carrying a user or password is refused, so no secret ends up in a
 // flag, a log line or a Trial's status.
 //
+// A file:// store is read below its directory only (api/rootfs): a
+// symbolic link in it that leaves the directory is refused, naming the link
+// and its target, so `report` and `results pull` never copy a file from
+// elsewhere on the machine.
+//
 // URLs:
 //
 //	file:///abs/dir
@@ -18,7 +23,7 @@
 //
 // The query parameters are gocloud's (s3blob, gcsblob).
 //
-// Imports: api/artifacts, the standard library and gocloud.dev.
+// Imports: api/artifacts, api/rootfs, the standard library and gocloud.dev.
 package blobstore
 
 import (
@@ -26,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -38,6 +44,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"tolokaforge.io/operator/api/artifacts"
+	"tolokaforge.io/operator/api/rootfs"
 )
 
 // Schemes the store opens.
@@ -59,6 +66,9 @@ type Store struct {
 	query string
 	// dir is the local directory of a file:// store, else "".
 	dir string
+	// root reads a file:// store: below dir only (fileblob itself would
+	// follow a link anywhere).
+	root *rootfs.Root
 }
 
 // IsURL says whether s names a store (file://, s3://, gs://) rather than a
@@ -145,7 +155,12 @@ func openFile(u *url.URL) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("artifacts directory %s: %w", dir, err)
 	}
-	return &Store{bucket: b, base: (&url.URL{Scheme: SchemeFile, Path: filepath.ToSlash(dir)}).String(), dir: dir}, nil
+	root, err := rootfs.Open(dir)
+	if err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("artifacts directory %s: %w", dir, err)
+	}
+	return &Store{bucket: b, base: (&url.URL{Scheme: SchemeFile, Path: filepath.ToSlash(dir)}).String(), dir: dir, root: root}, nil
 }
 
 // display is u without its query (which may name endpoints, never secrets,
@@ -155,7 +170,12 @@ func display(u *url.URL) string {
 }
 
 // Close releases the bucket.
-func (s *Store) Close() error { return s.bucket.Close() }
+func (s *Store) Close() error {
+	if s.root != nil {
+		_ = s.root.Close()
+	}
+	return s.bucket.Close()
+}
 
 // URL is the URL of key (a slash-separated name under the store's root); a
 // key ending in "/" names a folder.
@@ -207,13 +227,44 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// Get reads one object.
+// Get reads one object. In a file:// store a symbolic link is followed only
+// while it stays inside the store's directory: one that leaves it is
+// refused, naming the link and its target (a store is read by `report` and
+// `results pull`, and a planted link would copy any file the reader can see
+// into their output); so is anything but a regular file.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if s.root != nil {
+		data, err := s.getFile(key)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
+			return data, err
+		}
+		// Missing: the bucket says so in its own terms (IsNotFound).
+	}
 	b, err := s.bucket.ReadAll(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
 	}
 	return b, nil
+}
+
+// getFile reads key from a file:// store through its root.
+func (s *Store) getFile(key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		// fileblob stores such a key under an escaped name, which the
+		// root would not find; no artifact is named so.
+		return nil, fmt.Errorf("read %s: artifacts key %q: control characters", s.name(key), key)
+	}
+	data, err := s.root.ReadFile(filepath.FromSlash(key), 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+	}
+	return data, nil
 }
 
 // IsNotFound says whether err is a missing object.

@@ -2,6 +2,7 @@ package pack
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"tolokaforge.io/operator/api/rootfs"
 	"tolokaforge.io/operator/api/task"
 )
 
@@ -20,6 +22,12 @@ import (
 // in the Task; larger ones go to a gzip-compressed ConfigMap so Task objects
 // stay far below etcd's object limit.
 const DefaultInlineLimit = 256 << 10
+
+// MaxFileBytes bounds every file a pack import reads. The largest a Task can
+// carry (an initial state in a ConfigMap, gzip-compressed under etcd's
+// object limit) is far smaller; the bound keeps a hostile pack from making
+// the import read a disk's worth into memory.
+const MaxFileBytes = 64 << 20
 
 // Options configure a conversion.
 type Options struct {
@@ -65,8 +73,10 @@ type Converted struct {
 
 // converter holds one conversion's state.
 type converter struct {
+	ctx  context.Context
 	dir  string
-	name string // dir's base name, prefixing file names in diagnostics
+	root *rootfs.Root // dir: every read goes through it
+	name string       // dir's base name, prefixing file names in diagnostics
 	opts Options
 	rep  report
 	td   task.TaskDescription
@@ -77,14 +87,34 @@ func (c *converter) file(name string) string { return filepath.Join(c.name, name
 
 // Convert reads one native task directory.
 func Convert(dir string, opts Options) (*Converted, error) {
+	return ConvertContext(context.Background(), dir, opts)
+}
+
+// ConvertContext is Convert ending early, with ctx's error, once ctx is done
+// (the CLI's context is canceled by SIGTERM and ^C).
+//
+// Files are read below dir only: a symbolic link is followed while it stays
+// inside the task directory and refused, naming the link and its target,
+// when it leaves it; files over MaxFileBytes and anything but regular files
+// are refused too. Every YAML file is refused past the alias budget
+// (MaxAliasNodes, MaxAliasDepth).
+func ConvertContext(ctx context.Context, dir string, opts Options) (*Converted, error) {
 	if opts.Builtins == nil {
 		return nil, fmt.Errorf("pack %s: no builtin tool catalog (Options.Builtins)", dir)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
-	c := &converter{dir: abs, name: filepath.Base(abs), opts: opts}
+	root, err := rootfs.Open(abs)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	defer root.Close()
+	c := &converter{ctx: ctx, dir: abs, root: root, name: filepath.Base(abs), opts: opts}
 	c.out.Dir = dir
 	if err := c.convert(); err != nil {
 		return nil, err
@@ -93,17 +123,53 @@ func Convert(dir string, opts Options) (*Converted, error) {
 	return &c.out, nil
 }
 
-func (c *converter) read(name string) ([]byte, error) {
-	p := filepath.Join(c.dir, filepath.FromSlash(name))
-	rel, err := filepath.Rel(c.dir, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(name) {
-		return nil, fmt.Errorf("%s: %q leaves the task directory", c.name, name)
+// local is name (slash-separated, relative to the task directory) as a
+// path below it, or an error when it climbs out or is absolute.
+func (c *converter) local(name string) (string, error) {
+	p := filepath.FromSlash(name)
+	if !filepath.IsLocal(p) {
+		return "", fmt.Errorf("%s: %q leaves the task directory", c.name, name)
 	}
-	data, err := os.ReadFile(p)
+	return p, nil
+}
+
+func (c *converter) read(name string) ([]byte, error) {
+	if err := c.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	p, err := c.local(name)
+	if err != nil {
+		return nil, err
+	}
+	data, err := c.root.ReadFile(p, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
 	return data, nil
+}
+
+// exists says whether the pack holds name; a link out of the pack is an
+// error, not an absent file.
+func (c *converter) exists(name string) (bool, error) {
+	p, err := c.local(name)
+	if err != nil {
+		return false, err
+	}
+	if _, err := c.root.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return true, nil
+}
+
+// parse reads a pack file's YAML (JSON is YAML) under the alias budget.
+func (c *converter) parse(name string, data []byte) (*yaml.Node, error) {
+	doc, err := parseYAML(c.ctx, data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.file(name), err)
+	}
+	return doc, nil
 }
 
 func (c *converter) convert() error {
@@ -112,9 +178,9 @@ func (c *converter) convert() error {
 	if err != nil {
 		return err
 	}
-	doc, err := parseYAML(data)
+	doc, err := c.parse(taskFile, data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.file(taskFile), err)
+		return err
 	}
 	t, err := asMapping(c.file(taskFile), "", doc)
 	if err != nil {
@@ -207,7 +273,9 @@ func (c *converter) systemPrompt(t *mapping) error {
 		return err
 	}
 	if name == "" {
-		if _, err := os.Stat(filepath.Join(c.dir, "system_prompt.md")); err == nil {
+		if ok, err := c.exists("system_prompt.md"); err != nil {
+			return convError(t.file, "system_prompt", "%v", err)
+		} else if ok {
 			name = "system_prompt.md"
 		}
 	}
@@ -266,8 +334,6 @@ func (c *converter) initialState(t *mapping) error {
 // (a tau-style dict of records becomes the list of its values, as
 // Tolokaforge's loader makes it). Number literals are kept as written.
 func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.TableSchema, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
 		return nil, nil, fmt.Errorf("%s: want a JSON object of tables: %v", c.file(file), errOr(err, "got null"))
@@ -292,6 +358,9 @@ func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.Ta
 		b.WriteByte('[')
 		allIDs := true
 		for j, r := range rows {
+			if err := c.ctx.Err(); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", c.file(file), err)
+			}
 			if j > 0 {
 				b.WriteByte(',')
 			}
@@ -400,16 +469,18 @@ func (c *converter) initActions(is *mapping, acts []*yaml.Node) error {
 
 func (c *converter) toolList() (map[string]task.ToolSchema, string, error) {
 	for _, name := range []string{"fixtures/tools.json", "tools.json"} {
-		data, err := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(name)))
-		if errors.Is(err, os.ErrNotExist) {
+		if ok, err := c.exists(name); err != nil {
+			return nil, "", err
+		} else if !ok {
 			continue
 		}
+		data, err := c.read(name)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", c.file(name), err)
+			return nil, "", err
 		}
-		doc, err := parseYAML(data) // JSON is YAML: one reader, one way to report keys
+		doc, err := c.parse(name, data) // JSON is YAML: one reader, one way to report keys
 		if err != nil {
-			return nil, "", fmt.Errorf("%s: %w", c.file(name), err)
+			return nil, "", err
 		}
 		if doc == nil || doc.Kind != yaml.SequenceNode {
 			return nil, "", fmt.Errorf("%s: want a JSON list of tool schemas", c.file(name))
@@ -481,11 +552,25 @@ func (c *converter) tools(t *mapping) error {
 			s := resolveMCP(script, enabled, c.opts.MCPCommands)
 			if s.note != "" {
 				c.rep.add(m.file, m.at("mcp_server"), "%s", s.note)
-				if data, err := os.ReadFile(filepath.Join(c.dir, filepath.FromSlash(script))); err == nil {
-					if c.td.ToolArtifacts == nil {
-						c.td.ToolArtifacts = map[string]string{}
+				// Shipped when the pack holds it. A script named by a path
+				// out of the pack is not the pack's to ship (the note says
+				// how to run it); a link out of the pack is refused, never
+				// read.
+				if filepath.IsLocal(filepath.FromSlash(script)) {
+					ok, err := c.exists(script)
+					if err != nil {
+						return convError(m.file, m.at("mcp_server"), "%v", err)
 					}
-					c.td.ToolArtifacts[filepath.ToSlash(script)] = base64.StdEncoding.EncodeToString(data)
+					if ok {
+						data, err := c.read(script)
+						if err != nil {
+							return convError(m.file, m.at("mcp_server"), "%v", err)
+						}
+						if c.td.ToolArtifacts == nil {
+							c.td.ToolArtifacts = map[string]string{}
+						}
+						c.td.ToolArtifacts[filepath.ToSlash(script)] = base64.StdEncoding.EncodeToString(data)
+					}
 				}
 			}
 			src = &s

@@ -342,7 +342,7 @@ func TestConvertErrors(t *testing.T) {
 		{"schema without implementation", map[string]string{"task.yaml": strings.Replace(minimalTask, "calculator", "teleport", 1),
 			"fixtures/tools.json": `[{"name": "teleport", "description": "x", "parameters": {}}]`},
 			`bad/task.yaml: tools.agent.enabled[0]: tool "teleport" has a schema in fixtures/tools.json but no implementation`},
-		{"json_db missing", map[string]string{"task.yaml": minimalTask + "initial_state: {json_db: nope.json}\n"}, "bad/task.yaml: initial_state.json_db: bad: open"},
+		{"json_db missing", map[string]string{"task.yaml": minimalTask + "initial_state: {json_db: nope.json}\n"}, "bad/task.yaml: initial_state.json_db: bad: stat nope.json: no such file or directory"},
 		{"json_db escapes", map[string]string{"task.yaml": minimalTask + "initial_state: {json_db: ../../etc/passwd}\n"}, `leaves the task directory`},
 		{"json_db not tables", map[string]string{"task.yaml": minimalTask + "initial_state: {json_db: db.json}\n", "db.json": `[1]`}, "bad/db.json: want a JSON object of tables"},
 		{"record not object", map[string]string{"task.yaml": minimalTask + "initial_state: {json_db: db.json}\n", "db.json": `{"t": [1]}`}, "bad/db.json: t[0]: want a JSON object (a record)"},

@@ -9,11 +9,19 @@
 // literals keep their int/float identity (300.00 stays a float) on their way
 // to the canonical hash.
 //
+// A pack is someone else's input, read as hostile: files are read only below
+// the task directory (a symbolic link that leaves it is refused, naming the
+// link and its target; links inside are followed), each file is bounded
+// (MaxFileBytes, regular files only), every YAML file is refused past an
+// alias budget (MaxAliasNodes expanded nodes, MaxAliasDepth) and alias
+// cycles are refused, and ConvertContext stops with the context's error when
+// it is canceled.
+//
 // Conversion is pure: it reads the pack directory and writes manifests. The
 // CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;
 // running a pack's golden path locally lives in results/local.
 //
-// Imports: api/task, api/v1alpha1, the standard library and
+// Imports: api/rootfs, api/task, api/v1alpha1, the standard library and
 // go.yaml.in/yaml/v3. The runner's builtin tool catalog comes in through
 // Options.Builtins, so nothing outside api/ is linked.
 package pack

@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"tolokaforge.io/operator/runner/tools/builtin"
 
 	"tolokaforge.io/operator/api/task"
+
+	yaml "go.yaml.in/yaml/v3"
 )
 
 // FuzzNodeJSON: whatever YAML comes in, the converter either refuses it or
@@ -16,12 +19,12 @@ import (
 func FuzzNodeJSON(f *testing.F) {
 	for _, s := range []string{
 		"a: 300.00\nb: [1, 2.5, x]\n", "- {a: ~}\n", "a: &x 1\nb: *x\n", "? [a]\n: 1\n",
-		"a: .inf\n", "a: 99999999999999999999\n", "a: 0x10\n", "'k': \"\\u2028\"\n", "a: 1_000.5\n",
+		"a: .inf\n", "a: 99999999999999999999\n", "x: &x [1, *x]\n", "a: 0x10\n", "'k': \"\\u2028\"\n", "a: 1_000.5\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, err := parseYAML(data)
+		n, err := parseYAML(context.Background(), data)
 		if err != nil || n == nil {
 			return
 		}
@@ -74,5 +77,56 @@ func FuzzConvertTaskYAML(f *testing.F) {
 		if _, err := Build(c, Options{Builtins: builtin.Catalog{}}); err != nil {
 			t.Fatalf("converted output does not render: %v", err)
 		}
+	})
+}
+
+// FuzzAliasBudget: whatever YAML comes in, parseYAML either refuses it or
+// hands back a tree whose expansion stays within the budget (counted here
+// by expanding it, up to a cap), so no later walk can blow up. Seeds: the
+// bombs, cycles and shared anchors under testdata/fuzz/FuzzAliasBudget.
+func FuzzAliasBudget(f *testing.F) {
+	f.Add([]byte("a: &a [x, y]\nb: [*a, *a]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, err := parseYAML(context.Background(), data)
+		if err != nil || n == nil {
+			return
+		}
+		// The file's own nodes, then the nodes an expanding walk visits.
+		own := map[*yaml.Node]bool{}
+		var mark func(n *yaml.Node)
+		mark = func(n *yaml.Node) {
+			if n == nil || own[n] {
+				return
+			}
+			own[n] = true
+			if n.Kind != yaml.AliasNode {
+				for _, c := range n.Content {
+					mark(c)
+				}
+			}
+		}
+		mark(n)
+		limit := len(own) + MaxAliasNodes
+		visited := 0
+		var expand func(n *yaml.Node, depth int)
+		expand = func(n *yaml.Node, depth int) {
+			if n == nil {
+				return
+			}
+			if depth > 20000 {
+				t.Fatalf("accepted a document nesting past 20000 levels (a cycle?): %q", data)
+			}
+			if n.Kind == yaml.AliasNode {
+				expand(n.Alias, depth+1)
+				return
+			}
+			if visited++; visited > limit {
+				t.Fatalf("accepted a document expanding past %d nodes (%d of its own + the budget): %q", limit, len(own), data)
+			}
+			for _, c := range n.Content {
+				expand(c, depth+1)
+			}
+		}
+		expand(n, 0)
 	})
 }

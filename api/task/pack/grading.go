@@ -1,10 +1,7 @@
 package pack
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -20,7 +17,9 @@ func (c *converter) grading(t *mapping) error {
 		return err
 	}
 	if name == "" {
-		if _, err := os.Stat(filepath.Join(c.dir, "grading.yaml")); errors.Is(err, os.ErrNotExist) {
+		if ok, err := c.exists("grading.yaml"); err != nil {
+			return convError(t.file, "grading", "%v", err)
+		} else if !ok {
 			c.rep.add(t.file, "grading", "absent and no grading.yaml: the task is not graded")
 			return nil
 		}
@@ -30,9 +29,9 @@ func (c *converter) grading(t *mapping) error {
 	if err != nil {
 		return convError(t.file, "grading", "%v", err)
 	}
-	doc, err := parseYAML(data)
+	doc, err := c.parse(name, data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.file(name), err)
+		return err
 	}
 	g, err := asMapping(c.file(name), "", doc)
 	if err != nil {

@@ -3,6 +3,7 @@ package pack
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -247,7 +248,7 @@ func TestNodeJSONLiterals(t *testing.T) {
 		{"? [a]\n: 1\n", "", "a mapping key must be a scalar"},
 	}
 	for _, tc := range cases {
-		n, err := parseYAML([]byte(tc.in))
+		n, err := parseYAML(context.Background(), []byte(tc.in))
 		if err != nil {
 			t.Fatal(err)
 		}

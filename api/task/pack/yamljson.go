@@ -2,8 +2,11 @@ package pack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -13,17 +16,115 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
+// The alias budget of every YAML file a pack holds. Aliases are kept in the
+// node tree unexpanded, but every walk of the tree (to JSON, to a
+// diagnostic) expands them, so a 2 KB file of aliases nested nine deep (a
+// "billion laughs") would expand to 10^9 nodes. Real packs share a default
+// block or two: a few thousand expanded nodes at most.
+const (
+	// MaxAliasNodes bounds the nodes aliases add to a document once
+	// expanded.
+	MaxAliasNodes = 10000
+	// MaxAliasDepth bounds aliases reached through aliases.
+	MaxAliasDepth = 5
+)
+
 // parseYAML reads one YAML document into its node tree (nil for an empty
-// document).
-func parseYAML(data []byte) (*yaml.Node, error) {
+// document), refusing it past the alias budget. ctx ends the read: the
+// parser pulls its input through a reader that stops once ctx is done.
+func parseYAML(ctx context.Context, data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := yaml.NewDecoder(ctxReader{ctx, bytes.NewReader(data)}).Decode(&doc); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, nil // no document at all
+		}
 		return nil, err
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, nil
 	}
+	if err := checkAliases(&doc); err != nil {
+		return nil, err
+	}
 	return resolve(doc.Content[0]), nil
+}
+
+// ctxReader fails its reads once ctx is done, so a long parse of a large
+// file ends when the import is canceled (SIGTERM).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// checkAliases measures what the document's aliases expand to without
+// expanding them: each node's expanded size and alias depth is computed
+// once (memoized), so the check is linear in the file. It refuses a cycle
+// (an alias inside the node it names), which no walk would ever finish.
+func checkAliases(doc *yaml.Node) error {
+	type measure struct {
+		size  int64 // nodes once expanded, saturating
+		depth int   // aliases within aliases
+	}
+	const saturated = int64(1) << 60
+	memo := map[*yaml.Node]measure{}
+	onPath := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node) (measure, error)
+	walk = func(n *yaml.Node) (measure, error) {
+		if n == nil {
+			return measure{}, nil
+		}
+		if m, ok := memo[n]; ok {
+			return m, nil
+		}
+		onPath[n] = true
+		defer delete(onPath, n)
+		var m measure
+		if n.Kind == yaml.AliasNode {
+			if onPath[n.Alias] {
+				return measure{}, fmt.Errorf("line %d: alias *%s refers to a node that contains it (a cycle); refused", n.Line, n.Value)
+			}
+			t, err := walk(n.Alias)
+			if err != nil {
+				return measure{}, err
+			}
+			m = measure{size: t.size, depth: t.depth + 1}
+			if m.depth > MaxAliasDepth {
+				return measure{}, fmt.Errorf("line %d: aliases nest more than %d deep (the alias depth budget); refused", n.Line, MaxAliasDepth)
+			}
+		} else {
+			m.size = 1
+			for _, c := range n.Content {
+				cm, err := walk(c)
+				if err != nil {
+					return measure{}, err
+				}
+				m.size = min(m.size+cm.size, saturated)
+				m.depth = max(m.depth, cm.depth)
+			}
+		}
+		memo[n] = m
+		return m, nil
+	}
+	m, err := walk(doc)
+	if err != nil {
+		return err
+	}
+	// The nodes the file holds are len(memo); the rest are copies aliases
+	// make.
+	if added := m.size - int64(len(memo)); added > MaxAliasNodes {
+		return fmt.Errorf("aliases expand to more than %d nodes (the alias budget); refused as an alias bomb", MaxAliasNodes)
+	}
+	return nil
 }
 
 func resolve(n *yaml.Node) *yaml.Node {
