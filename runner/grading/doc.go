@@ -44,10 +44,26 @@
 // with a bar is met when its score reaches the bar, without one the judge's own met
 // decides; a binary criterion's met must agree with its 0/1 score.
 //
-// grading_method: test_execution (testexec.go) dispatches after step 0: the verifier
-// runs in the trial's work directory in its own process group with a minimal
-// environment, a timeout (timeout_s, default 300 s) and a kept-output cap. A reward file
-// left before the run is removed first, so only the verifier's verdict counts; a reward
+// grading_method: test_execution (testexec.go, verifier_sandbox.go) dispatches after step
+// 0. The verifier never runs from the agent's files, which the agent's tools write: each
+// grade builds a sandbox under the runner's verifier directory (Env.VerifierSite, beside
+// the file tools' root and out of their reach), copies the agent's files into it (links
+// as links, never followed; no FIFOs or devices), then lays the task's test files over
+// them as registered in initial_state.filesystem: tests/ is replaced whole, and so is
+// every registered file the command names (its script). A test the agent rewrote,
+// deleted or added, or a symlink in their place, is the task's again; the rest of the
+// copy is the agent's work, which the verifier judges. reward_file resolves inside the
+// sandbox (relative to its root; an absolute name such as upstream's
+// /logs/verifier/reward.txt is the same name under it), so RegisterTrial refuses one
+// with a ".." element (CheckTestExecution); a reward file the agent left at that path is
+// removed, the directories above it are made real, and every file operation of the
+// runner in the sandbox goes through an os.Root. The verifier runs with the sandbox as
+// its working directory and HOME, REWARD_FILE and TEST_DIR (Terminal-Bench's) naming
+// its paths, in its own process group with a minimal environment, a timeout (timeout_s,
+// default 300 s) and a kept-output cap. Its verdict is final when its main process
+// exits: the group is then killed and reaped whole (proc.KillGroup), and its output,
+// read through a pipe the runner owns, only for a moment longer, so a child holding it
+// neither delays nor loses the grade. The sandbox is removed after the grade. A reward
 // file it writes must hold a number in [0, 1] and is the score (garbage fails the RPC
 // naming the file and the content); with no reward file, exit code 0 scores 1.0 and any
 // other 0.0. A verifier that cannot start, times out or dies by a signal fails the RPC:

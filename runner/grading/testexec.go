@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +28,13 @@ const (
 	DefaultVerifierOutputCap = 64 << 10
 	// maxRewardFileBytes bounds the reward file read: it holds one number.
 	maxRewardFileBytes = 4 << 10
-	// verifierWaitDelay is how long Wait waits for the output pipes after the verifier
-	// exited or was killed (a daemonized grandchild may hold them).
-	verifierWaitDelay = 2 * time.Second
+	// verifierReapTimeout bounds killing and reaping the verifier's process group
+	// after its main process exited.
+	verifierReapTimeout = 10 * time.Second
+	// verifierDrainGrace is how long the verifier's output is still read after its
+	// group was killed: long enough for what is in the pipe, short enough that a
+	// process which left the group and holds the pipe does not delay the grade.
+	verifierDrainGrace = 200 * time.Millisecond
 	// reasonTailBytes is how much of the verifier's output a failing grade quotes.
 	reasonTailBytes = 500
 )
@@ -63,47 +66,55 @@ func WithVerifierLimits(l proc.Limits) Option {
 }
 
 // runTestExecution grades a grading_method: test_execution trial: the task's verifier
-// command runs in the trial's work directory, and its reward file (a float in [0, 1])
-// is the score; when the verifier wrote none, exit code 0 scores 1.0 and any other
-// 0.0. A verifier that cannot start, times out, or writes anything but such a number
-// fails the RPC naming why: its outcome is unknown, not 0.0. The component phase and
-// the ledger do not apply (runner-protocol.md).
+// command runs in a sandbox built for this grade (the agent's files with the task's test
+// files laid over them as registered; see newSandbox), and its reward file (a float in
+// [0, 1]) is the score; when the verifier wrote none, exit code 0 scores 1.0 and any
+// other 0.0. A verifier that cannot start, times out, or writes anything but such a
+// number fails the RPC naming why: its outcome is unknown, not 0.0. The component phase
+// and the ledger do not apply (runner-protocol.md).
 func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error) {
 	te := g.cfg.TestExecution
 	if te == nil || len(te.Command) == 0 {
 		return nil, notAsAuthored(g.id, "grading_method is test_execution but test_execution.command is empty")
 	}
-	dir := g.env.WorkDir()
-	if dir == "" {
-		return nil, gradingError(errors.New("test_execution: the trial has no work directory to run the verifier in"))
+	reward, err := sandboxRewardPath(te.RewardFile)
+	if err != nil {
+		// RegisterTrial refuses it; a grade reached without registering must too.
+		return nil, notAsAuthored(g.id, err.Error())
 	}
 	timeout := DefaultVerifierTimeout
 	if te.TimeoutS > 0 {
 		timeout = time.Duration(te.TimeoutS * float64(time.Second))
 	}
-	reward := ""
-	if te.RewardFile != "" {
-		reward = te.RewardFile
-		if !filepath.IsAbs(reward) {
-			reward = filepath.Join(dir, reward)
-		}
-		// Only the verifier's own verdict counts: a reward file the agent left behind
-		// would otherwise grade the trial.
-		if err := os.Remove(reward); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, gradingError(fmt.Errorf("test_execution: remove the stale reward file %s before the verifier runs: %w", reward, err))
-		}
-		if err := os.MkdirAll(filepath.Dir(reward), 0o755); err != nil {
-			return nil, gradingError(fmt.Errorf("test_execution: create the reward file's directory: %w", err))
-		}
+	site := g.env.VerifierSite()
+	sb, err := newSandbox(site, g.env.WorkDir(), g.env.Spec().Task, te.Command, reward)
+	if err != nil {
+		return nil, gradingError(err)
 	}
+	defer sb.remove()
 
-	res, err := runVerifier(ctx, dir, te.Command, reward, g.id, timeout, g.opts.verifier)
+	rewardAbs := ""
+	if reward != "" {
+		rewardAbs = sb.abs(reward)
+	}
+	// A minimal environment: the runner's own (which may carry service settings) is
+	// none of the verifier's business. TEST_DIR is where Terminal-Bench's verifiers
+	// look for their tests; REWARD_FILE is where the runner reads the verdict.
+	env := append([]string{
+		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
+		"HOME=" + sb.dir,
+		"LANG=C.UTF-8",
+		"TRIAL_ID=" + g.id,
+		"REWARD_FILE=" + rewardAbs,
+		"TEST_DIR=" + sb.abs(verifierTestDir),
+	}, site.Env...)
+	res, err := runVerifier(ctx, sb.dir, te.Command, env, timeout, g.opts.verifier)
 	if err != nil {
 		return nil, gradingError(err)
 	}
 	g.opts.log.V(1).Info("verifier finished", "trial", g.id, "exit_code", res.exitCode, "output_bytes", res.out.total)
 
-	score, how, err := verifierScore(reward, res.exitCode)
+	score, how, err := verifierScore(sb.root, reward, res.exitCode)
 	if err != nil {
 		return nil, gradingError(err)
 	}
@@ -132,37 +143,55 @@ type verifierResult struct {
 	out      *cappedBuffer
 }
 
-func runVerifier(ctx context.Context, dir string, argv []string, reward, trialID string, timeout time.Duration, vo verifierOptions) (verifierResult, error) {
+// runVerifier runs argv in dir as its own process group. Its verdict is final when
+// the main process exits: the group (a background child included) is then killed and
+// reaped, and the output is read only as long as that takes. The output goes through
+// a pipe the runner reads itself, not through exec's copying, so a child that still
+// holds it can neither delay the grade nor lose it.
+func runVerifier(ctx context.Context, dir string, argv, env []string, timeout time.Duration, vo verifierOptions) (verifierResult, error) {
 	vctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(vctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	// A minimal environment: the runner's own (which may carry service settings) is
-	// none of the verifier's business.
-	cmd.Env = []string{
-		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
-		"HOME=" + dir,
-		"LANG=C.UTF-8",
-		"TRIAL_ID=" + trialID,
-		"REWARD_FILE=" + reward,
-	}
-	// Its own process group, so a timeout kills every process the verifier started.
+	cmd.Env = env
+	// Its own process group, so every process the verifier started goes with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = verifierWaitDelay
 	if err := proc.Apply(cmd, vo.limits); err != nil {
 		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q under %s: %w", argv, vo.limits, err)
 	}
-	out := &cappedBuffer{cap: vo.outputCap}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Stdin = nil
-
-	if err := cmd.Start(); err != nil {
-		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q: %w", argv, err)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: create the verifier's output pipe: %w", err)
 	}
-	err := cmd.Wait()
-	// Whatever the verifier left running in its group goes too.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	defer func() { _ = pr.Close() }()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Stdin = nil
+	startErr := cmd.Start()
+	_ = pw.Close() // the verifier holds its own copy
+	if startErr != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q: %w", argv, startErr)
+	}
+	out := &cappedBuffer{cap: vo.outputCap}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, pr)
+	}()
+
+	err = cmd.Wait()
+	// Whatever the verifier left running in its group goes too, reaped before the
+	// grade returns.
+	kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), verifierReapTimeout)
+	reapErr := proc.KillGroup(kctx, cmd.Process.Pid)
+	kcancel()
+	// What the group wrote before it died is in the pipe; a process that left the
+	// group may hold it open for ever, so the read stops soon after.
+	_ = pr.SetReadDeadline(time.Now().Add(verifierDrainGrace))
+	<-copied
+	if reapErr != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: kill what the verifier command %q left running: %w", argv, reapErr)
+	}
 	if vctx.Err() != nil {
 		if ctx.Err() != nil {
 			return verifierResult{}, fmt.Errorf("test_execution: grading was cancelled while the verifier command %q ran: %w", argv, ctx.Err())
@@ -184,13 +213,18 @@ func runVerifier(ctx context.Context, dir string, argv []string, reward, trialID
 }
 
 // verifierScore applies the rule: the reward file when the verifier wrote one, else
-// the exit code. how says which, for Grade.reasons.
-func verifierScore(reward string, exitCode int) (score float64, how string, err error) {
+// the exit code. how says which, for Grade.reasons. The file is read through the
+// sandbox's root: a symlink the verifier left there cannot lead the read outside it.
+func verifierScore(root *os.Root, reward string, exitCode int) (score float64, how string, err error) {
 	if reward != "" {
-		f, err := os.Open(reward)
+		// O_NONBLOCK: a FIFO at the path must not hang the grade.
+		f, err := root.OpenFile(reward, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		switch {
 		case err == nil:
 			defer func() { _ = f.Close() }()
+			if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+				return 0, "", fmt.Errorf("test_execution: the reward file %s is not a regular file", reward)
+			}
 			b, err := io.ReadAll(io.LimitReader(f, maxRewardFileBytes+1))
 			if err != nil {
 				return 0, "", fmt.Errorf("test_execution: read the reward file %s: %w", reward, err)
@@ -205,7 +239,7 @@ func verifierScore(reward string, exitCode int) (score float64, how string, err 
 			}
 			return v, fmt.Sprintf("reward %s from %s, verifier exit code %d", text, reward, exitCode), nil
 		case !errors.Is(err, os.ErrNotExist):
-			return 0, "", fmt.Errorf("test_execution: open the reward file %s: %w", reward, err)
+			return 0, "", fmt.Errorf("test_execution: open the reward file %s in the verifier's sandbox: %w", reward, err)
 		}
 	}
 	where := "no reward file declared"
