@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -123,6 +124,7 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 		reasons    string // prefix
 		refused    string // RegisterTrial's error, exactly
 		after      func(t *testing.T, id string)
+		needs      string // a program the case needs
 	}{
 		{
 			name: "the oracle grades an honest right answer 1",
@@ -225,9 +227,9 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 			name: "(4b) a child that left the verifier's group holding its output does not delay the grade, and dies with the trial",
 			run: `setsid sleep 600 & echo $! > ` + strconv.Quote(childPid) + `
 ` + oracleRun,
-			rewardFile: rewardAbs,
-			agent:      func(t *testing.T, id, _ string) { write(t, id, "answer.txt", "42") },
-			score:      1, reasons: "Test execution: score=1 (reward 1 from " + rewardInFiles + ", verifier exit code 0)",
+			rewardFile: rewardAbs, needs: "setsid",
+			agent: func(t *testing.T, id, _ string) { write(t, id, "answer.txt", "42") },
+			score: 1, reasons: "Test execution: score=1 (reward 1 from " + rewardInFiles + ", verifier exit code 0)",
 			after: func(t *testing.T, id string) {
 				raw, err := os.ReadFile(childPid)
 				if err != nil {
@@ -259,6 +261,11 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.needs != "" {
+				if _, err := exec.LookPath(c.needs); err != nil {
+					t.Skipf("no %s here", c.needs)
+				}
+			}
 			_ = os.Remove(childPid)
 			canaries := []canary{
 				plantCanary(t, rewardAbs),
