@@ -47,13 +47,16 @@ type mcpLaunch struct {
 
 // layout is a trial's directory: files is the file tools' root (and where
 // initial_state.filesystem lands), artifacts holds tool_artifacts (and is
-// where a relative mcp_server_script resolves).
+// where a relative mcp_server_script resolves), verifier is where each
+// test_execution grade builds the verifier's sandbox: beside files, not in
+// it, so no file tool's path reaches it.
 type layout struct {
-	dir, files, artifacts string
+	dir, files, artifacts, verifier string
 }
 
 func newLayout(dir string) layout {
-	return layout{dir: dir, files: filepath.Join(dir, "files"), artifacts: filepath.Join(dir, "artifacts")}
+	return layout{dir: dir, files: filepath.Join(dir, "files"), artifacts: filepath.Join(dir, "artifacts"),
+		verifier: filepath.Join(dir, "verifier")}
 }
 
 // planTools resolves both actors' tools.

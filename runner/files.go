@@ -21,6 +21,9 @@ func provision(lay layout, artifacts map[string]string, filesystem map[string]st
 			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	if err := os.Mkdir(lay.verifier, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", lay.verifier, err)
+	}
 	for _, name := range sortedKeys(artifacts) {
 		data, err := base64.StdEncoding.DecodeString(artifacts[name])
 		if err != nil {

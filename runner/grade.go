@@ -89,6 +89,13 @@ func (e *trialEnv) Records() []task.RecordedToolCall { return e.t.recordsCopy() 
 func (e *trialEnv) DB() *client.Client               { return e.t.db.c }
 func (e *trialEnv) WorkDir() string                  { return e.t.filesDir }
 
+// VerifierSite is the trial's verifier directory, beside the file tools' root;
+// the verifier carries the trial's tag, as its tools do, so CleanupTrial also
+// kills a process that left the verifier's group.
+func (e *trialEnv) VerifierSite() grading.VerifierSite {
+	return grading.VerifierSite{Dir: newLayout(e.t.dir).verifier, Env: []string{trialTag(e.t.dir)}}
+}
+
 // Replay runs one golden action through the adapter ExecuteTool uses, within
 // the tool's own budget, without recording it. The DB's version is read first:
 // grading resets it directly, and an MCP server must be reloaded from the DB

@@ -72,6 +72,9 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	if spec.TrialID != "" && spec.TrialID != id {
 		return nil, wiref("Invalid trial_spec_json: trial_id: %q does not match the request's trial_id %q", spec.TrialID, id)
 	}
+	if err := grading.CheckTestExecution(spec); err != nil {
+		return nil, wiref("Invalid trial_spec_json: %v", err)
+	}
 	if jc, ok := s.cfg.Grader.(grading.JudgeChecker); ok {
 		if err := jc.CheckJudge(spec); err != nil {
 			return nil, wiref("Invalid trial_spec_json: %v", err)

@@ -37,24 +37,43 @@
 // in the runner's secrets directory (never the environment) and the answer's
 // validation against the rubric.
 //
-// grading_method: test_execution (testexec.go) dispatches after step 0: the verifier
-// runs through runner/grading/testexec (its own process group, a minimal environment,
-// a timeout, the tool rlimits, a kept-output cap; the reward file or else the exit code
-// is the score); here it becomes a Grade with every component not evaluated. A
-// verifier that cannot start, times out or dies by a signal fails the RPC: its verdict
-// is unknown, not 0.0.
+// grading_method: test_execution (testexec.go, verifier_sandbox.go) dispatches after step
+// 0. The verifier never runs from the agent's files, which the agent's tools write: each
+// grade builds a sandbox under the runner's verifier directory (Env.VerifierSite, beside
+// the file tools' root and out of their reach), copies the agent's files into it (links
+// as links, never followed; no FIFOs or devices), then lays the task's test files over
+// them as registered in initial_state.filesystem: tests/ is replaced whole, and so is
+// every registered file the command names (its script). A test the agent rewrote,
+// deleted or added, or a symlink in their place, is the task's again; the rest of the
+// copy is the agent's work, which the verifier judges. reward_file resolves inside the
+// sandbox (relative to its root; an absolute name such as upstream's
+// /logs/verifier/reward.txt is the same name under it), so RegisterTrial refuses one
+// with a ".." element (CheckTestExecution); a reward file the agent left at that path is
+// removed, the directories above it are made real, and every file operation of the
+// runner in the sandbox goes through an os.Root. The verifier runs with the sandbox as
+// its working directory and HOME, REWARD_FILE and TEST_DIR (Terminal-Bench's) naming
+// its paths, in its own process group with a minimal environment, a timeout (timeout_s,
+// default 300 s) and a kept-output cap. Its verdict is final when its main process
+// exits: the group is then killed and reaped whole (proc.KillGroup), and its output,
+// read through a pipe the runner owns, only for a moment longer, so a child holding it
+// neither delays nor loses the grade. The sandbox is removed after the grade. A reward
+// file it writes must hold a number in [0, 1] and is the score (garbage fails the RPC
+// naming the file and the content); with no reward file, exit code 0 scores 1.0 and any
+// other 0.0. A verifier that cannot start, times out or dies by a signal fails the RPC:
+// its verdict is unknown, not 0.0.
 //
-// Layout: this package keeps the algorithm (grader.go, preflight.go, resolve.go,
+// Layout: this package keeps the algorithm and test execution (testexec.go,
+// verifier_sandbox.go: the verifier and its sandbox grew together with the runner's
+// directory layout, so they stay with the Env that names it); also (grader.go, preflight.go, resolve.go,
 // ledger.go, fold.go, reasons.go), the evaluator registry and the evaluators
 // themselves (eval_*.go, with the state checks' replay.go, diff.go, unified.go,
 // compare.go, pathglob.go and the trace checks' trace_select.go and trace_kinds.go).
 // Its subpackages never import it: runner/grading/timeline (the joined timeline),
-// runner/grading/judge (the rubric judge), runner/grading/testexec (the verifier run)
-// and runner/grading/gradefmt (the score rounding and formats they all share).
+// runner/grading/judge (the rubric judge) and runner/grading/gradefmt (the score rounding and formats they all share).
 //
 // Imports: api/canonical, api/llm, api/runnerpb, api/task, dbservice/client,
-// runner/grading/gradefmt, runner/grading/judge, runner/grading/testexec,
-// runner/grading/timeline, runner/proc (the verifier's limits), the standard library,
-// cel.dev/cel-go, github.com/go-logr/logr and github.com/theory/jsonpath. It never
+// runner/grading/gradefmt, runner/grading/judge, runner/grading/timeline, runner/proc,
+// the standard library, cel.dev/cel-go, github.com/go-logr/logr and
+// github.com/theory/jsonpath. It never
 // imports the runner.
 package grading

@@ -36,8 +36,12 @@ type Env interface {
 	PushToTools(ctx context.Context) error
 	// DB is the trial's DB service client.
 	DB() *client.Client
-	// WorkDir is the trial's file-tool root (for path_glob checks).
+	// WorkDir is the trial's file-tool root (for path_glob checks, and the agent's
+	// files a test_execution verifier judges).
 	WorkDir() string
+	// VerifierSite is where a test_execution verifier runs: outside every tool's
+	// reach, so nothing the agent does changes the verifier or its verdict.
+	VerifierSite() VerifierSite
 }
 
 // Request is GradeTrial's input after transport decoding.

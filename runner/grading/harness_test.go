@@ -82,6 +82,7 @@ type testEnv struct {
 	agentTools []string
 	userTools  []string
 	workDir    string
+	site       VerifierSite
 
 	mu        sync.Mutex
 	records   []task.RecordedToolCall
@@ -93,12 +94,13 @@ type testEnv struct {
 	beforeRun func(ctx context.Context, i int, tool string) // runs before each replayed action
 }
 
-func (e *testEnv) TrialID() string       { return e.id }
-func (e *testEnv) Spec() *task.TrialSpec { return e.spec }
-func (e *testEnv) AgentTools() []string  { return e.agentTools }
-func (e *testEnv) UserTools() []string   { return e.userTools }
-func (e *testEnv) DB() *client.Client    { return e.db }
-func (e *testEnv) WorkDir() string       { return e.workDir }
+func (e *testEnv) TrialID() string            { return e.id }
+func (e *testEnv) Spec() *task.TrialSpec      { return e.spec }
+func (e *testEnv) AgentTools() []string       { return e.agentTools }
+func (e *testEnv) UserTools() []string        { return e.userTools }
+func (e *testEnv) DB() *client.Client         { return e.db }
+func (e *testEnv) WorkDir() string            { return e.workDir }
+func (e *testEnv) VerifierSite() VerifierSite { return e.site }
 func (e *testEnv) PushToTools(ctx context.Context) error {
 	e.mu.Lock()
 	e.pushes++

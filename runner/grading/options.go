@@ -6,7 +6,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"tolokaforge.io/operator/runner/grading/judge"
-	"tolokaforge.io/operator/runner/grading/testexec"
 )
 
 // Defaults of the grader's bounds.
@@ -32,7 +31,7 @@ type options struct {
 	celCost        uint64
 	celTimeout     time.Duration
 	judge          judge.Options    // eval_judge.go
-	verifier       testexec.Options // testexec.go
+	verifier       verifierOptions // testexec.go
 }
 
 // Option configures New.
@@ -79,7 +78,7 @@ func newOptions(opts []Option) options {
 		celCost:        DefaultCELCostLimit,
 		celTimeout:     DefaultCELTimeout,
 		judge:          judge.DefaultOptions(),
-		verifier:       testexec.DefaultOptions(),
+		verifier:       defaultVerifierOptions(),
 	}
 	for _, fn := range opts {
 		fn(&o)

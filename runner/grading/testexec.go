@@ -4,21 +4,57 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading/gradefmt"
-	"tolokaforge.io/operator/runner/grading/testexec"
 	"tolokaforge.io/operator/runner/proc"
 )
+
+// Defaults of grading_method: test_execution.
+const (
+	// DefaultVerifierTimeout applies when test_execution.timeout_s is 0.
+	DefaultVerifierTimeout = 300 * time.Second
+	// DefaultVerifierOutputCap bounds the verifier's combined stdout and stderr kept in
+	// memory; the rest is counted and dropped.
+	DefaultVerifierOutputCap = 64 << 10
+	// maxRewardFileBytes bounds the reward file read: it holds one number.
+	maxRewardFileBytes = 4 << 10
+	// verifierReapTimeout bounds killing and reaping the verifier's process group
+	// after its main process exited.
+	verifierReapTimeout = 10 * time.Second
+	// verifierDrainGrace is how long the verifier's output is still read after its
+	// group was killed: long enough for what is in the pipe, short enough that a
+	// process which left the group and holds the pipe does not delay the grade.
+	verifierDrainGrace = 200 * time.Millisecond
+	// reasonTailBytes is how much of the verifier's output a failing grade quotes.
+	reasonTailBytes = 500
+)
+
+type verifierOptions struct {
+	outputCap int
+	limits    proc.Limits
+}
+
+func defaultVerifierOptions() verifierOptions {
+	return verifierOptions{outputCap: DefaultVerifierOutputCap}
+}
 
 // WithVerifierOutputCap bounds the test_execution verifier's kept output; n <= 0 keeps
 // the default.
 func WithVerifierOutputCap(n int) Option {
 	return func(o *options) {
 		if n > 0 {
-			o.verifier.OutputCap = n
+			o.verifier.outputCap = n
 		}
 	}
 }
@@ -27,31 +63,59 @@ func WithVerifierOutputCap(n int) Option {
 // RLIMIT_NPROC, RLIMIT_NOFILE), as the runner starts tool processes: the
 // verifier runs code the pack ships, in the pod that serves other trials.
 func WithVerifierLimits(l proc.Limits) Option {
-	return func(o *options) { o.verifier.Limits = l }
+	return func(o *options) { o.verifier.limits = l }
 }
 
 // runTestExecution grades a grading_method: test_execution trial: the task's verifier
-// command runs in the trial's work directory, and its reward file (a float in [0, 1])
-// is the score; when the verifier wrote none, exit code 0 scores 1.0 and any other
-// 0.0. A verifier that cannot start, times out, or writes anything but such a number
-// fails the RPC naming why: its outcome is unknown, not 0.0. The component phase and
-// the ledger do not apply (runner-protocol.md).
+// command runs in a sandbox built for this grade (the agent's files with the task's test
+// files laid over them as registered; see newSandbox), and its reward file (a float in
+// [0, 1]) is the score; when the verifier wrote none, exit code 0 scores 1.0 and any
+// other 0.0. A verifier that cannot start, times out, or writes anything but such a
+// number fails the RPC naming why: its outcome is unknown, not 0.0. The component phase
+// and the ledger do not apply (runner-protocol.md).
 func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error) {
 	te := g.cfg.TestExecution
 	if te == nil || len(te.Command) == 0 {
 		return nil, notAsAuthored(g.id, "grading_method is test_execution but test_execution.command is empty")
 	}
-	dir := g.env.WorkDir()
-	if dir == "" {
-		return nil, gradingError(errors.New("test_execution: the trial has no work directory to run the verifier in"))
+	reward, err := sandboxRewardPath(te.RewardFile)
+	if err != nil {
+		// RegisterTrial refuses it; a grade reached without registering must too.
+		return nil, notAsAuthored(g.id, err.Error())
 	}
-	res, err := testexec.Run(ctx, dir, te, g.id, g.opts.verifier)
+	timeout := DefaultVerifierTimeout
+	if te.TimeoutS > 0 {
+		timeout = time.Duration(te.TimeoutS * float64(time.Second))
+	}
+	site := g.env.VerifierSite()
+	sb, err := newSandbox(site, g.env.WorkDir(), g.env.Spec().Task, te.Command, reward)
 	if err != nil {
 		return nil, gradingError(err)
 	}
-	g.opts.log.V(1).Info("verifier finished", "trial", g.id, "exit_code", res.ExitCode, "output_bytes", res.OutputBytes())
+	defer sb.remove()
 
-	score, how, err := res.Score()
+	rewardAbs := ""
+	if reward != "" {
+		rewardAbs = sb.abs(reward)
+	}
+	// A minimal environment: the runner's own (which may carry service settings) is
+	// none of the verifier's business. TEST_DIR is where Terminal-Bench's verifiers
+	// look for their tests; REWARD_FILE is where the runner reads the verdict.
+	env := append([]string{
+		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
+		"HOME=" + sb.dir,
+		"LANG=C.UTF-8",
+		"TRIAL_ID=" + g.id,
+		"REWARD_FILE=" + rewardAbs,
+		"TEST_DIR=" + sb.abs(verifierTestDir),
+	}, site.Env...)
+	res, err := runVerifier(ctx, sb.dir, te.Command, env, timeout, g.opts.verifier)
+	if err != nil {
+		return nil, gradingError(err)
+	}
+	g.opts.log.V(1).Info("verifier finished", "trial", g.id, "exit_code", res.exitCode, "output_bytes", res.out.total)
+
+	score, how, err := verifierScore(sb.root, reward, res.exitCode)
 	if err != nil {
 		return nil, gradingError(err)
 	}
@@ -61,7 +125,7 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 	}
 	reason := fmt.Sprintf("Test execution: score=%s (%s)", gradefmt.Score(score), how)
 	if score < 1 {
-		if tail := res.Tail(); tail != "" {
+		if tail := res.out.tail(reasonTailBytes); tail != "" {
 			reason += "; output tail: " + strconv.Quote(tail)
 		}
 	}
@@ -73,4 +137,164 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		},
 		Reasons: reason,
 	}, nil
+}
+
+type verifierResult struct {
+	exitCode int
+	out      *cappedBuffer
+}
+
+// runVerifier runs argv in dir as its own process group. Its verdict is final when
+// the main process exits: the group (a background child included) is then killed and
+// reaped, and the output is read only as long as that takes. The output goes through
+// a pipe the runner reads itself, not through exec's copying, so a child that still
+// holds it can neither delay the grade nor lose it.
+func runVerifier(ctx context.Context, dir string, argv, env []string, timeout time.Duration, vo verifierOptions) (verifierResult, error) {
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(vctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	// Its own process group, so every process the verifier started goes with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := proc.Apply(cmd, vo.limits); err != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q under %s: %w", argv, vo.limits, err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: create the verifier's output pipe: %w", err)
+	}
+	defer func() { _ = pr.Close() }()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.Stdin = nil
+	startErr := cmd.Start()
+	_ = pw.Close() // the verifier holds its own copy
+	if startErr != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q: %w", argv, startErr)
+	}
+	out := &cappedBuffer{cap: vo.outputCap}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, pr)
+	}()
+
+	err = cmd.Wait()
+	// Whatever the verifier left running in its group goes too, reaped before the
+	// grade returns.
+	kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), verifierReapTimeout)
+	reapErr := proc.KillGroup(kctx, cmd.Process.Pid)
+	kcancel()
+	// What the group wrote before it died is in the pipe; a process that left the
+	// group may hold it open for ever, so the read stops soon after.
+	_ = pr.SetReadDeadline(time.Now().Add(verifierDrainGrace))
+	<-copied
+	if reapErr != nil {
+		return verifierResult{}, fmt.Errorf("test_execution: kill what the verifier command %q left running: %w", argv, reapErr)
+	}
+	if vctx.Err() != nil {
+		if ctx.Err() != nil {
+			return verifierResult{}, fmt.Errorf("test_execution: grading was cancelled while the verifier command %q ran: %w", argv, ctx.Err())
+		}
+		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q did not finish within %s; its process group was killed; output tail: %q",
+			argv, timeout, out.tail(reasonTailBytes))
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+		return verifierResult{exitCode: 0, out: out}, nil
+	case errors.As(err, &exitErr) && exitErr.ExitCode() >= 0:
+		return verifierResult{exitCode: exitErr.ExitCode(), out: out}, nil
+	case errors.As(err, &exitErr):
+		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q was killed by a signal (%v); output tail: %q", argv, exitErr, out.tail(reasonTailBytes))
+	default:
+		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q: %w", argv, err)
+	}
+}
+
+// verifierScore applies the rule: the reward file when the verifier wrote one, else
+// the exit code. how says which, for Grade.reasons. The file is read through the
+// sandbox's root: a symlink the verifier left there cannot lead the read outside it.
+func verifierScore(root *os.Root, reward string, exitCode int) (score float64, how string, err error) {
+	if reward != "" {
+		// O_NONBLOCK: a FIFO at the path must not hang the grade.
+		f, err := root.OpenFile(reward, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		switch {
+		case err == nil:
+			defer func() { _ = f.Close() }()
+			if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+				return 0, "", fmt.Errorf("test_execution: the reward file %s is not a regular file", reward)
+			}
+			b, err := io.ReadAll(io.LimitReader(f, maxRewardFileBytes+1))
+			if err != nil {
+				return 0, "", fmt.Errorf("test_execution: read the reward file %s: %w", reward, err)
+			}
+			if len(b) > maxRewardFileBytes {
+				return 0, "", fmt.Errorf("test_execution: the reward file %s is larger than %d bytes, not a number in [0, 1]", reward, maxRewardFileBytes)
+			}
+			text := strings.TrimSpace(string(b))
+			v, perr := strconv.ParseFloat(text, 64)
+			if perr != nil || math.IsNaN(v) || v < 0 || v > 1 {
+				return 0, "", fmt.Errorf("test_execution: the reward file %s holds %s, not a number in [0, 1]", reward, gradefmt.Quote(text))
+			}
+			return v, fmt.Sprintf("reward %s from %s, verifier exit code %d", text, reward, exitCode), nil
+		case !errors.Is(err, os.ErrNotExist):
+			return 0, "", fmt.Errorf("test_execution: open the reward file %s in the verifier's sandbox: %w", reward, err)
+		}
+	}
+	where := "no reward file declared"
+	if reward != "" {
+		where = "no reward file at " + reward
+	}
+	if exitCode == 0 {
+		return 1, fmt.Sprintf("%s; verifier exit code 0", where), nil
+	}
+	return 0, fmt.Sprintf("%s; verifier exit code %d", where, exitCode), nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// cappedBuffer keeps the last cap bytes written to it (a test runner's summary comes
+// last) and counts everything. The verifier's stdout and stderr share it, so it locks.
+type cappedBuffer struct {
+	mu    sync.Mutex
+	cap   int
+	buf   []byte
+	total int64
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total += int64(len(p))
+	if len(p) >= b.cap {
+		b.buf = append(b.buf[:0], p[len(p)-b.cap:]...)
+		return len(p), nil
+	}
+	if over := len(b.buf) + len(p) - b.cap; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+// tail returns the last n kept bytes, noting how much output the cap dropped.
+func (b *cappedBuffer) tail(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	out := strings.TrimSpace(string(s))
+	if dropped := b.total - int64(len(b.buf)); dropped > 0 {
+		out = fmt.Sprintf("[%d earlier bytes past the %d-byte output cap dropped] ", dropped, b.cap) + out
+	}
+	return out
 }

@@ -21,7 +21,8 @@ func testExecEnv(t *testing.T, te *task.TestExecution, threshold *float64) *test
 	td := &task.TaskDescription{TaskID: "verify", Grading: &task.GradingConfig{
 		GradingMethod: task.GradingTestExecution, TestExecution: te, PassThreshold: threshold,
 	}}
-	return &testEnv{id: "verify:1", spec: &task.TrialSpec{TrialID: "verify:1", Task: td}, workDir: t.TempDir()}
+	return &testEnv{id: "verify:1", spec: &task.TrialSpec{TrialID: "verify:1", Task: td}, workDir: t.TempDir(),
+		site: VerifierSite{Dir: t.TempDir()}}
 }
 
 func sh(script string) []string { return []string{"sh", "-c", script} }
@@ -50,14 +51,14 @@ func TestTestExecution(t *testing.T) {
 			name: "non-zero exit and no reward file scores 0 with the output tail",
 			te:   task.TestExecution{Command: sh("echo 'FAILED test_answer'; exit 3"), RewardFile: "logs/reward.txt"},
 			want: &runnerpb.Grade{BinaryPass: false, Score: 0, Components: unset,
-				Reasons: `Test execution: score=0 (no reward file at {dir}/logs/reward.txt; verifier exit code 3); output tail: "FAILED test_answer"`},
+				Reasons: `Test execution: score=0 (no reward file at logs/reward.txt; verifier exit code 3); output tail: "FAILED test_answer"`},
 		},
 		{
 			name:      "the reward file wins over the exit code",
 			te:        task.TestExecution{Command: sh("echo 0.75 > logs/reward.txt; exit 1"), RewardFile: "logs/reward.txt"},
 			threshold: &half,
 			want: &runnerpb.Grade{BinaryPass: true, Score: 0.75, Components: unset,
-				Reasons: `Test execution: score=0.75 (reward 0.75 from {dir}/logs/reward.txt, verifier exit code 1)`},
+				Reasons: `Test execution: score=0.75 (reward 0.75 from logs/reward.txt, verifier exit code 1)`},
 		},
 		{
 			name: "a reward file the agent left behind is removed before the verifier runs",
@@ -66,17 +67,17 @@ func TestTestExecution(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "reward.txt"), "1.0")
 			},
 			want: &runnerpb.Grade{BinaryPass: false, Score: 0, Components: unset,
-				Reasons: "Test execution: score=0 (no reward file at {dir}/reward.txt; verifier exit code 1)"},
+				Reasons: "Test execution: score=0 (no reward file at reward.txt; verifier exit code 1)"},
 		},
 		{
 			name: "garbage in the reward file is an error naming the file and the content",
 			te:   task.TestExecution{Command: sh("echo 'all tests passed!' > reward.txt"), RewardFile: "reward.txt"},
-			err:  `Grading error: test_execution: the reward file {dir}/reward.txt holds "all tests passed!", not a number in [0, 1]`,
+			err:  `Grading error: test_execution: the reward file reward.txt holds "all tests passed!", not a number in [0, 1]`,
 		},
 		{
 			name: "a reward outside [0, 1] is an error",
 			te:   task.TestExecution{Command: sh("echo 1.5 > reward.txt"), RewardFile: "reward.txt"},
-			err:  `Grading error: test_execution: the reward file {dir}/reward.txt holds "1.5", not a number in [0, 1]`,
+			err:  `Grading error: test_execution: the reward file reward.txt holds "1.5", not a number in [0, 1]`,
 		},
 		{
 			name: "NaN in the reward file is an error",

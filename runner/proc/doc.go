@@ -3,6 +3,9 @@
 // teardown that finds and kills every process a trial left behind, including
 // ones that detached with setsid and double-forked out of their process group.
 //
+// KillGroup kills and reaps a process group whose leader has exited (the
+// test_execution verifier's), waiting until none of it runs.
+//
 // Limits are applied by a wrapper the child starts as: this package's init
 // sees the marker variables, calls setrlimit and execs the tool. Go's
 // os/exec has no hook between fork and exec, and a prlimit(2) from the

@@ -2,10 +2,23 @@
 
 package proc
 
-import "context"
+import (
+	"context"
+	"syscall"
+)
 
 // SetSubreaper is a no-op where there is no PR_SET_CHILD_SUBREAPER.
 func SetSubreaper() error { return nil }
 
 // KillTagged finds nothing where there is no /proc.
 func KillTagged(context.Context, string) ([]int, error) { return nil, nil }
+
+// KillGroup signals the group; where there is no /proc it cannot wait for
+// the members to be gone.
+func KillGroup(_ context.Context, pgid int) error {
+	if pgid <= 1 {
+		return nil
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return nil
+}
