@@ -429,3 +429,13 @@ func TestTraceBindingAtAnyDepth(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceHugeWeights: constraint weights whose naive sum overflows (+Inf, then Inf/Inf
+// = NaN) still fold to the weighted mean of the route.
+func TestTraceHugeWeights(t *testing.T) {
+	g := gradeTrace(t, `{"constraints":[{"id":"refunded","kind":"occurs","weight":1e308,"match":{"tool":"refund"}},
+		{"id":"never","kind":"occurs","weight":1e308,"match":{"tool":"place_order"}}]}`, goodRefund())
+	if g.Score != 0.5 || g.GetComponents().GetTraceChecks() != 0.5 {
+		t.Errorf("grade = %v, want score 0.5", g)
+	}
+}
