@@ -151,3 +151,37 @@ func TestValidateCommand(t *testing.T) {
 		t.Errorf("broken pack's reason: %s", lines[2])
 	}
 }
+
+// pack validate refuses, before any trial runs, the grading shapes that would register
+// and fail grading only after the agent spent its budget, naming the key.
+func TestValidateCommandRefusesUngradableShapes(t *testing.T) {
+	noShare := packWithGrading(t, "no_share", func(g string) string {
+		return strings.Replace(g, "    weight: 0.60   # 60 % strict hash, 40 % jsonpath partial credit\n", "", 1)
+	})
+	noSource := packWithGrading(t, "no_source", func(g string) string {
+		return strings.Replace(g, "    golden_actions:\n", "    golden_actions_dropped:\n", 1)
+	})
+	var out, errb bytes.Buffer
+	err := runPack(context.Background(), []string{"validate", noShare, noSource}, &out, &errb, os.Args[0])
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.Error() != "2 of 2 tasks failed validation" {
+		t.Fatalf("error %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{
+		"state_checks.hash_weight: required when hash_enabled is true and jsonpaths is not empty: the hash verdict and the JSONPath score " +
+			"are both real and nothing says how to fold them, so every trial would fail grading after the agent's budget is spent; " +
+			"declare state_checks.hash_weight in [0, 1] (the hash verdict's share)",
+		"state_checks.hash_enabled: true, but neither golden_actions nor expected_hash is declared, so the hash has no source to compare " +
+			"the trial's state against; declare golden_actions (the reference solution, replayed at grade time) or expected_hash " +
+			"(the digest of the golden stable state), or set hash_enabled: false",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("output:\n%s", out.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], "FAIL ") || !strings.HasSuffix(lines[i], w) {
+			t.Errorf("line %d:\n%s\nwant FAIL ... %s", i, lines[i], w)
+		}
+	}
+}

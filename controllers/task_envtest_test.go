@@ -58,6 +58,19 @@ var _ = Describe("Task", func() {
 		Expect(t.Status.TaskID).To(BeEmpty())
 	})
 
+	It("refuses a grading block that could only fail after the agent's budget is spent", func() {
+		// The shop task folds its hash and JSONPath checks by hash_weight; without it
+		// every trial would fail grading, so admission says so first.
+		Expect(h.Client.Create(ctx, shopTask(ns, "no-share", func(m map[string]any) {
+			delete(m["grading"].(map[string]any)["state_checks"].(map[string]any), "hash_weight")
+		}))).To(Succeed())
+		_, c := validCond(types.NamespacedName{Namespace: ns, Name: "no-share"}, metav1.ConditionFalse)
+		Expect(c.Reason).To(Equal(evalv1.ReasonInvalidDescription))
+		Expect(c.Message).To(Equal("spec.description.grading.state_checks.hash_weight: required when hash_enabled is true and jsonpaths is not empty: " +
+			"the hash verdict and the JSONPath score are both real and nothing says how to fold them, so every trial would fail grading after " +
+			"the agent's budget is spent; declare state_checks.hash_weight in [0, 1] (the hash verdict's share)"))
+	})
+
 	It("loads gzip-compressed tables from a ConfigMap, heals when the ConfigMap appears, and runs on them", func() {
 		var tables json.RawMessage
 		task := shopTask(ns, "big", func(m map[string]any) {

@@ -15,16 +15,20 @@ func FuzzDecodeTrialSpec(f *testing.F) {
 		"initial_state":{"tables":{"t":[{"id":1,"v":1.0,"s":"\u00e9"}]},"schemas":[{"table_name":"t"}],"unstable_fields":[{"table_name":"t","field_name":"id"}]},
 		"user_simulator":{"first_message":null,"user_context":null},
 		"grading":{"weights":{"state_checks":1,"transcript_rules":1,"trace_checks":1,"llm_judge":1,"custom_checks":0.5},"pass_threshold":0.5,
-			"state_checks":{"hash_enabled":true,"jsonpaths":[{"path":"$.db.t[0].v","equals":1.0}]},
+			"state_checks":{"hash_enabled":true,"golden_actions":[{"tool_name":"t"}],"hash_weight":0.5,"jsonpaths":[{"path":"$.db.t[0].v","equals":1.0}]},
 			"transcript_rules":{"disallow_regex":["(?i)x"],"required_actions":[{"action_id":"a","tool_name":"t","compare_args":[]}]},
 			"trace_checks":{"constraints":[{"id":"c","kind":"occurs","bind":{"var":"v","from":{"tool":"t"},"value":"args.k"},
-				"require":{"kind":"occurs","match":{"tool":"t","args":{"k":"${v}"}},"max":3}}],
+				"require":{"kind":"occurs","match":{"tool":"t","args":{"k":"${v}","l":[{"m":["x ${v}","\u0024{v}"]}]}},"max":3}}],
 				"alternatives":[{"id":"r","constraints":[{"id":"b","kind":"unique","match":{},"by":["k"]}]}]},
 			"llm_judge":{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d","kind":"graded","bar":0.5}]}},
 			"custom_checks":{"enabled":true,"checks":[{"name":"c","expr":"true"},
 				{"name":"d","when":"termination_reason != ''","expr":"timeline.exists(e, e.args.k == 1.0) && db.t.size() > 0 && task.metadata.x == 'y'"}]}}},
 		"agent":{"provider":"openai","model":"m","seed":-1},"runtime_context":{"a":null}}`))
 	f.Add([]byte(`{"task":null,"agent":{"provider":"oracle"}}`))
+	// Shapes refused before the spend: an unbound nested variable, an out-of-range literal.
+	f.Add([]byte(`{"task":{"task_id":"a","name":"n","category":"c","description":"d","adapter_type":"native","system_prompt":"p",
+		"grading":{"weights":{"trace_checks":1e308},"trace_checks":{"constraints":[{"id":"c","kind":"occurs","match":{"args":{"k":[{"x":"${u}"},1e400]}}}]}}},
+		"agent":{"provider":"oracle"}}`))
 	f.Add([]byte(`{"task":{"grading":{"combine_method":"all_pass"}}}`))
 	f.Add([]byte(`{"a":1}{"b":2}`))
 	f.Add([]byte(`{"task":{"metadata":{"k":[1,{"x":null}]}},"task":{}}`))

@@ -21,7 +21,7 @@ const baseSpec = `{
       {"name": "get", "description": "g", "parameters": {"type": "object"}},
       {"name": "put", "description": "p", "source": {"toolset": "x", "module_path": "m", "class_name": "C"}}
     ],
-    "grading": {"weights": {"state_checks": 1}, "state_checks": {"hash_enabled": true}}
+    "grading": {"weights": {"state_checks": 1}, "state_checks": {"hash_enabled": true, "expected_hash": "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}}
   },
   "agent": {"provider": "oracle"}
 }`

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // checker records the first validation failure. Checks run in declaration
@@ -48,9 +51,73 @@ func (c *checker) unit(path string, v *float64) {
 	}
 }
 
+// nonNegative also refuses ±Inf (and NaN): YAML (.inf, .nan) and Go-built values can
+// carry them where JSON cannot, and an infinite weight or timeout has no meaning the
+// fold or a clock could honour.
 func (c *checker) nonNegative(path string, v float64) {
-	if !(v >= 0) {
+	switch {
+	case !IsFinite(v):
+		c.failf(path, "%v is not a finite number", v)
+	case v < 0:
 		c.failf(path, "%v must be >= 0", v)
+	}
+}
+
+// maxSeconds is the longest duration time.Duration holds, in whole seconds.
+const maxSeconds = math.MaxInt64 / int64(time.Second)
+
+// seconds checks a non-negative number of seconds that becomes a time.Duration, which
+// a larger value would overflow into a negative one.
+func (c *checker) seconds(path string, v float64) {
+	c.nonNegative(path, v)
+	if IsFinite(v) && v > float64(maxSeconds) {
+		c.failf(path, "%v exceeds the longest duration, %d seconds", v, maxSeconds)
+	}
+}
+
+// jsonNumbers refuses a number literal in a free-form value that the grader's JSON
+// parser (api/canonical) refuses at grade time: a float literal outside the float64
+// range (1e400). json.Valid accepts it, so without this the trial would register,
+// the agent would spend its budget, and the grade would fail on the literal.
+func (c *checker) jsonNumbers(path string, raw json.RawMessage) {
+	if raw == nil || !json.Valid(raw) {
+		return
+	}
+	walkJSON(raw, path, func(p string, v any) {
+		n, ok := v.(json.Number)
+		if !ok || !strings.ContainsAny(string(n), ".eE") {
+			return // an integer literal of any size is exact in the canonical model
+		}
+		if f, err := strconv.ParseFloat(string(n), 64); err != nil || !IsFinite(f) {
+			c.failf(p, "number %s is outside the float64 range", n)
+		}
+	})
+}
+
+// walkJSON calls visit for every value of a valid JSON document, depth first, with
+// its path below path (objects' keys in sorted order, so the first failure reported
+// is deterministic). Numbers arrive as json.Number.
+func walkJSON(raw json.RawMessage, path string, visit func(path string, v any)) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
+		return
+	}
+	walkValue(v, path, visit)
+}
+
+func walkValue(v any, path string, visit func(path string, v any)) {
+	visit(path, v)
+	switch x := v.(type) {
+	case []any:
+		for i, e := range x {
+			walkValue(e, joinIndex(path, i), visit)
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			walkValue(x[k], joinKey(path, k), visit)
+		}
 	}
 }
 

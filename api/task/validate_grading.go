@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"regexp"
@@ -52,7 +53,7 @@ func (g *GradingConfig) validate(c *checker, p string) {
 		if len(te.Command) == 0 {
 			c.failf(joinKey(tp, "command"), "required")
 		}
-		c.nonNegative(joinKey(tp, "timeout_s"), te.TimeoutS)
+		c.seconds(joinKey(tp, "timeout_s"), te.TimeoutS)
 	}
 	// Last, so a defect inside a component is named before the fold's view of it.
 	if g.GradingMethod != GradingTestExecution {
@@ -67,6 +68,7 @@ func (sc *StateChecks) validate(c *checker, p string) {
 		ap := joinIndex(joinKey(p, "golden_actions"), i)
 		c.required(joinKey(ap, "tool_name"), a.ToolName)
 		c.jsonObject(joinKey(ap, "arguments"), a.Arguments)
+		c.jsonNumbers(joinKey(ap, "arguments"), a.Arguments)
 	}
 	if sc.ExpectedHash != nil && !sha256Hex.MatchString(*sc.ExpectedHash) {
 		c.failf(joinKey(p, "expected_hash"), "%q is not a lowercase hex sha256 digest", *sc.ExpectedHash)
@@ -99,6 +101,19 @@ func (sc *StateChecks) validate(c *checker, p string) {
 		case sc.HashEnabled && (len(sc.GoldenActions) > 0 || sc.ExpectedHash != nil):
 			c.failf(joinKey(p, "db_probes"), "db_probes is the sole state source when present; it cannot be declared beside an enabled hash naming a source (golden_actions or expected_hash)")
 		}
+	}
+	// The two hash shapes the runner could only refuse at grade time, after the agent
+	// spent its budget (runner-protocol.md, the GradeTrial error table): a hash with no
+	// source, and a hash verdict beside a JSONPath score with no share between them.
+	switch {
+	case sc.HashEnabled && len(sc.GoldenActions) == 0 && sc.ExpectedHash == nil:
+		c.failf(joinKey(p, "hash_enabled"), "true, but neither golden_actions nor expected_hash is declared, so the hash has no source "+
+			"to compare the trial's state against; declare golden_actions (the reference solution, replayed at grade time) or "+
+			"expected_hash (the digest of the golden stable state), or set hash_enabled: false")
+	case sc.HashEnabled && len(sc.JSONPaths) > 0 && sc.HashWeight == nil:
+		c.failf(joinKey(p, "hash_weight"), "required when hash_enabled is true and jsonpaths is not empty: the hash verdict and the "+
+			"JSONPath score are both real and nothing says how to fold them, so every trial would fail grading after the agent's "+
+			"budget is spent; declare state_checks.hash_weight in [0, 1] (the hash verdict's share)")
 	}
 }
 
@@ -150,6 +165,12 @@ func (j *JSONPathCheck) validate(c *checker, p string) {
 	if j.Matches != nil {
 		c.regex(joinKey(p, "matches"), *j.Matches)
 	}
+	for _, op := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"equals", j.Equals}, {"not_equals", j.NotEquals}, {"contains", j.Contains}, {"gt", j.GT}, {"gte", j.GTE}, {"lt", j.LT}, {"lte", j.LTE}} {
+		c.jsonNumbers(joinKey(p, op.name), op.raw)
+	}
 	c.nonNegativeInt(joinKey(p, "count"), j.Count)
 	for _, op := range []struct {
 		name string
@@ -178,6 +199,7 @@ func (e *ProbeExpect) validate(c *checker, p string) {
 		if k := rawKind(e.Equals); k != "array" {
 			c.failf(joinKey(p, "equals"), "expected an array of the expected results, got %s", k)
 		}
+		c.jsonNumbers(joinKey(p, "equals"), e.Equals)
 	}
 }
 
@@ -203,6 +225,7 @@ func (tr *TranscriptRules) validate(c *checker, p string) {
 		c.enum(joinKey(ap, "requestor"), string(a.Requestor), a.Requestor.members())
 		c.required(joinKey(ap, "tool_name"), a.ToolName)
 		c.jsonObject(joinKey(ap, "arguments"), a.Arguments)
+		c.jsonNumbers(joinKey(ap, "arguments"), a.Arguments)
 		if a.CompareArgs != nil {
 			for k, name := range *a.CompareArgs {
 				c.required(joinIndex(joinKey(ap, "compare_args"), k), name)
@@ -234,6 +257,10 @@ func (j *LLMJudge) validate(c *checker, p string) {
 		if cr.Weight != nil {
 			c.nonNegative(joinKey(ip, "weight"), *cr.Weight)
 		}
+	}
+	if len(j.Rubric.Criteria) > 0 && allZero(len(j.Rubric.Criteria), func(i int) *float64 { return j.Rubric.Criteria[i].Weight }, DefaultCriterionWeight) {
+		c.failf(cp, "every criterion's weight is 0, so the rubric's weighted mean has no share to divide by and the judge would "+
+			"error on every trial after the agent's budget is spent; give at least one criterion a positive weight")
 	}
 	for i, name := range j.Tools {
 		c.required(joinIndex(joinKey(p, "tools"), i), name)
@@ -273,6 +300,24 @@ func (cc *CustomChecks) validate(c *checker, p string) {
 			c.nonNegative(joinKey(ip, "weight"), *ch.Weight)
 		}
 	}
+	if cc.Enabled && len(cc.Checks) > 0 && allZero(len(cc.Checks), func(i int) *float64 { return cc.Checks[i].Weight }, DefaultCheckWeight) {
+		c.failf(joinKey(p, "checks"), "every check's weight is 0, so no check can reach a scored verdict and custom_checks would "+
+			"be left unscored on every trial after the agent's budget is spent; give at least one check a positive weight")
+	}
+}
+
+// allZero reports whether each of n weights (nil meaning def) is 0.
+func allZero(n int, weight func(i int) *float64, def float64) bool {
+	for i := range n {
+		w := def
+		if p := weight(i); p != nil {
+			w = *p
+		}
+		if w != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // ConfiguredComponents lists, in component order, the components this block asks to be

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 )
@@ -62,13 +63,20 @@ func validateConstraintList(c *checker, p string, list []TraceConstraint) {
 			c.failf(joinKey(ip, "id"), "duplicate constraint id %q (also at index %d)", con.ID, j)
 		}
 		seen[con.ID] = i
-		con.validate(c, ip, nil)
+		con.validate(c, ip, traceScope{id: con.ID})
 	}
 }
 
-// validate checks one constraint; bound lists the variables enclosing binds define,
-// which its selectors may reference as ${var}.
-func (tc *TraceConstraint) validate(c *checker, p string, bound []string) {
+// traceScope is what a selector sees: the top-level constraint it belongs to (named in
+// refusals, since a path through require trees is hard to read back) and the variables
+// enclosing binds define, which it may reference as ${var}.
+type traceScope struct {
+	id   string
+	vars []string
+}
+
+// validate checks one constraint under the scope of its enclosing binds.
+func (tc *TraceConstraint) validate(c *checker, p string, bound traceScope) {
 	c.required(joinKey(p, "kind"), string(tc.Kind))
 	c.enum(joinKey(p, "kind"), string(tc.Kind), tc.Kind.members())
 	c.enum(joinKey(p, "severity"), string(tc.Severity), tc.Severity.members())
@@ -146,7 +154,7 @@ func (tc *TraceConstraint) validate(c *checker, p string, bound []string) {
 		}
 		inner := bound
 		if tc.Bind != nil {
-			inner = append(append([]string(nil), bound...), tc.Bind.Var)
+			inner.vars = append(append([]string(nil), bound.vars...), tc.Bind.Var)
 		}
 		r.validate(c, rp, inner)
 	}
@@ -157,7 +165,7 @@ var (
 	traceVarRef  = regexp.MustCompile(`\$\{[^}]*\}`)
 )
 
-func (s *Selector) validate(c *checker, p string, bound []string) {
+func (s *Selector) validate(c *checker, p string, bound traceScope) {
 	s.checkRefs(c, p, bound)
 	c.enum(joinKey(p, "event"), string(s.Event), s.Event.members())
 	// role, executor and status may name a bound variable instead of a value.
@@ -176,30 +184,48 @@ func (s *Selector) validate(c *checker, p string, bound []string) {
 	}
 }
 
-// checkRefs refuses a ${var} no enclosing bind defines: the evaluator could only fail
-// the grade on it, after the agent's budget is spent.
-func (s *Selector) checkRefs(c *checker, p string, bound []string) {
+// checkRefs refuses a ${var} no enclosing bind defines, at any depth of an args or
+// result value: the evaluator could only fail the grade on it, after the agent's budget
+// is spent. Values are walked parsed, so an escaped "\u0024{x}" is seen as the grader
+// will see it. Object keys are matched literally, so a ${ in a key is refused too rather
+// than compared as text the author did not mean.
+func (s *Selector) checkRefs(c *checker, p string, bound traceScope) {
 	check := func(key, value string) {
 		for _, ref := range traceVarRef.FindAllString(value, -1) {
 			name := ref[2 : len(ref)-1]
-			if !isMember(name, bound) {
+			if !isMember(name, bound.vars) {
 				scope := "no enclosing bind defines a variable"
-				if len(bound) > 0 {
-					scope = "the enclosing binds define " + strings.Join(bound, ", ")
+				if len(bound.vars) > 0 {
+					scope = "the enclosing binds define " + strings.Join(bound.vars, ", ")
 				}
-				c.failf(joinKey(p, key), "%s names no bound variable (%s)", ref, scope)
+				c.failf(key, "%s in constraint %q names no bound variable (%s)", ref, bound.id, scope)
 			}
 		}
 	}
-	check("role", s.Role)
-	check("executor", s.Executor)
-	check("tool", s.Tool)
-	check("status", s.Status)
-	check("content_matches", s.ContentMatches)
-	for _, k := range sortedKeys(s.Args) {
-		check(joinKey("args", k), string(s.Args[k]))
-	}
-	for _, k := range sortedKeys(s.Result) {
-		check(joinKey("result", k), string(s.Result[k]))
+	check(joinKey(p, "role"), s.Role)
+	check(joinKey(p, "executor"), s.Executor)
+	check(joinKey(p, "tool"), s.Tool)
+	check(joinKey(p, "status"), s.Status)
+	check(joinKey(p, "content_matches"), s.ContentMatches)
+	for _, field := range []struct {
+		name   string
+		values map[string]json.RawMessage
+	}{{"args", s.Args}, {"result", s.Result}} {
+		for _, k := range sortedKeys(field.values) {
+			kp := joinKey(joinKey(p, field.name), k)
+			c.jsonNumbers(kp, field.values[k])
+			walkJSON(field.values[k], kp, func(vp string, v any) {
+				switch x := v.(type) {
+				case string:
+					check(vp, x)
+				case map[string]any:
+					for _, key := range sortedKeys(x) {
+						if strings.Contains(key, "${") {
+							c.failf(joinKey(vp, key), "object keys are matched literally; ${var} is substituted in values only (constraint %q)", bound.id)
+						}
+					}
+				}
+			})
+		}
 	}
 }

@@ -71,8 +71,16 @@ func ValidatePack(ctx context.Context, s *Stack, dir string, opts pack.Options, 
 
 // ValidateTask is ValidatePack's run and verdict for a TaskDescription: the oracle's
 // trial graded by every component desc configures. v carries Dir for the verdict.
+//
+// desc is validated first, with the validation RegisterTrial runs: a grading block that
+// could only fail after a trial spent its budget is refused before the oracle (or its
+// judge) starts, naming the key, whether desc came from a pack or was built in Go.
 func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescription, initialUserMessage string, maxTurns int, run OracleRun, strict bool) Verdict {
 	v.TaskID = desc.TaskID
+	if err := desc.Validate(); err != nil {
+		v.Why = "refused before any trial runs: " + err.Error()
+		return v
+	}
 	run.AllComponents = true
 	res := s.RunOracle(ctx, desc, initialUserMessage, maxTurns, 0, run)
 	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc))

@@ -142,3 +142,38 @@ func TestValidateTaskWithoutJudgeConfig(t *testing.T) {
 		t.Fatalf("verdict %+v", v)
 	}
 }
+
+// The shapes that would register and fail grading only after a trial spent its budget
+// are refused before the oracle starts: no stack is needed (a nil one would be used
+// otherwise), and the verdict names the key. The description is edited after decoding,
+// as a Go caller may, so only ValidateTask's own validation can catch it.
+func TestValidateTaskRefusesBeforeTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(g *task.GradingConfig)
+		want string
+	}{
+		{"hash_enabled with no source", func(g *task.GradingConfig) { g.StateChecks.GoldenActions, g.StateChecks.ExpectedHash = nil, nil },
+			"refused before any trial runs: grading.state_checks.hash_enabled: true, but neither golden_actions nor expected_hash is declared, " +
+				"so the hash has no source to compare the trial's state against; declare golden_actions (the reference solution, replayed at grade time) " +
+				"or expected_hash (the digest of the golden stable state), or set hash_enabled: false"},
+		{"hash and jsonpaths with no hash_weight", func(g *task.GradingConfig) { g.StateChecks.HashWeight = nil },
+			"refused before any trial runs: grading.state_checks.hash_weight: required when hash_enabled is true and jsonpaths is not empty: " +
+				"the hash verdict and the JSONPath score are both real and nothing says how to fold them, so every trial would fail grading after " +
+				"the agent's budget is spent; declare state_checks.hash_weight in [0, 1] (the hash verdict's share)"},
+		{"a rubric whose criteria weights are all 0", func(g *task.GradingConfig) {
+			for i := range g.LLMJudge.Rubric.Criteria {
+				zero := 0.0
+				g.LLMJudge.Rubric.Criteria[i].Weight = &zero
+			}
+		}, "refused before any trial runs: grading.llm_judge.rubric.criteria: every criterion's weight is 0, so the rubric's weighted mean " +
+			"has no share to divide by and the judge would error on every trial after the agent's budget is spent; give at least one criterion a positive weight"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := local.ValidateTask(context.Background(), nil, local.Verdict{Dir: "shop"}, fullShop(t, tc.edit), "I'm C-101.", 0, local.OracleRun{}, false)
+			if v.Pass || v.Why != tc.want || v.Outcome != "" {
+				t.Fatalf("verdict %+v\nwant why %s", v, tc.want)
+			}
+		})
+	}
+}

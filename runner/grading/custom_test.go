@@ -81,12 +81,18 @@ func TestCustomChecksErrors(t *testing.T) {
 	for range 20 {
 		long.say(task.RoleUser, "more?").say(task.RoleAssistant, "sure")
 	}
+	const notCounted = " | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted"
+	const overCost = "evaluation exceeded its cost limit of 50 over the trial's state: counted as failed, not as an error, since the agent decides how large that state is"
+	// pairs costs more than 50 units on any timeline of more than a few events: the
+	// agent, which writes the timeline and the state, decides whether it does.
+	const pairs = "timeline.all(a, timeline.all(b, a.position >= 0))"
 	for _, c := range []struct {
 		name    string
 		block   string
 		opts    []Option
-		err     string // the RPC fails with this
-		reasons string // else the grade carries this
+		err     string  // the RPC fails with this
+		reasons string  // else the grade carries this
+		score   float64 // and this custom_checks score (-1: unscored)
 		result  *runnerpb.CustomCheckResult
 	}{
 		{
@@ -95,33 +101,62 @@ func TestCustomChecksErrors(t *testing.T) {
 			err:   `Grading error: custom_checks failed to run (fail_on_error is true): check "oob": evaluation error: index out of bounds: 99`,
 		},
 		{
-			name:    "fail_on_error false leaves the component unscored with the error as its segment",
-			block:   `{"enabled":true,"fail_on_error":false,"checks":[{"name":"ok","expr":"true"},{"name":"oob","expr":"timeline[99].content == 'x'"}]}`,
-			reasons: `Custom checks: the suite failed to run — check "oob": evaluation error: index out of bounds: 99 | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted`,
-			result:  &runnerpb.CustomCheckResult{CheckName: "oob", Status: "error", Message: "evaluation error: index out of bounds: 99"},
+			name:  "fail_on_error false: the checks that ran are scored, the erroring one excluded and named",
+			block: `{"enabled":true,"fail_on_error":false,"checks":[{"name":"ok","expr":"true"},{"name":"oob","expr":"timeline[99].content == 'x'"}]}`,
+			reasons: `Custom checks: score=1 (1 passed, 0 failed, 0 skipped, 1 errored and excluded under fail_on_error: false); ` +
+				`oob: error: evaluation error: index out of bounds: 99`,
+			score:  1,
+			result: &runnerpb.CustomCheckResult{CheckName: "oob", Status: "error", Message: "evaluation error: index out of bounds: 99"},
 		},
 		{
-			name:    "a non-boolean result is an error",
-			block:   `{"enabled":true,"fail_on_error":false,"checks":[{"name":"text","expr":"timeline[0].content"}]}`,
-			reasons: `Custom checks: the suite failed to run — check "text": the expression yielded string ("I want a refund for order O-1"), not a bool | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted`,
+			name: "fail_on_error false: an error beside a pass and a failure",
+			block: `{"enabled":true,"fail_on_error":false,"checks":[{"name":"ok","expr":"true"},{"name":"no","expr":"false","weight":3},
+				{"name":"oob","expr":"timeline[99].content == 'x'","weight":100}]}`,
+			reasons: `Custom checks: score=0.25 (1 passed, 1 failed, 0 skipped, 1 errored and excluded under fail_on_error: false); ` +
+				`no: failed: the expression evaluated to false; oob: error: evaluation error: index out of bounds: 99`,
+			score: 0.25,
 		},
 		{
-			name:    "the cost limit stops a runaway expression",
-			block:   `{"enabled":true,"fail_on_error":false,"checks":[{"name":"pairs","expr":"timeline.all(a, timeline.all(b, a.position >= 0))"}]}`,
+			name:    "fail_on_error false, every check errored: unscored, the errors its segment",
+			block:   `{"enabled":true,"fail_on_error":false,"checks":[{"name":"text","expr":"timeline[0].content"},{"name":"oob","expr":"timeline[99].content == 'x'"}]}`,
+			reasons: `Custom checks: the suite failed to run — check "text": the expression yielded string ("I want a refund for order O-1"), not a bool; check "oob": evaluation error: index out of bounds: 99` + notCounted,
+			score:   -1,
+		},
+		{
+			name:    "over the cost limit is a failed check, not a dropped one (fail_on_error false)",
+			block:   `{"enabled":true,"fail_on_error":false,"checks":[{"name":"pairs","expr":"` + pairs + `"}]}`,
 			opts:    []Option{WithCELLimits(50, 0)},
-			reasons: `Custom checks: the suite failed to run — check "pairs": evaluation exceeded its cost limit of 50 | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted`,
+			reasons: `Custom checks: score=0 (0 passed, 1 failed, 0 skipped); pairs: failed: ` + overCost,
+			score:   0,
+			result:  &runnerpb.CustomCheckResult{CheckName: "pairs", Status: "failed", Message: overCost},
+		},
+		{
+			name:    "over the cost limit is a failed check, not a failed RPC (fail_on_error true)",
+			block:   `{"enabled":true,"checks":[{"name":"ok","expr":"true"},{"name":"pairs","expr":"` + pairs + `"}]}`,
+			opts:    []Option{WithCELLimits(50, 0)},
+			reasons: `Custom checks: score=0.5 (1 passed, 1 failed, 0 skipped); pairs: failed: ` + overCost,
+			score:   0.5,
+		},
+		{
+			name:    "a when guard over the cost limit fails its check rather than skipping it",
+			block:   `{"enabled":true,"checks":[{"name":"ok","expr":"true"},{"name":"guarded","when":"` + pairs + `","expr":"true"}]}`,
+			opts:    []Option{WithCELLimits(50, 0)},
+			reasons: `Custom checks: score=0.5 (1 passed, 1 failed, 0 skipped); guarded: failed: when: ` + overCost,
+			score:   0.5,
 		},
 		{
 			name: "the timeout interrupts an expression the cost limit allows",
 			block: `{"enabled":true,"fail_on_error":false,"checks":[{"name":"quads",
 				"expr":"timeline.all(a, timeline.all(b, timeline.all(c, timeline.all(d, a.content + b.content + c.content + d.content != 'x'))))"}]}`,
 			opts:    []Option{WithCELLimits(1<<62, 20*time.Millisecond)},
-			reasons: `Custom checks: the suite failed to run — check "quads": evaluation exceeded its timeout of 20ms | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted`,
+			reasons: `Custom checks: the suite failed to run — check "quads": evaluation exceeded its timeout of 20ms` + notCounted,
+			score:   -1,
 		},
 		{
 			name:    "every check skipped: no verdict",
 			block:   `{"enabled":true,"checks":[{"name":"g","when":"size(timeline) == 0","expr":"true"}]}`,
-			reasons: `Custom checks: no check reached a verdict — 0 passed, 0 failed, 1 skipped | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted`,
+			reasons: `Custom checks: no check reached a verdict — 0 passed, 0 failed, 1 skipped` + notCounted,
+			score:   -1,
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,7 +175,7 @@ func TestCustomChecksErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g.Reasons != c.reasons || g.Components.CustomChecks != -1 {
+			if g.Reasons != c.reasons || g.Components.CustomChecks != c.score {
 				t.Errorf("grade = %v\nwant reasons %s", g, c.reasons)
 			}
 			if c.result != nil {
@@ -155,5 +190,18 @@ func TestCustomChecksErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCustomChecksHugeWeights: check weights whose naive sum overflows still fold to
+// the weighted mean.
+func TestCustomChecksHugeWeights(t *testing.T) {
+	env, tr := customEnv(t, `{"enabled":true,"checks":[{"name":"yes","expr":"true","weight":1e308},{"name":"no","expr":"false","weight":1e308}]}`, goodRefund())
+	g, err := New().Grade(context.Background(), env, Request{Transcript: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Score != 0.5 || g.Components.CustomChecks != 0.5 {
+		t.Errorf("grade = %v, want score 0.5", g)
 	}
 }

@@ -57,9 +57,12 @@ const (
 // customEvaluator runs custom_checks: CEL expressions (cel-go) over db, timeline,
 // termination_reason and task, compiled by the same function that validated them at
 // RegisterTrial. Score = weighted mean of passed over the checks that reached a verdict
-// (passed or failed). A check that errors means the suite failed to run: the RPC fails
-// under fail_on_error (the default), otherwise the component is left unscored and the
-// error is the segment.
+// (passed or failed). A check that errors fails the RPC under fail_on_error (the
+// default); under fail_on_error: false it is excluded from the mean and named in the
+// segment, and the checks that ran are scored; only when no check reached a verdict
+// is the component left unscored, the errors its segment. A check over its cost limit
+// is not an error but a failed check: the agent decides how large the state it reads
+// is, so an error there would let it remove a check it was about to fail.
 type customEvaluator struct{ programs *celPrograms }
 
 func (customEvaluator) Name() string      { return evalCustomChecks }
@@ -164,34 +167,32 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 	}
 
 	results := make([]*runnerpb.CustomCheckResult, len(checks))
-	var firstErr *runnerpb.CustomCheckResult
+	var errored []string
 	for i, cp := range checks {
 		r := e.run(ctx, g.opts, cp, vars)
 		results[i] = r
-		if r.Status == checkError && firstErr == nil {
-			firstErr = r
+		if r.Status == checkError {
+			errored = append(errored, fmt.Sprintf("check %q: %s", r.CheckName, r.Message))
 		}
 	}
 	g.ledger.evaluated(keys...)
 	g.customResults = results
 
-	if firstErr != nil {
-		failOnError := cc.FailOnError == nil || *cc.FailOnError
-		detail := fmt.Sprintf("check %q: %s", firstErr.CheckName, firstErr.Message)
-		if failOnError {
-			return verdict{}, gradingError(fmt.Errorf("custom_checks failed to run (fail_on_error is true): %s", detail))
-		}
-		return verdict{segment: "Custom checks: the suite failed to run — " + detail}, nil
+	if len(errored) > 0 && (cc.FailOnError == nil || *cc.FailOnError) {
+		return verdict{}, gradingError(fmt.Errorf("custom_checks failed to run (fail_on_error is true): %s", errored[0]))
 	}
-	return scoreChecks(cc.Checks, results), nil
+	return scoreChecks(cc.Checks, results, errored), nil
 }
 
 // run decides one check: its when guard first, then its expression.
 func (e customEvaluator) run(ctx context.Context, o *options, cp compiledCheck, vars map[string]any) *runnerpb.CustomCheckResult {
 	r := &runnerpb.CustomCheckResult{CheckName: cp.check.Name}
 	if cp.hasWhen {
-		ok, msg := evalBool(ctx, o, cp.when.prog, vars)
+		ok, msg, overCost := evalBool(ctx, o, cp.when.prog, vars)
 		switch {
+		case overCost:
+			r.Status, r.Message = checkFailed, "when: "+msg
+			return r
 		case msg != "":
 			r.Status, r.Message = checkError, "when: "+msg
 			return r
@@ -200,8 +201,10 @@ func (e customEvaluator) run(ctx context.Context, o *options, cp compiledCheck, 
 			return r
 		}
 	}
-	ok, msg := evalBool(ctx, o, cp.expr.prog, vars)
+	ok, msg, overCost := evalBool(ctx, o, cp.expr.prog, vars)
 	switch {
+	case overCost:
+		r.Status, r.Message = checkFailed, msg
 	case msg != "":
 		r.Status, r.Message = checkError, msg
 	case ok:
@@ -216,25 +219,26 @@ func (e customEvaluator) run(ctx context.Context, o *options, cp compiledCheck, 
 }
 
 // evalBool evaluates one program under its cost limit and timeout; msg is non-empty
-// when the evaluation did not yield a bool.
-func evalBool(ctx context.Context, o *options, prog cel.Program, vars map[string]any) (value bool, msg string) {
+// when the evaluation did not yield a bool, and overCost says the cost limit stopped it.
+func evalBool(ctx context.Context, o *options, prog cel.Program, vars map[string]any) (value bool, msg string, overCost bool) {
 	ctx, cancel := context.WithTimeout(ctx, o.celTimeout)
 	defer cancel()
 	out, _, err := prog.ContextEval(ctx, vars)
 	if err != nil {
 		switch {
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
-			return false, fmt.Sprintf("evaluation exceeded its timeout of %s", o.celTimeout)
+			return false, fmt.Sprintf("evaluation exceeded its timeout of %s", o.celTimeout), false
 		case strings.Contains(err.Error(), "cost limit exceeded"):
-			return false, fmt.Sprintf("evaluation exceeded its cost limit of %d", o.celCost)
+			return false, fmt.Sprintf("evaluation exceeded its cost limit of %d over the trial's state: counted as failed, not as an error, "+
+				"since the agent decides how large that state is", o.celCost), true
 		}
-		return false, "evaluation error: " + err.Error()
+		return false, "evaluation error: " + err.Error(), false
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return false, fmt.Sprintf("the expression yielded %s (%s), not a bool", out.Type().TypeName(), show(fromCEL(out.Value())))
+		return false, fmt.Sprintf("the expression yielded %s (%s), not a bool", out.Type().TypeName(), show(fromCEL(out.Value()))), false
 	}
-	return bool(b), ""
+	return bool(b), "", false
 }
 
 func fromCEL(v any) canonical.Value {
@@ -245,8 +249,11 @@ func fromCEL(v any) canonical.Value {
 	return c
 }
 
-func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResult) verdict {
-	var sum, total float64
+// scoreChecks folds the checks that reached a verdict. errored names the checks that
+// errored (only under fail_on_error: false): they are excluded from the mean and named,
+// and when nothing else reached a verdict their errors are the segment.
+func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResult, errored []string) verdict {
+	var weights, scores []float64
 	var passed, failed, skipped int
 	var notes []string
 	for i, r := range results {
@@ -257,11 +264,10 @@ func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResul
 		switch r.Status {
 		case checkPassed:
 			passed++
-			sum += w
-			total += w
+			weights, scores = append(weights, w), append(scores, 1)
 		case checkFailed:
 			failed++
-			sum += w
+			weights, scores = append(weights, w), append(scores, 0)
 		case checkSkipped:
 			skipped++
 		}
@@ -270,14 +276,24 @@ func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResul
 		}
 	}
 	counts := fmt.Sprintf("%d passed, %d failed, %d skipped", passed, failed, skipped)
-	if passed+failed == 0 || sum == 0 {
+	if len(errored) > 0 {
+		counts += fmt.Sprintf(", %d errored and excluded under fail_on_error: false", len(errored))
+	}
+	mean, ok, err := task.WeightedMean(weights, scores)
+	switch {
+	case err != nil:
+		// A weight validation refuses (not finite, negative): no score beats a NaN one.
+		return verdict{segment: "Custom checks: no score — " + err.Error()}
+	case !ok && len(errored) > 0:
+		return verdict{segment: "Custom checks: the suite failed to run — " + strings.Join(errored, "; ")}
+	case !ok:
 		seg := "Custom checks: no check reached a verdict — " + counts
 		if len(checks) == 0 {
 			seg = "Custom checks: no check reached a verdict — the suite declares none"
 		}
 		return verdict{segment: seg}
 	}
-	score := gradefmt.Round6(total / sum)
+	score := gradefmt.Round6(mean)
 	seg := fmt.Sprintf("Custom checks: score=%g (%s)", score, counts)
 	if len(notes) > 0 {
 		seg += "; " + strings.Join(notes, "; ")

@@ -105,7 +105,7 @@ type route struct {
 
 func newRoute(id string, results []*traceResult) *route {
 	r := &route{id: id, results: results}
-	var sum, total float64
+	var weights, scores []float64
 	for _, res := range results {
 		if res.severity() == task.SeverityGate {
 			if res.failed() {
@@ -116,13 +116,17 @@ func newRoute(id string, results []*traceResult) *route {
 		if res.out.undecided {
 			continue
 		}
-		sum += res.weight()
+		weights = append(weights, res.weight())
 		if res.out.passed {
-			total += res.weight()
+			scores = append(scores, 1)
+		} else {
+			scores = append(scores, 0)
 		}
 	}
-	if sum > 0 {
-		r.scored, r.score = true, gradefmt.Round6(total/sum)
+	// An error is a weight validation refuses (not finite, negative): the route takes no
+	// score rather than a NaN one.
+	if mean, ok, err := task.WeightedMean(weights, scores); err == nil && ok {
+		r.scored, r.score = true, gradefmt.Round6(mean)
 	}
 	return r
 }

@@ -59,35 +59,50 @@ func fold(id string, method task.CombineMethod, weights map[string]float64, thre
 			"MissingComponentWeight: %s (weights declares %s); neither 1.0 nor 0.0 is defensible, so the fold refuses: declare a weight for %s",
 			strings.Join(clauses, "; "), describeWeights(weights), strings.Join(missing, ", ")), nil)
 	}
+	// The validation every entrance runs refuses a non-finite weight, so one here is a
+	// config built around it: no grade beats a NaN one.
+	if !task.IsFinite(threshold) {
+		return foldResult{}, gradingError(fmt.Errorf("pass_threshold is %v, not a finite number", threshold))
+	}
+	for _, c := range scored {
+		if !task.IsFinite(c.score) {
+			return foldResult{}, gradingError(fmt.Errorf("%s scored %v, not a finite number", c.name, c.score))
+		}
+		if w := weights[c.name]; !task.IsFinite(w) || w < 0 {
+			return foldResult{}, gradingError(fmt.Errorf("weights.%s is %v, not a finite number >= 0", c.name, w))
+		}
+	}
 	var r foldResult
 	switch method {
 	case task.CombineAll:
-		r.score = math.Inf(1)
-		for _, c := range scored {
+		r.score = scored[0].score
+		for _, c := range scored[1:] {
 			r.score = math.Min(r.score, c.score)
 		}
 	case task.CombineAny:
-		r.score = math.Inf(-1)
-		for _, c := range scored {
+		r.score = scored[0].score
+		for _, c := range scored[1:] {
 			r.score = math.Max(r.score, c.score)
 		}
 	case task.CombineWeighted, "":
-		var sum, total float64
+		ws, ss := make([]float64, len(scored)), make([]float64, len(scored))
 		shares := make([]string, len(scored))
 		for i, c := range scored {
-			w := weights[c.name]
-			sum += w
-			total += w * c.score
-			shares[i] = fmt.Sprintf("%s=%g", c.name, w)
+			ws[i], ss[i] = weights[c.name], c.score
+			shares[i] = fmt.Sprintf("%s=%g", c.name, ws[i])
 		}
-		if sum == 0 {
+		mean, ok, err := task.WeightedMean(ws, ss)
+		if err != nil {
+			return foldResult{}, gradingError(err) // unreachable: checked above
+		}
+		if !ok {
 			return foldResult{score: 0, pass: false, sentence: fmt.Sprintf(sentenceZeroShares, strings.Join(shares, ", "))}, nil
 		}
-		r.score = total / sum
+		r.score = mean
 	default:
 		return foldResult{}, fmt.Errorf("combine_method %q is not one of weighted, all, any", method)
 	}
-	r.score = gradefmt.Round6(r.score)
+	r.score = task.PositiveZero(gradefmt.Round6(r.score))
 	r.pass = r.score >= threshold
 	return r, nil
 }

@@ -30,7 +30,7 @@ type options struct {
 	maxDiffLines   int
 	celCost        uint64
 	celTimeout     time.Duration
-	judge          judge.Options    // eval_judge.go
+	judge          judge.Options   // eval_judge.go
 	verifier       verifierOptions // testexec.go
 }
 

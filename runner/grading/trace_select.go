@@ -153,26 +153,72 @@ func substitute(s string, env bindings, quote func(string) string) (string, erro
 
 var traceVarRef = regexp.MustCompile(`\$\{[^}]*\}`)
 
-// expected resolves a selector's expected JSON value: a string that is exactly
-// "${var}" becomes the bound value with its own type, so {order_id: "${oid}"} matches a
-// numeric id too; a string embedding references is interpolated.
+// expected resolves a selector's expected JSON value, substituting ${var} in every
+// string at any depth (inside arrays and objects too, as validation checks them): a
+// string that is exactly "${var}" becomes the bound value with its own type, so
+// {order_id: "${oid}"} matches a numeric id too; a string embedding references is
+// interpolated. Object keys are matched literally.
 func expected(raw []byte, env bindings) (canonical.Value, error) {
 	want, err := canonical.Parse(bytes.TrimSpace(raw))
 	if err != nil {
 		return nil, fmt.Errorf("expected value %s does not parse: %w", raw, err)
 	}
-	s, ok := want.(canonical.String)
-	if !ok || !strings.Contains(string(s), "${") {
-		return want, nil
-	}
-	if m := traceVarRef.FindString(string(s)); m == string(s) {
-		if v, ok := env[m[2:len(m)-1]]; ok {
-			return v, nil
+	out, _, err := substituteValue(want, env)
+	return out, err
+}
+
+// substituteValue returns v with its strings substituted, and whether anything
+// changed; a subtree holding no reference is returned as it is, not copied.
+func substituteValue(v canonical.Value, env bindings) (canonical.Value, bool, error) {
+	switch x := v.(type) {
+	case canonical.String:
+		s := string(x)
+		if !strings.Contains(s, "${") {
+			return v, false, nil
 		}
-		return nil, &unboundVarError{name: m[2 : len(m)-1]}
+		if m := traceVarRef.FindString(s); m == s {
+			if bound, ok := env[m[2:len(m)-1]]; ok {
+				return bound, true, nil
+			}
+			return nil, false, &unboundVarError{name: m[2 : len(m)-1]}
+		}
+		out, err := substitute(s, env, nil)
+		return canonical.String(out), true, err
+	case canonical.Array:
+		var out canonical.Array
+		for i, e := range x {
+			ne, changed, err := substituteValue(e, env)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed && out == nil {
+				out = append(make(canonical.Array, 0, len(x)), x[:i]...)
+			}
+			if out != nil {
+				out = append(out, ne)
+			}
+		}
+		if out == nil {
+			return x, false, nil
+		}
+		return out, true, nil
+	case canonical.Object:
+		var members []canonical.Member
+		some := false
+		for k, e := range x.All() {
+			ne, changed, err := substituteValue(e, env)
+			if err != nil {
+				return nil, false, err
+			}
+			some = some || changed
+			members = append(members, canonical.Member{Key: k, Value: ne})
+		}
+		if !some {
+			return x, false, nil
+		}
+		return canonical.NewObject(members...), true, nil
 	}
-	out, err := substitute(string(s), env, nil)
-	return canonical.String(out), err
+	return v, false, nil
 }
 
 // matches reports whether the event at i matches sel under env. Every key the selector

@@ -375,4 +375,68 @@ func TestTraceEmptyTimelineAndUnboundVariable(t *testing.T) {
 	if err == nil || err.Error() != wantErr {
 		t.Errorf("err = %v\nwant %s", err, wantErr)
 	}
+
+	// Nested, the same defence: never a comparison against the literal text.
+	env, tr = traceEnv(t, `{"constraints":[{"id":"c","kind":"occurs","match":{"tool":"refund"}}]}`, goodRefund())
+	env.spec.Task.Grading.TraceChecks.Constraints[0].Match.Args = map[string]json.RawMessage{"order_id": []byte(`[{"id":"${nope}"}]`)}
+	_, err = New().Grade(context.Background(), env, Request{Transcript: tr})
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("nested: err = %v\nwant %s", err, wantErr)
+	}
+}
+
+// TestTraceBindingAtAnyDepth: a ${var} is substituted wherever a selector's args or
+// result hold a string, not only at the top: in an array, in an object, in an array in
+// an object in an array, and mid-text. Each case passes only when the substitution
+// happened: the literal "${...}" text is nowhere in the transcript.
+func TestTraceBindingAtAnyDepth(t *testing.T) {
+	placed := func(args, output string) *script {
+		return (&script{}).say(task.RoleUser, "buy").
+			call(task.ExecutorAgent, "place_order", `{"customer_id":"C-1"}`, task.ToolCallSuccess, `{"id":"O-7","total":10,"sku":"S-3"}`).
+			call(task.ExecutorAgent, "confirm_payment", args, task.ToolCallSuccess, output).
+			say(task.RoleAssistant, "Paid.")
+	}
+	block := func(bindValue, field, selector string) string {
+		return `{"constraints":[{"id":"deep","kind":"occurs","bind":{"var":"v","from":{"tool":"place_order"},"value":"` + bindValue + `"},
+			"require":{"kind":"occurs","match":{"tool":"confirm_payment","` + field + `":` + selector + `}}}]}`
+	}
+	for _, c := range []struct {
+		name, block string
+		s           *script
+		want        float64
+	}{
+		{"a string in an array", block("result.id", "args", `{"orders":["${v}"]}`),
+			placed(`{"orders":["O-7"]}`, "ok"), 1},
+		{"a string in an array, another value", block("result.id", "args", `{"orders":["${v}"]}`),
+			placed(`{"orders":["O-8"]}`, "ok"), 0},
+		{"a string in an object", block("result.id", "args", `{"order":{"id":"${v}"}}`),
+			placed(`{"order":{"id":"O-7"}}`, "ok"), 1},
+		{"an array in an object in an array", block("result.id", "args", `{"lines":[{"refs":["x","${v}"]}]}`),
+			placed(`{"lines":[{"refs":["x","O-7"]}]}`, "ok"), 1},
+		{"a whole reference keeps the bound value's type", block("result.total", "args", `{"amounts":[{"value":"${v}"}]}`),
+			placed(`{"amounts":[{"value":10}]}`, "ok"), 1},
+		{"a whole reference keeps the bound value's type: a string 10 is not 10", block("result.total", "args", `{"amounts":[{"value":"${v}"}]}`),
+			placed(`{"amounts":[{"value":"10"}]}`, "ok"), 0},
+		{"mid-text, nested", block("result.sku", "args", `{"items":[{"label":"sku ${v} x2"}]}`),
+			placed(`{"items":[{"label":"sku S-3 x2"}]}`, "ok"), 1},
+		{"in a result path's nested value", block("result.id", "result", `{"paid":["${v}"]}`),
+			placed(`{}`, `{"paid":["O-7"]}`), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := gradeTrace(t, c.block, c.s)
+			if g.Score != c.want {
+				t.Errorf("score = %v, want %v; reasons: %s", g.Score, c.want, g.Reasons)
+			}
+		})
+	}
+}
+
+// TestTraceHugeWeights: constraint weights whose naive sum overflows (+Inf, then Inf/Inf
+// = NaN) still fold to the weighted mean of the route.
+func TestTraceHugeWeights(t *testing.T) {
+	g := gradeTrace(t, `{"constraints":[{"id":"refunded","kind":"occurs","weight":1e308,"match":{"tool":"refund"}},
+		{"id":"never","kind":"occurs","weight":1e308,"match":{"tool":"place_order"}}]}`, goodRefund())
+	if g.Score != 0.5 || g.GetComponents().GetTraceChecks() != 0.5 {
+		t.Errorf("grade = %v, want score 0.5", g)
+	}
 }

@@ -183,16 +183,18 @@ func parseJudgeAnswer(content string, criteria []task.Criterion) ([]*runnerpb.Cr
 	if len(problems) > 0 {
 		return nil, 0, fmt.Errorf("the judge's answer does not match the rubric: %s", strings.Join(problems, "; "))
 	}
-	var sum, total float64
+	weights, scores := make([]float64, len(criteria)), make([]float64, len(criteria))
 	for k, c := range criteria {
-		w := weightOf(c)
-		sum += w
-		total += w * got[k].Score
+		weights[k], scores[k] = weightOf(c), got[k].Score
 	}
-	if sum == 0 {
+	mean, ok, err := task.WeightedMean(weights, scores)
+	switch {
+	case err != nil:
+		return nil, 0, fmt.Errorf("the rubric's %w", err)
+	case !ok:
 		return nil, 0, errors.New("the rubric's criterion weights sum to zero, so the weighted mean has no share to divide by")
 	}
-	return got, gradefmt.Round6(total / sum), nil
+	return got, gradefmt.Round6(mean), nil
 }
 
 func mentions(as []judgeCriterion, id string) bool {

@@ -132,6 +132,16 @@ func TestParseJudgeAnswerZeroWeights(t *testing.T) {
 	}
 }
 
+// TestParseJudgeAnswerHugeWeights: criterion weights whose naive sum overflows still
+// fold to the weighted mean, never NaN.
+func TestParseJudgeAnswerHugeWeights(t *testing.T) {
+	huge := []task.Criterion{{ID: "a", Description: "x", Weight: f64(1e308)}, {ID: "b", Description: "y", Weight: f64(1.7e308)}}
+	_, score, err := parseJudgeAnswer(`{"criteria":[{"id":"a","met":true,"score":1},{"id":"b","met":false,"score":0}]}`, huge)
+	if err != nil || score != 0.37037 {
+		t.Fatalf("score = %v, err = %v; want 0.37037", score, err)
+	}
+}
+
 func TestJudgePrompt(t *testing.T) {
 	tl := &timeline.Timeline{
 		Policy:      "Never refund more than the order total.",
