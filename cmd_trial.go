@@ -219,7 +219,10 @@ func modelConfig(flagName, v string, agent bool, f *runFlags) (*task.ModelConfig
 	return nil, fmt.Errorf("trial run: %s %q: want %s", flagName, v, want)
 }
 
-// runTrial is Main with its outputs and environment injectable.
+// runTrial is Main with its outputs and environment injectable: parse the
+// flags, load the task, prepare the trial (nothing is written or started
+// until it is ready), open the run, start the stack, drive the attempt and
+// print its result.
 func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if env.Stdout == nil {
 		env.Stdout = io.Discard
@@ -239,68 +242,143 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		return fmt.Errorf("trial run: %w", err)
 	}
 	var run *runDir
-	attempt := 1
 	if f.resume != "" {
 		if run, err = resumeRunDir(f.out, f.resume); err != nil {
 			return err
 		}
-		rec, err := readRecorded(run, lt.Task.TaskID, f.trialIndex)
-		if err != nil {
+	}
+	now := time.Now().UTC()
+	m := resolveModels(f)
+	p, err := prepareTrial(f, env, m, run, lt, now)
+	if err != nil {
+		return err
+	}
+	if p.recorded != nil {
+		return printRecorded(env.Stdout, run, p)
+	}
+	if run == nil {
+		if run, err = newRunDir(f.out, now); err != nil {
 			return err
 		}
-		if rec.Done() {
-			fmt.Fprintf(env.Stdout, "run %s: trial %s:%d already has a result (outcome %s), skipped\nartifacts: %s\n",
-				run.ID, lt.Task.TaskID, f.trialIndex, rec.Outcome, rec.Dir)
-			if rec.Pass {
-				return nil
-			}
-			return &exitError{code: 1, msg: fmt.Sprintf("trial recorded in run %s did not pass: outcome %s", run.ID, rec.Outcome)}
-		}
-		attempt = rec.LastAttempt + 1
 	}
-	agentCfg, _ := modelConfig("--agent", f.agent, true, f)
-	userCfg, _ := modelConfig("--user", f.user, false, f)
-	agentName, userName := f.agent, f.user
-	var judgeCfg *task.ModelConfig
+	p.spec.RunID = run.ID
+	store, err := openStore(ctx, run, env.Stdout)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log})
+	if err != nil {
+		return fmt.Errorf("trial run: %w", err)
+	}
+	defer func() {
+		if err := stack.Stop(); err != nil {
+			env.Log.Error(err, "stopping the local runner and DB service")
+		}
+	}()
+	return printResult(env.Stdout, driveAttempt(ctx, env, f, m, stack, store, p))
+}
+
+// trialModels are the run's model configs: the flags', each role the
+// --model-config file sets replaced by the file's.
+type trialModels struct {
+	agent, user, judge  *task.ModelConfig
+	agentName, userName string
+}
+
+// resolveModels reads the models from flags parseRunFlags has checked.
+func resolveModels(f *runFlags) trialModels {
+	m := trialModels{agentName: f.agent, userName: f.user}
+	m.agent, _ = modelConfig("--agent", f.agent, true, f)
+	m.user, _ = modelConfig("--user", f.user, false, f)
 	if mf := f.models; mf != nil {
-		judgeCfg = mf.Judge
+		m.judge = mf.Judge
 		if mf.Agent != nil {
-			agentCfg, agentName = mf.Agent, describe(mf.Agent)
+			m.agent, m.agentName = mf.Agent, describe(mf.Agent)
 		}
 		if mf.UserSimulatorModel != nil {
-			userCfg, userName = mf.UserSimulatorModel, describe(mf.UserSimulatorModel)
+			m.user, m.userName = mf.UserSimulatorModel, describe(mf.UserSimulatorModel)
 		}
 	}
+	return m
+}
 
+// preparedTrial is one trial ready to drive: its spec and actors are built,
+// so whatever would refuse it has refused it before anything ran.
+type preparedTrial struct {
+	lt          *local.LoadedTask
+	spec        *task.TrialSpec
+	agent, user host.Actor
+	opening     string
+	maxTurns    int
+	// index is the trial index (the k of pass^k), attempt the attempt's
+	// number in it.
+	index, attempt int
+	// recorded is set when a resumed run already has the trial's result:
+	// it is skipped.
+	recorded *recordedTrial
+}
+
+// prepareTrial builds the trial of lt: its attempt number (the next one
+// when resuming run), its spec and its actors. A judged task without a
+// judge model is refused here, before any token is spent.
+func prepareTrial(f *runFlags, env trialEnv, m trialModels, run *runDir, lt *local.LoadedTask, now time.Time) (*preparedTrial, error) {
+	p := &preparedTrial{lt: lt, index: f.trialIndex, attempt: 1}
+	if run != nil {
+		rec, err := readRecorded(run, lt.Task.TaskID, f.trialIndex)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Done() {
+			p.recorded = &rec
+			return p, nil
+		}
+		p.attempt = rec.LastAttempt + 1
+	}
 	// The explicit opening line (flag, else the manifest's) is said verbatim
 	// by either kind of user. A bare TaskDescription carries none (protocol
 	// v2 moved it to the host): an LLM user then opens in its own words from
 	// the backstory, and the scripted user asks for the task as described
 	// (host.DefaultUser).
-	opening := f.message
-	if opening == "" {
-		opening = lt.InitialUserMessage
+	p.opening = f.message
+	if p.opening == "" {
+		p.opening = lt.InitialUserMessage
 	}
-	if g := lt.Task.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution && judgeCfg == nil {
+	if g := lt.Task.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution && m.judge == nil {
 		// Refused before any token: the runner would refuse the registration anyway.
-		return fmt.Errorf("trial run: task %s grades with llm_judge (model_ref %q), which needs a judge model: "+
+		return nil, fmt.Errorf("trial run: task %s grades with llm_judge (model_ref %q), which needs a judge model: "+
 			"add a \"judge\" model config to --model-config (its api_key_env names a key file in --secrets-dir)", lt.Task.TaskID, g.LLMJudge.ModelRef)
 	}
-	maxTurns := f.maxTurns
-	if maxTurns == 0 {
-		maxTurns = lt.MaxTurns
+	p.maxTurns = f.maxTurns
+	if p.maxTurns == 0 {
+		p.maxTurns = lt.MaxTurns
 	}
-
-	now := time.Now().UTC()
-	// The DB service's URL is known once the stack is up (below).
-	spec := task.NewTrialSpec(task.TrialSpecParams{
+	// The run id and the DB service's URL are known once the run is open
+	// and the stack is up.
+	p.spec = task.NewTrialSpec(task.TrialSpecParams{
 		Task:       lt.Task,
 		TrialIndex: f.trialIndex,
 		RunID:      "local-" + now.Format("20060102T150405Z"),
 		AttemptID:  fmt.Sprintf("local-%d", now.UnixNano()),
-		Agent:      agentCfg,
+		Agent:      m.agent,
 	})
-	spec.UserSimulatorModel, spec.Judge = userCfg, judgeCfg
+	p.spec.UserSimulatorModel, p.spec.Judge = m.user, m.judge
+	opts := actorOptions(env)
+	var err error
+	if p.agent, err = agents.NewAgent(p.spec, opts); err != nil {
+		return nil, fmt.Errorf("trial run: %w", err)
+	}
+	p.user = host.DefaultUser(lt.Task, p.opening)
+	if m.user != nil {
+		if p.user, err = agents.NewUser(p.spec, p.opening, opts); err != nil {
+			return nil, fmt.Errorf("trial run: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// actorOptions are env's agent options with the run's defaults filled in.
+func actorOptions(env trialEnv) agents.Options {
 	opts := env.AgentOptions
 	if opts.Getenv == nil {
 		opts.Getenv = env.Getenv
@@ -313,69 +391,63 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		// its trials: a rate_limit shared by agent and user on one model holds.
 		opts.Limits = llm.NewLimits()
 	}
-	agent, err := agents.NewAgent(spec, opts)
-	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
-	}
-	var user host.Actor = host.DefaultUser(lt.Task, opening)
-	if userCfg != nil {
-		if user, err = agents.NewUser(spec, opening, opts); err != nil {
-			return fmt.Errorf("trial run: %w", err)
-		}
-	}
+	return opts
+}
 
-	if run == nil {
-		if run, err = newRunDir(f.out, now); err != nil {
-			return err
-		}
+// printRecorded reports a trial a resume skips, with the recorded verdict
+// as the command's result.
+func printRecorded(w io.Writer, run *runDir, p *preparedTrial) error {
+	rec := p.recorded
+	fmt.Fprintf(w, "run %s: trial %s:%d already has a result (outcome %s), skipped\nartifacts: %s\n",
+		run.ID, p.lt.Task.TaskID, p.index, rec.Outcome, rec.Dir)
+	if rec.Pass {
+		return nil
 	}
-	spec.RunID = run.ID
+	return &exitError{code: 1, msg: fmt.Sprintf("trial recorded in run %s did not pass: outcome %s", run.ID, rec.Outcome)}
+}
+
+// openStore opens the run directory as the artifact store and says which
+// run this is.
+func openStore(ctx context.Context, run *runDir, w io.Writer) (*blobstore.Store, error) {
 	fileURL, err := blobstore.FileURL(run.Dir)
 	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+		return nil, fmt.Errorf("trial run: %w", err)
 	}
 	store, err := blobstore.Open(ctx, fileURL)
 	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+		return nil, fmt.Errorf("trial run: %w", err)
 	}
-	defer store.Close()
 	verb := "new run"
 	if run.Resumed {
 		verb = "resuming run"
 	}
-	fmt.Fprintf(env.Stdout, "%s %s in %s (continue it with --resume %s)\n", verb, run.ID, run.Dir, run.ID)
+	fmt.Fprintf(w, "%s %s in %s (continue it with --resume %s)\n", verb, run.ID, run.Dir, run.ID)
+	return store, nil
+}
 
-	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log})
-	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+// driveAttempt runs the prepared trial on the stack, its turns printed as
+// they happen and its artifacts written to the store.
+func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels, stack *local.Stack, store *blobstore.Store, p *preparedTrial) host.AttemptResult {
+	p.spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
+	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", p.spec.TrialID, m.agentName, m.userName, orDefault(p.maxTurns, host.DefaultMaxTurns))
+	if m.judge != nil {
+		fmt.Fprintf(env.Stdout, "judge %s\n", describe(m.judge))
 	}
-	defer func() {
-		if err := stack.Stop(); err != nil {
-			env.Log.Error(err, "stopping the local runner and DB service")
-		}
-	}()
-	spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
-
-	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", spec.TrialID, agentName, userName, orDefault(maxTurns, host.DefaultMaxTurns))
-	if judgeCfg != nil {
-		fmt.Fprintf(env.Stdout, "judge %s\n", describe(judgeCfg))
-	}
-	res := host.RunAttempt(ctx, host.AttemptConfig{
+	return host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
-		Spec:               spec,
-		InitialUserMessage: opening,
-		MaxTurns:           maxTurns,
+		Spec:               p.spec,
+		InitialUserMessage: p.opening,
+		MaxTurns:           p.maxTurns,
 		TrialTimeout:       f.timeout,
-		Agent:              agent,
-		User:               user,
+		Agent:              p.agent,
+		User:               p.user,
 		ArtifactsSink:      store.Sink(""),
-		Record:             result.Record{Agent: agentName},
-		TrialIndex:         f.trialIndex,
-		AttemptNumber:      attempt,
+		Record:             result.Record{Agent: m.agentName},
+		TrialIndex:         p.index,
+		AttemptNumber:      p.attempt,
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
 		Log:                env.Log,
 	})
-	return printResult(env.Stdout, res)
 }
 
 func describe(c *task.ModelConfig) string {
