@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,9 +18,11 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
 	"tolokaforge.io/operator/results/local"
+	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
 // trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
@@ -63,6 +66,9 @@ type runFlags struct {
 	modelConfig   string
 	secretsDir    string
 	models        *modelFile
+	allowLossy    bool
+	mcp           multiFlag
+	mcpCommands   map[string][]string
 }
 
 // modelFile is --model-config: whole model configs in the TrialSpec's own
@@ -124,7 +130,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs := flag.NewFlagSet("trial run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &runFlags{}
-	fs.StringVar(&f.taskPath, "task", "", "TaskDescription JSON or Task manifest (required)")
+	fs.StringVar(&f.taskPath, "task", "", "TaskDescription JSON, Task manifest, task pack directory (task.yaml, grading.yaml, ...), "+
+		"or project directory: every pack under it (tasks/<id>/task.yaml), run one after another (required)")
 	fs.StringVar(&f.agent, "agent", "oracle", "oracle, or openai:MODEL")
 	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL (default "+agents.DefaultBaseURL+")")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (none: send no key)")
@@ -143,6 +150,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		"(max_completion_tokens, reasoning_effort, extra_body, extra_headers_env, request_timeout_seconds, rate_limit, pricing, ...); overrides --agent/--user for the roles it sets; "+
 		"\"judge\" configures the task's llm_judge")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the judge's key file: the judge config's api_key_env names a file in it (the runner's --secrets-dir; default the runner's)")
+	fs.Var(&f.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of a pack's MCP server script SCRIPT with ARGV (repeatable; as pack import)")
+	fs.BoolVar(&f.allowLossy, "allow-lossy", false, "run a pack even when its grading keys cannot all be carried over (they are listed on stderr either way)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("trial run: %w", err)
 	}
@@ -166,6 +175,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if _, err := modelConfig("--user", f.user, false, f); err != nil {
 		return nil, err
 	}
+	cmds, err := (&common{mcp: f.mcp}).commands()
+	if err != nil {
+		return nil, fmt.Errorf("trial run: %w", err)
+	}
+	f.mcpCommands = cmds
 	if f.modelConfig != "" {
 		mf, err := loadModelFile(f.modelConfig)
 		if err != nil {
@@ -220,9 +234,9 @@ func modelConfig(flagName, v string, agent bool, f *runFlags) (*task.ModelConfig
 }
 
 // runTrial is Main with its outputs and environment injectable: parse the
-// flags, load the task, prepare the trial (nothing is written or started
-// until it is ready), open the run, start the stack, drive the attempt and
-// print its result.
+// flags, load the tasks, prepare every trial (nothing is written or started
+// until all are ready), open the run, start the stack, drive each attempt
+// and print its result, then, for a project, the summary.
 func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if env.Stdout == nil {
 		env.Stdout = io.Discard
@@ -237,9 +251,9 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		}
 		return err
 	}
-	lt, err := local.LoadTask(f.taskPath)
+	tasks, project, err := loadTrialTasks(f, env.Stderr)
 	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+		return err
 	}
 	var run *runDir
 	if f.resume != "" {
@@ -247,36 +261,177 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 			return err
 		}
 	}
-	now := time.Now().UTC()
 	m := resolveModels(f)
-	p, err := prepareTrial(f, env, m, run, lt, now)
+	prepared, err := prepareTrials(f, env, m, run, tasks)
 	if err != nil {
 		return err
 	}
-	if p.recorded != nil {
-		return printRecorded(env.Stdout, run, p)
+	if !project && prepared[0].recorded != nil {
+		return printRecorded(env.Stdout, run, prepared[0])
 	}
-	if run == nil {
-		if run, err = newRunDir(f.out, now); err != nil {
+	var store *blobstore.Store
+	var stack *local.Stack
+	if toRun(prepared) > 0 {
+		if run == nil {
+			if run, err = newRunDir(f.out, time.Now().UTC()); err != nil {
+				return err
+			}
+		}
+		if store, err = openStore(ctx, run, env.Stdout); err != nil {
 			return err
 		}
-	}
-	p.spec.RunID = run.ID
-	store, err := openStore(ctx, run, env.Stdout)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log})
-	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
-	}
-	defer func() {
-		if err := stack.Stop(); err != nil {
-			env.Log.Error(err, "stopping the local runner and DB service")
+		defer store.Close()
+		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log}); err != nil {
+			return fmt.Errorf("trial run: %w", err)
 		}
-	}()
-	return printResult(env.Stdout, driveAttempt(ctx, env, f, m, stack, store, p))
+		defer func() {
+			if err := stack.Stop(); err != nil {
+				env.Log.Error(err, "stopping the local runner and DB service")
+			}
+		}()
+	}
+	if !project {
+		prepared[0].spec.RunID = run.ID
+		return printResult(env.Stdout, driveAttempt(ctx, env, f, m, stack, store, prepared[0]))
+	}
+	return printSummary(env.Stdout, run, driveProject(ctx, env, f, m, run, stack, store, prepared))
+}
+
+// driveProject runs a project's trials one after another and returns a
+// summary line each. A canceled context leaves the rest not run (a resume
+// runs them).
+func driveProject(ctx context.Context, env trialEnv, f *runFlags, m trialModels, run *runDir, stack *local.Stack,
+	store *blobstore.Store, prepared []*preparedTrial) []trialSummary {
+	lines := make([]trialSummary, 0, len(prepared))
+	for i, p := range prepared {
+		line := trialSummary{taskID: p.lt.Task.TaskID, path: p.path}
+		fmt.Fprintf(env.Stdout, "\n== task %d of %d: %s (%s)\n", i+1, len(prepared), line.taskID, p.path)
+		switch {
+		case p.recorded != nil:
+			_ = printRecorded(env.Stdout, run, p)
+			line.outcome, line.pass, line.score, line.recorded = p.recorded.Outcome, p.recorded.Pass, p.recorded.Score, true
+		case ctx.Err() != nil:
+			fmt.Fprintf(env.Stdout, "not run: %v\n", ctx.Err())
+			line.outcome = "not run"
+		default:
+			p.spec.RunID = run.ID
+			res := driveAttempt(ctx, env, f, m, stack, store, p)
+			_ = printResult(env.Stdout, res)
+			line.outcome = string(res.Outcome)
+			if g := res.Grade; g != nil {
+				score := g.GetScore()
+				line.score, line.pass = &score, g.GetBinaryPass()
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// trialTask is one task of --task and the file or pack directory it came
+// from.
+type trialTask struct {
+	path string
+	lt   *local.LoadedTask
+}
+
+// loadTrialTasks reads --task: a file (TaskDescription JSON or Task
+// manifest) or a task pack directory is one task; any other directory is a
+// project, every pack under it a task (project is then true). Every pack is
+// converted before anything runs, and any that cannot be, a task_id two
+// packs share, or (without --allow-lossy) a grading key the conversion drops
+// refuses the whole run.
+func loadTrialTasks(f *runFlags, stderr io.Writer) ([]trialTask, bool, error) {
+	if st, err := os.Stat(f.taskPath); err != nil || !st.IsDir() {
+		lt, err := local.LoadTask(f.taskPath)
+		if err != nil {
+			if filepath.Base(f.taskPath) == local.PackTaskFile {
+				return nil, false, fmt.Errorf("trial run: %w (if it is a task pack's %s, pass the pack's directory: --task %s)",
+					err, local.PackTaskFile, filepath.Dir(f.taskPath))
+			}
+			return nil, false, fmt.Errorf("trial run: %w", err)
+		}
+		return []trialTask{{path: f.taskPath, lt: lt}}, false, nil
+	}
+	dirs, err := local.FindPacks(f.taskPath)
+	if err != nil {
+		return nil, false, fmt.Errorf("trial run: %w", err)
+	}
+	opts := pack.Options{Builtins: builtin.Catalog{}, MCPCommands: f.mcpCommands}
+	var (
+		tasks   []trialTask
+		errs    []string
+		dropped int
+		seen    = map[string]string{}
+	)
+	for _, dir := range dirs {
+		lt, diags, err := local.LoadPack(dir, opts)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		for _, d := range diags {
+			fmt.Fprintln(stderr, d.String())
+			if d.DropsGrading() {
+				dropped++
+			}
+		}
+		id := lt.Task.TaskID
+		if prev, dup := seen[id]; dup {
+			errs = append(errs, fmt.Sprintf("task pack %s: task_id %q is also %s's (their trials would share one directory of the run)", dir, id, prev))
+			continue
+		}
+		seen[id] = dir
+		tasks = append(tasks, trialTask{path: dir, lt: lt})
+	}
+	switch {
+	case len(errs) == 1 && len(dirs) == 1:
+		return nil, false, fmt.Errorf("trial run: %s", errs[0])
+	case len(errs) > 0:
+		return nil, false, fmt.Errorf("trial run: %d of %d task packs under %s refused, nothing run:\n  %s", len(errs), len(dirs), f.taskPath, strings.Join(errs, "\n  "))
+	}
+	if dropped > 0 && !f.allowLossy {
+		// A trial graded on less than its pack's author wrote reports a score
+		// nobody asked for; refused before any token, as pack import refuses.
+		return nil, false, fmt.Errorf("trial run: %d grading key(s) of %s would be dropped (listed above); nothing run; --allow-lossy runs without them", dropped, f.taskPath)
+	}
+	return tasks, len(dirs) > 1 || dirs[0] != f.taskPath, nil
+}
+
+// prepareTrials prepares every task's trial. A single task's refusal is
+// returned as it is; a project's are all returned together, each naming its
+// pack, so one pass fixes them.
+func prepareTrials(f *runFlags, env trialEnv, m trialModels, run *runDir, tasks []trialTask) ([]*preparedTrial, error) {
+	out := make([]*preparedTrial, 0, len(tasks))
+	var refused []string
+	for _, t := range tasks {
+		// The time is read per trial: it makes each attempt id its own.
+		p, err := prepareTrial(f, env, m, run, t.lt, time.Now().UTC())
+		if err != nil {
+			if len(tasks) == 1 {
+				return nil, err
+			}
+			refused = append(refused, t.path+": "+strings.TrimPrefix(err.Error(), "trial run: "))
+			continue
+		}
+		p.path = t.path
+		out = append(out, p)
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("trial run: %d of %d tasks refused, nothing run:\n  %s", len(refused), len(tasks), strings.Join(refused, "\n  "))
+	}
+	return out, nil
+}
+
+// toRun counts the trials a resume does not skip.
+func toRun(prepared []*preparedTrial) int {
+	n := 0
+	for _, p := range prepared {
+		if p.recorded == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // trialModels are the run's model configs: the flags', each role the
@@ -306,6 +461,8 @@ func resolveModels(f *runFlags) trialModels {
 // preparedTrial is one trial ready to drive: its spec and actors are built,
 // so whatever would refuse it has refused it before anything ran.
 type preparedTrial struct {
+	// path is the task's file or pack directory.
+	path        string
 	lt          *local.LoadedTask
 	spec        *task.TrialSpec
 	agent, user host.Actor
