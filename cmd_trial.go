@@ -25,12 +25,13 @@ import (
 	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
-// trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
+// trialMain runs `tolokaforge trial run --task FILE|PACK|PROJECT [--agent oracle|openai:MODEL
 // --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
-// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR] [--resume RUNID]` (args start at
-// "run"). It returns nil when the trial passed, an *exitError with code 1 when it ran and did not pass (a
-// failing grade, or an attempt that ended without one), and a plain error for
-// bad flags or a task file that cannot be used.
+// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR] [--resume RUNID]
+// [--mcp-command SCRIPT=ARGV]... [--allow-lossy]` (args start at "run"). It returns nil when
+// every trial passed, an *exitError with code 1 when one ran and did not pass (a failing
+// grade, or an attempt that ended without one), and a plain error for bad flags or a task
+// that cannot be used (then nothing ran).
 func trialMain(ctx context.Context, args []string) error {
 	return runTrial(ctx, args, trialEnv{Stdout: os.Stdout, Stderr: os.Stderr})
 }
@@ -138,8 +139,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.user, "user", "scripted", "scripted, or openai:MODEL")
 	fs.StringVar(&f.userBaseURL, "user-base-url", "", "base URL of the user model (default --base-url)")
 	fs.StringVar(&f.userAPIKeyEnv, "user-api-key-env", "", "API key variable of the user model (default --api-key-env)")
-	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage, else the task description)")
-	fs.IntVar(&f.maxTurns, "max-turns", 0, "agent turn budget (default the manifest's maxTurns, else 30)")
+	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage or the pack's initial_user_message, else the task description)")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "agent turn budget (default the manifest's maxTurns or the pack's max_turns, else 30)")
 	fs.StringVar(&f.out, "out", "results", "results directory: each run writes <out>/<run-id>/trials/<task_id>/<trial_index>/ and prints its run id")
 	fs.StringVar(&f.resume, "resume", "", "continue run RUNID under --out: a trial with a recorded result (any outcome but InfraFailed) is skipped, any other is run again as its next attempt")
 	fs.IntVar(&f.trialIndex, "trial-index", 0, "trial index (the k of pass^k)")
