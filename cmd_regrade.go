@@ -43,6 +43,11 @@ func regradeMain(ctx context.Context, args []string) error {
 	return runRegrade(ctx, args, regradeEnv{Stdout: os.Stdout, Stderr: os.Stderr})
 }
 
+// regradeFlags are regrade's command line.
+type regradeFlags struct {
+	dir, taskPath, gradingFile, components string
+}
+
 func runRegrade(ctx context.Context, args []string, env regradeEnv) error {
 	if env.Stdout == nil {
 		env.Stdout = io.Discard
@@ -50,46 +55,73 @@ func runRegrade(ctx context.Context, args []string, env regradeEnv) error {
 	if env.Stderr == nil {
 		env.Stderr = io.Discard
 	}
-	fs := flag.NewFlagSet("regrade", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() { fmt.Fprintln(env.Stderr, regradeUsage); fs.PrintDefaults() }
-	dir := fs.String("artifacts", "", "artifacts directory of the trials to regrade (required)")
-	taskPath := fs.String("task", "", "the trials' task: TaskDescription JSON or Task manifest (required)")
-	gradingFile := fs.String("grading", "", "grading config (the task's grading block, YAML or JSON) to grade with instead of the task's")
-	components := fs.String("components", "", "all, or a comma-separated list of "+strings.Join(task.ComponentNames(), ", ")+" (default: what each original grade evaluated)")
-	if err := fs.Parse(args); err != nil {
+	f, err := parseRegradeFlags(args, env.Stderr)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
-		return fmt.Errorf("regrade: %w", err)
+		return err
+	}
+	opts, err := regradeOptions(f, env)
+	if err != nil {
+		return err
+	}
+	res, err := local.Regrade(ctx, opts)
+	if err != nil {
+		return err
+	}
+	printRegrade(env.Stdout, res)
+	return nil
+}
+
+// parseRegradeFlags reads the command line; -h is flag.ErrHelp.
+func parseRegradeFlags(args []string, stderr io.Writer) (*regradeFlags, error) {
+	fs := flag.NewFlagSet("regrade", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, regradeUsage); fs.PrintDefaults() }
+	f := &regradeFlags{}
+	fs.StringVar(&f.dir, "artifacts", "", "artifacts directory of the trials to regrade (required)")
+	fs.StringVar(&f.taskPath, "task", "", "the trials' task: TaskDescription JSON or Task manifest (required)")
+	fs.StringVar(&f.gradingFile, "grading", "", "grading config (the task's grading block, YAML or JSON) to grade with instead of the task's")
+	fs.StringVar(&f.components, "components", "", "all, or a comma-separated list of "+strings.Join(task.ComponentNames(), ", ")+" (default: what each original grade evaluated)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("regrade: %w", err)
 	}
 	switch {
 	case fs.NArg() > 0:
-		return fmt.Errorf("regrade: unexpected arguments %q", fs.Args())
-	case *dir == "":
-		return errors.New("regrade: --artifacts DIR is required")
-	case *taskPath == "":
-		return errors.New("regrade: --task PATH is required (the artifacts do not carry the task)")
+		return nil, fmt.Errorf("regrade: unexpected arguments %q", fs.Args())
+	case f.dir == "":
+		return nil, errors.New("regrade: --artifacts DIR is required")
+	case f.taskPath == "":
+		return nil, errors.New("regrade: --task PATH is required (the artifacts do not carry the task)")
 	}
-	if st, err := os.Stat(*dir); err != nil {
-		return fmt.Errorf("regrade: --artifacts: %w", err)
+	if st, err := os.Stat(f.dir); err != nil {
+		return nil, fmt.Errorf("regrade: --artifacts: %w", err)
 	} else if !st.IsDir() {
-		return fmt.Errorf("regrade: --artifacts %s: not a directory", *dir)
+		return nil, fmt.Errorf("regrade: --artifacts %s: not a directory", f.dir)
 	}
-	lt, err := local.LoadTask(*taskPath)
+	return f, nil
+}
+
+// regradeOptions loads the task and the grading file the flags name.
+func regradeOptions(f *regradeFlags, env regradeEnv) (local.RegradeOptions, error) {
+	lt, err := local.LoadTask(f.taskPath)
 	if err != nil {
-		return fmt.Errorf("regrade: %w", err)
+		return local.RegradeOptions{}, fmt.Errorf("regrade: %w", err)
 	}
-	opts := local.RegradeOptions{ArtifactsDir: *dir, Task: lt.Task, Log: env.Log,
+	opts := local.RegradeOptions{ArtifactsDir: f.dir, Task: lt.Task, Log: env.Log,
 		Stack: local.StackConfig{SelfExecutable: env.SelfExecutable, Log: env.Log}}
-	if *gradingFile != "" {
-		g, err := local.LoadGradingFile(*gradingFile)
+	if f.gradingFile != "" {
+		g, err := local.LoadGradingFile(f.gradingFile)
 		if err != nil {
-			return fmt.Errorf("regrade: %w", err)
+			return opts, fmt.Errorf("regrade: %w", err)
 		}
-		opts.Grading, opts.GradingSource = g, *gradingFile
+		opts.Grading, opts.GradingSource = g, f.gradingFile
 	}
-	switch c := strings.TrimSpace(*components); c {
+	switch c := strings.TrimSpace(f.components); c {
 	case "":
 	case "all":
 		opts.AllComponents = true
@@ -101,13 +133,15 @@ func runRegrade(ctx context.Context, args []string, env regradeEnv) error {
 	if env.Now != nil {
 		opts.Now = env.Now()
 	}
-	res, err := local.Regrade(ctx, opts)
-	if err != nil {
-		return err
-	}
+	return opts, nil
+}
+
+// printRegrade prints each trial's old and new grade and where the regrade
+// was written.
+func printRegrade(w io.Writer, res *local.RegradeResult) {
 	for _, t := range res.Trials {
 		if t.Skipped != "" {
-			fmt.Fprintf(env.Stdout, "%s: skipped: %s\n", t.Trial, t.Skipped)
+			fmt.Fprintf(w, "%s: skipped: %s\n", t.Trial, t.Skipped)
 			continue
 		}
 		was := "no grade"
@@ -122,33 +156,38 @@ func runRegrade(ctx context.Context, args []string, env regradeEnv) error {
 		if t.Changed {
 			verdict = "CHANGED"
 		}
-		fmt.Fprintf(env.Stdout, "%s: %s (was %s; now %s) on %s\n", t.Trial, verdict, was, now, strings.Join(t.Components, ", "))
+		fmt.Fprintf(w, "%s: %s (was %s; now %s) on %s\n", t.Trial, verdict, was, now, strings.Join(t.Components, ", "))
 		switch {
 		case t.Regrade != nil:
-			var comps []string
-			for _, name := range task.ComponentNames() {
-				if v, ok := t.Regrade.Components[name]; ok {
-					verdict := "failed"
-					if v >= 1 {
-						verdict = "passed"
-					}
-					comps = append(comps, fmt.Sprintf("%s %.6g (%s)", name, v, verdict))
-				}
+			if comps := regradedComponents(t.Regrade); len(comps) > 0 {
+				fmt.Fprintf(w, "  components: %s\n", strings.Join(comps, ", "))
 			}
-			if t.Regrade.JudgeStatus == "JUDGE_STATUS_ERRORED" {
-				comps = append(comps, task.ComponentLLMJudge+" errored")
-			}
-			if len(comps) > 0 {
-				fmt.Fprintf(env.Stdout, "  components: %s\n", strings.Join(comps, ", "))
-			}
-			fmt.Fprintf(env.Stdout, "  reasons: %s\n", t.Regrade.Reasons)
+			fmt.Fprintf(w, "  reasons: %s\n", t.Regrade.Reasons)
 		case t.Message != "":
-			fmt.Fprintf(env.Stdout, "  %s\n", t.Message)
+			fmt.Fprintf(w, "  %s\n", t.Message)
 		}
 		for _, d := range t.Divergences {
-			fmt.Fprintf(env.Stdout, "  replay diverged: %s\n", d)
+			fmt.Fprintf(w, "  replay diverged: %s\n", d)
 		}
 	}
-	fmt.Fprintf(env.Stdout, "regrade (grading: %s) written to %s\n", res.Grading, res.Dir)
-	return nil
+	fmt.Fprintf(w, "regrade (grading: %s) written to %s\n", res.Grading, res.Dir)
+}
+
+// regradedComponents is each component's new score and verdict, in the
+// spec's order.
+func regradedComponents(g *local.GradeSummary) []string {
+	var comps []string
+	for _, name := range task.ComponentNames() {
+		if v, ok := g.Components[name]; ok {
+			verdict := "failed"
+			if v >= 1 {
+				verdict = "passed"
+			}
+			comps = append(comps, fmt.Sprintf("%s %.6g (%s)", name, v, verdict))
+		}
+	}
+	if g.JudgeStatus == "JUDGE_STATUS_ERRORED" {
+		comps = append(comps, task.ComponentLLMJudge+" errored")
+	}
+	return comps
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,17 +18,20 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
 	"tolokaforge.io/operator/results/local"
+	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
-// trialMain runs `tolokaforge trial run --task PATH [--agent oracle|openai:MODEL
+// trialMain runs `tolokaforge trial run --task FILE|PACK|PROJECT [--agent oracle|openai:MODEL
 // --base-url URL --api-key-env VAR] [--user scripted|openai:MODEL]
-// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR] [--resume RUNID]` (args start at
-// "run"). It returns nil when the trial passed, an *exitError with code 1 when it ran and did not pass (a
-// failing grade, or an attempt that ended without one), and a plain error for
-// bad flags or a task file that cannot be used.
+// [--model-config FILE] [--secrets-dir DIR] [--max-turns N] [--out DIR] [--resume RUNID]
+// [--mcp-command SCRIPT=ARGV]... [--allow-lossy]` (args start at "run"). It returns nil when
+// every trial passed, an *exitError with code 1 when one ran and did not pass (a failing
+// grade, or an attempt that ended without one), and a plain error for bad flags or a task
+// that cannot be used (then nothing ran).
 func trialMain(ctx context.Context, args []string) error {
 	return runTrial(ctx, args, trialEnv{Stdout: os.Stdout, Stderr: os.Stderr})
 }
@@ -63,6 +67,9 @@ type runFlags struct {
 	modelConfig   string
 	secretsDir    string
 	models        *modelFile
+	allowLossy    bool
+	mcp           multiFlag
+	mcpCommands   map[string][]string
 }
 
 // modelFile is --model-config: whole model configs in the TrialSpec's own
@@ -124,15 +131,16 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs := flag.NewFlagSet("trial run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := &runFlags{}
-	fs.StringVar(&f.taskPath, "task", "", "TaskDescription JSON or Task manifest (required)")
+	fs.StringVar(&f.taskPath, "task", "", "TaskDescription JSON, Task manifest, task pack directory (task.yaml, grading.yaml, ...), "+
+		"or project directory: every pack under it (tasks/<id>/task.yaml), run one after another (required)")
 	fs.StringVar(&f.agent, "agent", "oracle", "oracle, or openai:MODEL")
 	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL (default "+agents.DefaultBaseURL+")")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (none: send no key)")
 	fs.StringVar(&f.user, "user", "scripted", "scripted, or openai:MODEL")
 	fs.StringVar(&f.userBaseURL, "user-base-url", "", "base URL of the user model (default --base-url)")
 	fs.StringVar(&f.userAPIKeyEnv, "user-api-key-env", "", "API key variable of the user model (default --api-key-env)")
-	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage, else the task description)")
-	fs.IntVar(&f.maxTurns, "max-turns", 0, "agent turn budget (default the manifest's maxTurns, else 30)")
+	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage or the pack's initial_user_message, else the task description)")
+	fs.IntVar(&f.maxTurns, "max-turns", 0, "agent turn budget (default the manifest's maxTurns or the pack's max_turns, else 30)")
 	fs.StringVar(&f.out, "out", "results", "results directory: each run writes <out>/<run-id>/trials/<task_id>/<trial_index>/ and prints its run id")
 	fs.StringVar(&f.resume, "resume", "", "continue run RUNID under --out: a trial with a recorded result (any outcome but InfraFailed) is skipped, any other is run again as its next attempt")
 	fs.IntVar(&f.trialIndex, "trial-index", 0, "trial index (the k of pass^k)")
@@ -143,6 +151,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		"(max_completion_tokens, reasoning_effort, extra_body, extra_headers_env, request_timeout_seconds, rate_limit, pricing, ...); overrides --agent/--user for the roles it sets; "+
 		"\"judge\" configures the task's llm_judge")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the judge's key file: the judge config's api_key_env names a file in it (the runner's --secrets-dir; default the runner's)")
+	fs.Var(&f.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of a pack's MCP server script SCRIPT with ARGV (repeatable; as pack import)")
+	fs.BoolVar(&f.allowLossy, "allow-lossy", false, "run a pack even when its grading keys cannot all be carried over (they are listed on stderr either way)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("trial run: %w", err)
 	}
@@ -166,6 +176,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if _, err := modelConfig("--user", f.user, false, f); err != nil {
 		return nil, err
 	}
+	cmds, err := (&common{mcp: f.mcp}).commands()
+	if err != nil {
+		return nil, fmt.Errorf("trial run: %w", err)
+	}
+	f.mcpCommands = cmds
 	if f.modelConfig != "" {
 		mf, err := loadModelFile(f.modelConfig)
 		if err != nil {
@@ -219,7 +234,10 @@ func modelConfig(flagName, v string, agent bool, f *runFlags) (*task.ModelConfig
 	return nil, fmt.Errorf("trial run: %s %q: want %s", flagName, v, want)
 }
 
-// runTrial is Main with its outputs and environment injectable.
+// runTrial is Main with its outputs and environment injectable: parse the
+// flags, load the tasks, prepare every trial (nothing is written or started
+// until all are ready), open the run, start the stack, drive each attempt
+// and print its result, then, for a project, the summary.
 func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	if env.Stdout == nil {
 		env.Stdout = io.Discard
@@ -234,73 +252,291 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		}
 		return err
 	}
-	lt, err := local.LoadTask(f.taskPath)
+	tasks, project, err := loadTrialTasks(f, env.Stderr)
 	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+		return err
 	}
 	var run *runDir
-	attempt := 1
 	if f.resume != "" {
 		if run, err = resumeRunDir(f.out, f.resume); err != nil {
 			return err
 		}
-		rec, err := readRecorded(run, lt.Task.TaskID, f.trialIndex)
-		if err != nil {
+	}
+	m := resolveModels(f)
+	prepared, err := prepareTrials(f, env, m, run, tasks)
+	if err != nil {
+		return err
+	}
+	if !project && prepared[0].recorded != nil {
+		return printRecorded(env.Stdout, run, prepared[0])
+	}
+	var store *blobstore.Store
+	var stack *local.Stack
+	if toRun(prepared) > 0 {
+		if run == nil {
+			if run, err = newRunDir(f.out, time.Now().UTC()); err != nil {
+				return err
+			}
+		}
+		if store, err = openStore(ctx, run, env.Stdout); err != nil {
 			return err
 		}
-		if rec.Done() {
-			fmt.Fprintf(env.Stdout, "run %s: trial %s:%d already has a result (outcome %s), skipped\nartifacts: %s\n",
-				run.ID, lt.Task.TaskID, f.trialIndex, rec.Outcome, rec.Dir)
-			if rec.Pass {
-				return nil
-			}
-			return &exitError{code: 1, msg: fmt.Sprintf("trial recorded in run %s did not pass: outcome %s", run.ID, rec.Outcome)}
+		defer store.Close()
+		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log}); err != nil {
+			return fmt.Errorf("trial run: %w", err)
 		}
-		attempt = rec.LastAttempt + 1
+		defer func() {
+			if err := stack.Stop(); err != nil {
+				env.Log.Error(err, "stopping the local runner and DB service")
+			}
+		}()
 	}
-	agentCfg, _ := modelConfig("--agent", f.agent, true, f)
-	userCfg, _ := modelConfig("--user", f.user, false, f)
-	agentName, userName := f.agent, f.user
-	var judgeCfg *task.ModelConfig
+	if !project {
+		prepared[0].spec.RunID = run.ID
+		return printResult(env.Stdout, driveAttempt(ctx, env, f, m, stack, store, prepared[0]))
+	}
+	return printSummary(env.Stdout, run, driveProject(ctx, env, f, m, run, stack, store, prepared))
+}
+
+// driveProject runs a project's trials one after another and returns a
+// summary line each. A canceled context leaves the rest not run (a resume
+// runs them).
+func driveProject(ctx context.Context, env trialEnv, f *runFlags, m trialModels, run *runDir, stack *local.Stack,
+	store *blobstore.Store, prepared []*preparedTrial) []trialSummary {
+	lines := make([]trialSummary, 0, len(prepared))
+	for i, p := range prepared {
+		line := trialSummary{taskID: p.lt.Task.TaskID, path: p.path}
+		fmt.Fprintf(env.Stdout, "\n== task %d of %d: %s (%s)\n", i+1, len(prepared), line.taskID, p.path)
+		switch {
+		case p.recorded != nil:
+			_ = printRecorded(env.Stdout, run, p)
+			line.outcome, line.pass, line.score, line.recorded = p.recorded.Outcome, p.recorded.Pass, p.recorded.Score, true
+		case ctx.Err() != nil:
+			fmt.Fprintf(env.Stdout, "not run: %v\n", ctx.Err())
+			line.outcome = "not run"
+		default:
+			p.spec.RunID = run.ID
+			res := driveAttempt(ctx, env, f, m, stack, store, p)
+			_ = printResult(env.Stdout, res)
+			line.outcome = string(res.Outcome)
+			if g := res.Grade; g != nil {
+				score := g.GetScore()
+				line.score, line.pass = &score, g.GetBinaryPass()
+			}
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// trialTask is one task of --task and the file or pack directory it came
+// from.
+type trialTask struct {
+	path string
+	lt   *local.LoadedTask
+}
+
+// loadTrialTasks reads --task: a file (TaskDescription JSON or Task
+// manifest) or a task pack directory is one task; any other directory is a
+// project, every pack under it a task (project is then true). Every pack is
+// converted before anything runs, and any that cannot be, a task_id two
+// packs share, or (without --allow-lossy) a grading key the conversion drops
+// refuses the whole run.
+func loadTrialTasks(f *runFlags, stderr io.Writer) ([]trialTask, bool, error) {
+	if st, err := os.Stat(f.taskPath); err != nil || !st.IsDir() {
+		lt, err := local.LoadTask(f.taskPath)
+		if err != nil {
+			if filepath.Base(f.taskPath) == local.PackTaskFile {
+				return nil, false, fmt.Errorf("trial run: %w (if it is a task pack's %s, pass the pack's directory: --task %s)",
+					err, local.PackTaskFile, filepath.Dir(f.taskPath))
+			}
+			return nil, false, fmt.Errorf("trial run: %w", err)
+		}
+		return []trialTask{{path: f.taskPath, lt: lt}}, false, nil
+	}
+	dirs, err := local.FindPacks(f.taskPath)
+	if err != nil {
+		return nil, false, fmt.Errorf("trial run: %w", err)
+	}
+	opts := pack.Options{Builtins: builtin.Catalog{}, MCPCommands: f.mcpCommands}
+	var (
+		tasks   []trialTask
+		errs    []string
+		dropped int
+		seen    = map[string]string{}
+	)
+	for _, dir := range dirs {
+		lt, diags, err := local.LoadPack(dir, opts)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		for _, d := range diags {
+			fmt.Fprintln(stderr, d.String())
+			if d.DropsGrading() {
+				dropped++
+			}
+		}
+		id := lt.Task.TaskID
+		if prev, dup := seen[id]; dup {
+			errs = append(errs, fmt.Sprintf("task pack %s: task_id %q is also %s's (their trials would share one directory of the run)", dir, id, prev))
+			continue
+		}
+		seen[id] = dir
+		tasks = append(tasks, trialTask{path: dir, lt: lt})
+	}
+	switch {
+	case len(errs) == 1 && len(dirs) == 1:
+		return nil, false, fmt.Errorf("trial run: %s", errs[0])
+	case len(errs) > 0:
+		return nil, false, fmt.Errorf("trial run: %d of %d task packs under %s refused, nothing run:\n  %s", len(errs), len(dirs), f.taskPath, strings.Join(errs, "\n  "))
+	}
+	if dropped > 0 && !f.allowLossy {
+		// A trial graded on less than its pack's author wrote reports a score
+		// nobody asked for; refused before any token, as pack import refuses.
+		return nil, false, fmt.Errorf("trial run: %d grading key(s) of %s would be dropped (listed above); nothing run; --allow-lossy runs without them", dropped, f.taskPath)
+	}
+	return tasks, len(dirs) > 1 || dirs[0] != f.taskPath, nil
+}
+
+// prepareTrials prepares every task's trial. A single task's refusal is
+// returned as it is; a project's are all returned together, each naming its
+// pack, so one pass fixes them.
+func prepareTrials(f *runFlags, env trialEnv, m trialModels, run *runDir, tasks []trialTask) ([]*preparedTrial, error) {
+	out := make([]*preparedTrial, 0, len(tasks))
+	var refused []string
+	for _, t := range tasks {
+		// The time is read per trial: it makes each attempt id its own.
+		p, err := prepareTrial(f, env, m, run, t.lt, time.Now().UTC())
+		if err != nil {
+			if len(tasks) == 1 {
+				return nil, err
+			}
+			refused = append(refused, t.path+": "+strings.TrimPrefix(err.Error(), "trial run: "))
+			continue
+		}
+		p.path = t.path
+		out = append(out, p)
+	}
+	if len(refused) > 0 {
+		return nil, fmt.Errorf("trial run: %d of %d tasks refused, nothing run:\n  %s", len(refused), len(tasks), strings.Join(refused, "\n  "))
+	}
+	return out, nil
+}
+
+// toRun counts the trials a resume does not skip.
+func toRun(prepared []*preparedTrial) int {
+	n := 0
+	for _, p := range prepared {
+		if p.recorded == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// trialModels are the run's model configs: the flags', each role the
+// --model-config file sets replaced by the file's.
+type trialModels struct {
+	agent, user, judge  *task.ModelConfig
+	agentName, userName string
+}
+
+// resolveModels reads the models from flags parseRunFlags has checked.
+func resolveModels(f *runFlags) trialModels {
+	m := trialModels{agentName: f.agent, userName: f.user}
+	m.agent, _ = modelConfig("--agent", f.agent, true, f)
+	m.user, _ = modelConfig("--user", f.user, false, f)
 	if mf := f.models; mf != nil {
-		judgeCfg = mf.Judge
+		m.judge = mf.Judge
 		if mf.Agent != nil {
-			agentCfg, agentName = mf.Agent, describe(mf.Agent)
+			m.agent, m.agentName = mf.Agent, describe(mf.Agent)
 		}
 		if mf.UserSimulatorModel != nil {
-			userCfg, userName = mf.UserSimulatorModel, describe(mf.UserSimulatorModel)
+			m.user, m.userName = mf.UserSimulatorModel, describe(mf.UserSimulatorModel)
 		}
 	}
+	return m
+}
 
+// preparedTrial is one trial ready to drive: its spec and actors are built,
+// so whatever would refuse it has refused it before anything ran.
+type preparedTrial struct {
+	// path is the task's file or pack directory.
+	path        string
+	lt          *local.LoadedTask
+	spec        *task.TrialSpec
+	agent, user host.Actor
+	opening     string
+	maxTurns    int
+	// index is the trial index (the k of pass^k), attempt the attempt's
+	// number in it.
+	index, attempt int
+	// recorded is set when a resumed run already has the trial's result:
+	// it is skipped.
+	recorded *recordedTrial
+}
+
+// prepareTrial builds the trial of lt: its attempt number (the next one
+// when resuming run), its spec and its actors. A judged task without a
+// judge model is refused here, before any token is spent.
+func prepareTrial(f *runFlags, env trialEnv, m trialModels, run *runDir, lt *local.LoadedTask, now time.Time) (*preparedTrial, error) {
+	p := &preparedTrial{lt: lt, index: f.trialIndex, attempt: 1}
+	if run != nil {
+		rec, err := readRecorded(run, lt.Task.TaskID, f.trialIndex)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Done() {
+			p.recorded = &rec
+			return p, nil
+		}
+		p.attempt = rec.LastAttempt + 1
+	}
 	// The explicit opening line (flag, else the manifest's) is said verbatim
 	// by either kind of user. A bare TaskDescription carries none (protocol
 	// v2 moved it to the host): an LLM user then opens in its own words from
 	// the backstory, and the scripted user asks for the task as described
 	// (host.DefaultUser).
-	opening := f.message
-	if opening == "" {
-		opening = lt.InitialUserMessage
+	p.opening = f.message
+	if p.opening == "" {
+		p.opening = lt.InitialUserMessage
 	}
-	if g := lt.Task.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution && judgeCfg == nil {
+	if g := lt.Task.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution && m.judge == nil {
 		// Refused before any token: the runner would refuse the registration anyway.
-		return fmt.Errorf("trial run: task %s grades with llm_judge (model_ref %q), which needs a judge model: "+
+		return nil, fmt.Errorf("trial run: task %s grades with llm_judge (model_ref %q), which needs a judge model: "+
 			"add a \"judge\" model config to --model-config (its api_key_env names a key file in --secrets-dir)", lt.Task.TaskID, g.LLMJudge.ModelRef)
 	}
-	maxTurns := f.maxTurns
-	if maxTurns == 0 {
-		maxTurns = lt.MaxTurns
+	p.maxTurns = f.maxTurns
+	if p.maxTurns == 0 {
+		p.maxTurns = lt.MaxTurns
 	}
-
-	now := time.Now().UTC()
-	// The DB service's URL is known once the stack is up (below).
-	spec := task.NewTrialSpec(task.TrialSpecParams{
+	// The run id and the DB service's URL are known once the run is open
+	// and the stack is up.
+	p.spec = task.NewTrialSpec(task.TrialSpecParams{
 		Task:       lt.Task,
 		TrialIndex: f.trialIndex,
 		RunID:      "local-" + now.Format("20060102T150405Z"),
 		AttemptID:  fmt.Sprintf("local-%d", now.UnixNano()),
-		Agent:      agentCfg,
+		Agent:      m.agent,
 	})
-	spec.UserSimulatorModel, spec.Judge = userCfg, judgeCfg
+	p.spec.UserSimulatorModel, p.spec.Judge = m.user, m.judge
+	opts := actorOptions(env)
+	var err error
+	if p.agent, err = agents.NewAgent(p.spec, opts); err != nil {
+		return nil, fmt.Errorf("trial run: %w", err)
+	}
+	p.user = host.DefaultUser(lt.Task, p.opening)
+	if m.user != nil {
+		if p.user, err = agents.NewUser(p.spec, p.opening, opts); err != nil {
+			return nil, fmt.Errorf("trial run: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// actorOptions are env's agent options with the run's defaults filled in.
+func actorOptions(env trialEnv) agents.Options {
 	opts := env.AgentOptions
 	if opts.Getenv == nil {
 		opts.Getenv = env.Getenv
@@ -313,69 +549,63 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		// its trials: a rate_limit shared by agent and user on one model holds.
 		opts.Limits = llm.NewLimits()
 	}
-	agent, err := agents.NewAgent(spec, opts)
-	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
-	}
-	var user host.Actor = host.DefaultUser(lt.Task, opening)
-	if userCfg != nil {
-		if user, err = agents.NewUser(spec, opening, opts); err != nil {
-			return fmt.Errorf("trial run: %w", err)
-		}
-	}
+	return opts
+}
 
-	if run == nil {
-		if run, err = newRunDir(f.out, now); err != nil {
-			return err
-		}
+// printRecorded reports a trial a resume skips, with the recorded verdict
+// as the command's result.
+func printRecorded(w io.Writer, run *runDir, p *preparedTrial) error {
+	rec := p.recorded
+	fmt.Fprintf(w, "run %s: trial %s:%d already has a result (outcome %s), skipped\nartifacts: %s\n",
+		run.ID, p.lt.Task.TaskID, p.index, rec.Outcome, rec.Dir)
+	if rec.Pass {
+		return nil
 	}
-	spec.RunID = run.ID
+	return &exitError{code: 1, msg: fmt.Sprintf("trial recorded in run %s did not pass: outcome %s", run.ID, rec.Outcome)}
+}
+
+// openStore opens the run directory as the artifact store and says which
+// run this is.
+func openStore(ctx context.Context, run *runDir, w io.Writer) (*blobstore.Store, error) {
 	fileURL, err := blobstore.FileURL(run.Dir)
 	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+		return nil, fmt.Errorf("trial run: %w", err)
 	}
 	store, err := blobstore.Open(ctx, fileURL)
 	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+		return nil, fmt.Errorf("trial run: %w", err)
 	}
-	defer store.Close()
 	verb := "new run"
 	if run.Resumed {
 		verb = "resuming run"
 	}
-	fmt.Fprintf(env.Stdout, "%s %s in %s (continue it with --resume %s)\n", verb, run.ID, run.Dir, run.ID)
+	fmt.Fprintf(w, "%s %s in %s (continue it with --resume %s)\n", verb, run.ID, run.Dir, run.ID)
+	return store, nil
+}
 
-	stack, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log})
-	if err != nil {
-		return fmt.Errorf("trial run: %w", err)
+// driveAttempt runs the prepared trial on the stack, its turns printed as
+// they happen and its artifacts written to the store.
+func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels, stack *local.Stack, store *blobstore.Store, p *preparedTrial) host.AttemptResult {
+	p.spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
+	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", p.spec.TrialID, m.agentName, m.userName, orDefault(p.maxTurns, host.DefaultMaxTurns))
+	if m.judge != nil {
+		fmt.Fprintf(env.Stdout, "judge %s\n", describe(m.judge))
 	}
-	defer func() {
-		if err := stack.Stop(); err != nil {
-			env.Log.Error(err, "stopping the local runner and DB service")
-		}
-	}()
-	spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
-
-	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", spec.TrialID, agentName, userName, orDefault(maxTurns, host.DefaultMaxTurns))
-	if judgeCfg != nil {
-		fmt.Fprintf(env.Stdout, "judge %s\n", describe(judgeCfg))
-	}
-	res := host.RunAttempt(ctx, host.AttemptConfig{
+	return host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
-		Spec:               spec,
-		InitialUserMessage: opening,
-		MaxTurns:           maxTurns,
+		Spec:               p.spec,
+		InitialUserMessage: p.opening,
+		MaxTurns:           p.maxTurns,
 		TrialTimeout:       f.timeout,
-		Agent:              agent,
-		User:               user,
+		Agent:              p.agent,
+		User:               p.user,
 		ArtifactsSink:      store.Sink(""),
-		Record:             result.Record{Agent: agentName},
-		TrialIndex:         f.trialIndex,
-		AttemptNumber:      attempt,
+		Record:             result.Record{Agent: m.agentName},
+		TrialIndex:         p.index,
+		AttemptNumber:      p.attempt,
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
 		Log:                env.Log,
 	})
-	return printResult(env.Stdout, res)
 }
 
 func describe(c *task.ModelConfig) string {

@@ -109,3 +109,42 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// trialSummary is one task's line of a project's summary.
+type trialSummary struct {
+	taskID, path string
+	outcome      string
+	// score is nil when the trial ended without a grade.
+	score *float64
+	pass  bool
+	// recorded: a resume kept the run's earlier result.
+	recorded bool
+}
+
+// printSummary prints a line per task and the total; the result is an
+// *exitError with code 1 when any trial did not pass.
+func printSummary(w io.Writer, run *runDir, lines []trialSummary) error {
+	fmt.Fprintf(w, "\nsummary of run %s:\n", run.ID)
+	passed := 0
+	for _, l := range lines {
+		status := "FAIL"
+		if l.pass {
+			status = "PASS"
+			passed++
+		}
+		score := "no grade"
+		if l.score != nil {
+			score = fmt.Sprintf("score %g", *l.score)
+		}
+		note := ""
+		if l.recorded {
+			note = ", recorded earlier"
+		}
+		fmt.Fprintf(w, "%s %s: %s, outcome %s%s (%s)\n", status, l.taskID, score, l.outcome, note, l.path)
+	}
+	fmt.Fprintf(w, "total: %d of %d passed\n", passed, len(lines))
+	if passed < len(lines) {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d of %d trials did not pass (run %s)", len(lines)-passed, len(lines), run.ID)}
+	}
+	return nil
+}

@@ -93,6 +93,8 @@ type recordedTrial struct {
 	Dir     string
 	Outcome string
 	Pass    bool
+	// Score is the recorded grade's (nil: none).
+	Score *float64
 	// LastAttempt is the highest attempts/<n> recorded (0: none).
 	LastAttempt int
 }
@@ -133,7 +135,7 @@ func readRecorded(run *runDir, taskID string, index int) (recordedTrial, error) 
 	if err != nil {
 		return rt, fmt.Errorf("trial run: recorded result %s: %w", gradePath, err)
 	}
-	rt.Pass = f.BinaryPass
+	rt.Pass, rt.Score = f.BinaryPass, &f.Score
 	return rt, nil
 }
 

@@ -190,6 +190,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"run", "--task", "x", "--trial-index", "-1"}, "trial run: --trial-index must be >= 0, got -1"},
 		{[]string{"run", "--task", "x", "--timeout", "0s"}, "trial run: --timeout must be positive, got 0s"},
 		{[]string{"run", "--task", "x", "--temperature", "3"}, "trial run: --temperature must be in [0, 2], got 3"},
+		{[]string{"run", "--task", "x", "--mcp-command", "server.py"}, `trial run: --mcp-command "server.py": want SCRIPT=ARGV, e.g. mcp_server.py="tolokaforge mcp shop"`},
 		{[]string{"run", "--task", "/nonexistent/task.json"}, "trial run: read task /nonexistent/task.json: open /nonexistent/task.json: no such file or directory"},
 		{[]string{"run", "--task", shopTaskPath, "--agent", "openai:m", "--api-key-env", "UNSET_FOR_TEST"},
 			`trial run: agent model "m": environment variable UNSET_FOR_TEST (api_key_env) is unset or empty`},
@@ -202,5 +203,228 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Run(%q) = %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+const shopPackPath = "examples/shop/shop_orders_02"
+
+// A pack directory is read as pack import reads it and runs as one trial,
+// with the pack's opening message and max_turns.
+func TestRunPackDirectoryPasses(t *testing.T) {
+	var out bytes.Buffer
+	dir := t.TempDir()
+	err := runTrial(ctxT(t), []string{"run", "--task", shopPackPath, "--agent", "oracle", "--out", dir}, trialTestEnv(t, &out))
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"trial shop_orders_02:0: agent oracle, user scripted, max turns 14\n",
+		`turn 0 user  "Hi! I'm customer C-101 (Alex Torres).`,
+		"turn 1 agent -> place_order [success] -> confirm_payment [success]\n",
+		"grade: score 1, pass true\n",
+		"reasons: State: hash match | JSONPath: all 7 checks passed\n",
+		"artifacts: " + filepath.Join(onlyRun(t, dir), "trials", "shop_orders_02", "0") + "\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "summary of run") {
+		t.Errorf("a single pack printed a project summary:\n%s", got)
+	}
+}
+
+// copyPack copies the shop pack to dst, applying edits (old -> new, each
+// required to match once) to its task.yaml and grading.yaml.
+func copyPack(t *testing.T, dst string, edits map[string][2]string) {
+	t.Helper()
+	err := filepath.WalkDir(shopPackPath, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(shopPackPath, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		s := string(b)
+		if e, ok := edits[rel]; ok {
+			if strings.Count(s, e[0]) != 1 {
+				t.Fatalf("%s no longer has %q once", p, e[0])
+			}
+			s = strings.Replace(s, e[0], e[1], 1)
+		}
+		return os.WriteFile(filepath.Join(dst, rel), []byte(s), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A project directory (the upstream layout, tasks/<id>/) runs every pack,
+// one after another, and ends with a line per task and a total; a task that
+// did not pass makes the exit code 1. Packs are all read before anything
+// runs: a grading key one drops refuses the run unless --allow-lossy. A
+// resume skips the tasks with a result and reruns the others.
+func TestRunProjectDirectory(t *testing.T) {
+	project := t.TempDir()
+	passing, failing := filepath.Join(project, "tasks", "a"), filepath.Join(project, "tasks", "b")
+	copyPack(t, passing, nil)
+	// b cannot pass: a stock check the golden path does not meet (state
+	// score 0.6 + 0.4*6/7) under a threshold of 1; and it carries a
+	// grading key the Go runner has no place for.
+	copyPack(t, failing, map[string][2]string{
+		"task.yaml":    {`task_id: "shop_orders_02"`, `task_id: "shop_strict"`},
+		"grading.yaml": {"  pass_threshold: 0.75\n", "  pass_threshold: 1.0\n"},
+	})
+	g := filepath.Join(failing, "grading.yaml")
+	b, _ := os.ReadFile(g)
+	b = []byte(strings.Replace(string(b), "equals: 41\n", "equals: 40\n", 1))
+	b = []byte(strings.Replace(string(b), "transcript_rules:\n", "transcript_rules:\n  must_contain_phrases: [\"paid\"]\n", 1))
+	if err := os.WriteFile(g, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "results")
+
+	var log bytes.Buffer
+	err := runTrial(ctxT(t), []string{"run", "--task", project, "--out", out}, trialTestEnv(t, &log))
+	want := "trial run: 1 grading key(s) of " + project + " would be dropped (listed above); nothing run; --allow-lossy runs without them"
+	if err == nil || err.Error() != want {
+		t.Fatalf("lossy project: err = %v, want %q\n%s", err, want, log.String())
+	}
+	if !strings.Contains(log.String(), "b/grading.yaml: transcript_rules.must_contain_phrases: not mapped") {
+		t.Errorf("the dropped key is not listed:\n%s", log.String())
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused run wrote %s: %v", out, err)
+	}
+
+	log.Reset()
+	err = runTrial(ctxT(t), []string{"run", "--task", project, "--allow-lossy", "--out", out}, trialTestEnv(t, &log))
+	run := onlyRun(t, out)
+	id := filepath.Base(run)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "1 of 2 trials did not pass (run "+id+")" {
+		t.Fatalf("err = %v\n%s", err, log.String())
+	}
+	got := log.String()
+	summary := "\nsummary of run " + id + ":\n" +
+		"PASS shop_orders_02: score 1, outcome Passed (" + passing + ")\n" +
+		"FAIL shop_strict: score 0.942857, outcome Failed (" + failing + ")\n" +
+		"total: 1 of 2 passed\n"
+	if !strings.HasSuffix(got, summary) {
+		t.Errorf("output does not end with the summary %q:\n%s", summary, got)
+	}
+	for _, want := range []string{
+		"== task 1 of 2: shop_orders_02 (" + passing + ")\ntrial shop_orders_02:0: agent oracle",
+		"== task 2 of 2: shop_strict (" + failing + ")\ntrial shop_strict:0: agent oracle",
+		"grade: score 0.942857, pass false\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "new run ") != 1 {
+		t.Errorf("want one run for the project:\n%s", got)
+	}
+	for _, task := range []string{"shop_orders_02", "shop_strict"} {
+		if _, err := os.Stat(filepath.Join(run, "trials", task, "0", "grade.yaml")); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Resume: a keeps its result; b, whose trajectory is gone (as after a
+	// crash), runs again as attempt 2.
+	if err := os.Remove(filepath.Join(run, "trials", "shop_strict", "0", "trajectory.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	log.Reset()
+	err = runTrial(ctxT(t), []string{"run", "--task", project, "--allow-lossy", "--out", out, "--resume", id}, trialTestEnv(t, &log))
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("resume: err = %v\n%s", err, log.String())
+	}
+	got = log.String()
+	for _, want := range []string{
+		"resuming run " + id,
+		"run " + id + ": trial shop_orders_02:0 already has a result (outcome Passed), skipped\n",
+		"PASS shop_orders_02: score 1, outcome Passed, recorded earlier (" + passing + ")\n",
+		"FAIL shop_strict: score 0.942857, outcome Failed (" + failing + ")\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("resume output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "turn 1 agent") != 1 {
+		t.Errorf("resume ran %d trials, want 1:\n%s", strings.Count(got, "turn 1 agent"), got)
+	}
+	if _, err := os.Stat(filepath.Join(run, "trials", "shop_strict", "0", "attempts", "2")); err != nil {
+		t.Errorf("the rerun is not attempt 2: %v", err)
+	}
+}
+
+// What --task cannot run is refused before anything is written, naming the
+// path and what was wrong.
+func TestRunRefusesBadTaskPaths(t *testing.T) {
+	root := t.TempDir()
+	mk := func(files map[string]string) string {
+		dir, err := os.MkdirTemp(root, "case")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for f, content := range files {
+			p := filepath.Join(dir, filepath.FromSlash(f))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(f, "/") {
+				continue
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	empty := mk(nil)
+	noTask := mk(map[string]string{"README.md": "tasks", "tasks/a/grading.yaml": "state_checks: {}", "tasks/b/": ""})
+	text := filepath.Join(mk(map[string]string{"notes.txt": "this is not a task\n"}), "notes.txt")
+	dupes := mk(nil)
+	copyPack(t, filepath.Join(dupes, "one"), nil)
+	copyPack(t, filepath.Join(dupes, "two"), nil)
+	broken := mk(nil)
+	copyPack(t, filepath.Join(broken, "good"), nil)
+	copyPack(t, filepath.Join(broken, "bad"), map[string][2]string{"task.yaml": {`category: "tool_use"`, ""}})
+	copyPack(t, filepath.Join(broken, "worse"), map[string][2]string{"task.yaml": {"max_turns: 14", "max_turns: many"}})
+
+	cases := []struct{ name, path, want string }{
+		{"empty directory", empty, "trial run: task directory " + empty + " is empty: want a task pack (a directory with task.yaml) or a project of packs (tasks/<id>/task.yaml)"},
+		{"directory with no task", noTask, "trial run: task directory " + noTask + " holds no task: no task.yaml in it or in any directory below it " +
+			"(a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)"},
+		{"file neither JSON nor a pack", text, "trial run: task " + text + ": not a task (want a TaskDescription JSON, a Task manifest, or a task pack directory (task.yaml)): " +
+			"the document is a string, not an object"},
+		{"a pack's task.yaml", filepath.Join(shopPackPath, "task.yaml"), "trial run: task " + filepath.Join(shopPackPath, "task.yaml") +
+			": TaskDescription: grading: expected object, got string (if it is a task pack's task.yaml, pass the pack's directory: --task " + shopPackPath + ")"},
+		{"two packs, one task_id", dupes, "trial run: 1 of 2 task packs under " + dupes + " refused, nothing run:\n  task pack " + filepath.Join(dupes, "two") + `: task_id "shop_orders_02" is also ` +
+			filepath.Join(dupes, "one") + "'s (their trials would share one directory of the run)"},
+		{"project with broken packs", broken, "trial run: 2 of 3 task packs under " + broken + " refused, nothing run:\n" +
+			"  task pack " + filepath.Join(broken, "bad") + ": bad/task.yaml: category: required\n" +
+			"  task pack " + filepath.Join(broken, "worse") + `: worse/task.yaml: max_turns: expected an integer, got "many"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "results")
+			var log bytes.Buffer
+			err := runTrial(ctxT(t), []string{"run", "--task", tc.path, "--out", out}, trialTestEnv(t, &log))
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v\nwant  %s", err, tc.want)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a refused run wrote %s: %v", out, err)
+			}
+		})
 	}
 }

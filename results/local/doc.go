@@ -7,7 +7,9 @@
 // golden path with the oracle and grades that episode with every component
 // the task configures (ValidatePack, ValidateTask); `regrade` replays recorded
 // turns on a fresh DB state, calling no model, and grades them again into a
-// new regrade-<timestamp> directory (Regrade).
+// new regrade-<timestamp> directory (Regrade). LoadTask reads a task file,
+// LoadPack a task pack directory (as `pack import` converts it) and FindPacks
+// the packs of a project directory, for `trial run --task`.
 //
 // It is the stated exception of the layout: the one package outside test/
 // that embeds the runner and the DB service, because running them in process

@@ -4,13 +4,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/api/v1alpha1"
 )
+
+// wantTask is what a task path may be, for refusals of what it is not.
+const wantTask = "want a TaskDescription JSON, a Task manifest, or a task pack directory (task.yaml)"
 
 // LoadedTask is what a task file provides.
 type LoadedTask struct {
@@ -46,9 +54,14 @@ func parseTask(data []byte) (*LoadedTask, error) {
 	if trimmed[0] != '{' {
 		j, err := yaml.YAMLToJSON(trimmed)
 		if err != nil {
-			return nil, fmt.Errorf("neither JSON nor YAML: %w", err)
+			return nil, fmt.Errorf("not a task (%s): neither JSON nor YAML: %w", wantTask, err)
 		}
 		jsonDoc = j
+	}
+	if jsonDoc[0] != '{' {
+		// A text file reads as a YAML string; say what it is, not which Go
+		// type it failed to fill.
+		return nil, fmt.Errorf("not a task (%s): the document is %s, not an object", wantTask, jsonKind(jsonDoc[0]))
 	}
 	var head struct {
 		APIVersion string `json:"apiVersion"`
@@ -89,4 +102,89 @@ func parseTask(data []byte) (*LoadedTask, error) {
 		lt.MaxTurns = int(*m.Spec.MaxTurns)
 	}
 	return lt, nil
+}
+
+// jsonKind names the JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	default:
+		return "a number"
+	}
+}
+
+// PackTaskFile is the file that makes a directory a task pack.
+const PackTaskFile = "task.yaml"
+
+// LoadPack reads the task pack in dir as `pack import` and `pack validate`
+// read it (pack.Convert). The conversion's diagnostics are returned for the
+// caller to show, and to refuse on when one drops a grading key.
+func LoadPack(dir string, opts pack.Options) (*LoadedTask, []pack.Diagnostic, error) {
+	conv, err := pack.Convert(dir, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("task pack %s: %w", dir, err)
+	}
+	lt := &LoadedTask{Task: conv.Description, InitialUserMessage: conv.InitialUserMessage}
+	if conv.MaxTurns != nil {
+		lt.MaxTurns = int(*conv.MaxTurns)
+	}
+	return lt, conv.Diagnostics, nil
+}
+
+// FindPacks lists the task packs a directory holds, sorted: the directory
+// itself when it has a task.yaml, else every directory below it with one
+// (a project's tasks/<id>/, tasks/<category>/<id>/, or a folder of packs).
+// A pack's own subdirectories are its files, never packs; hidden directories
+// (.git, editors' state) are skipped. A directory with no pack is an error
+// naming it.
+func FindPacks(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("task directory %s: %w", dir, err)
+	}
+	if len(ents) == 0 {
+		return nil, fmt.Errorf("task directory %s is empty: want a task pack (a directory with task.yaml) or a project of packs (tasks/<id>/task.yaml)", dir)
+	}
+	if isPack(dir) {
+		return []string{dir}, nil
+	}
+	var packs []string
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() || p == dir {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if isPack(p) {
+			packs = append(packs, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("task directory %s: %w", dir, err)
+	}
+	if len(packs) == 0 {
+		return nil, fmt.Errorf("task directory %s holds no task: no %s in it or in any directory below it "+
+			"(a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)", dir, PackTaskFile)
+	}
+	sort.Strings(packs)
+	return packs, nil
+}
+
+// isPack says dir holds a task.yaml file.
+func isPack(dir string) bool {
+	st, err := os.Stat(filepath.Join(dir, PackTaskFile))
+	return err == nil && st.Mode().IsRegular()
 }

@@ -251,49 +251,17 @@ func regradable(t task.TerminationReason) bool {
 // task, a grading config or task the runner refuses, a replay that did not
 // reach grading) is an error and leaves nothing behind.
 func Regrade(ctx context.Context, opts RegradeOptions) (*RegradeResult, error) {
-	if opts.Task == nil {
-		return nil, errors.New("regrade: no task")
-	}
 	log := opts.Log
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	desc := *opts.Task
-	gradingName := "the task's"
-	if opts.Grading != nil {
-		g := *opts.Grading
-		desc.Grading = &g
-		gradingName = opts.GradingSource
-	}
-	if err := desc.Validate(); err != nil {
-		return nil, fmt.Errorf("regrade: task %q with %s grading config: %w", desc.TaskID, gradingName, err)
-	}
-	if g := desc.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution {
-		// The runner refuses a judge without a judge model, and a regrade
-		// calls no model: say so before anything starts.
-		return nil, fmt.Errorf("regrade: task %q: %s grading config has an llm_judge, which needs a model, and regrade calls none; "+
-			"pass --grading with a config without llm_judge to regrade the other components", desc.TaskID, gradingName)
-	}
-	for i, c := range opts.Components {
-		if !contains(task.ComponentNames(), c) {
-			return nil, fmt.Errorf("regrade: components[%d]: %q is not one of %s", i, c, strings.Join(task.ComponentNames(), ", "))
-		}
-	}
-	found, err := FindRecordedTrials(opts.ArtifactsDir)
+	desc, gradingName, err := regradeTask(opts)
 	if err != nil {
-		return nil, fmt.Errorf("regrade: %w", err)
+		return nil, err
 	}
-	var trials []RecordedTrial
-	var others []string
-	for _, rt := range found {
-		if rt.TaskID == desc.TaskID {
-			trials = append(trials, rt)
-		} else if !contains(others, rt.TaskID) {
-			others = append(others, rt.TaskID)
-		}
-	}
-	if len(trials) == 0 {
-		return nil, fmt.Errorf("regrade: no trial of task %q under %s (found tasks: %s)", desc.TaskID, opts.ArtifactsDir, strings.Join(others, ", "))
+	trials, err := trialsOfTask(opts.ArtifactsDir, desc.TaskID)
+	if err != nil {
+		return nil, err
 	}
 	now := opts.Now
 	if now.IsZero() {
@@ -342,61 +310,132 @@ func Regrade(ctx context.Context, opts RegradeOptions) (*RegradeResult, error) {
 	}()
 	runID := RegradeDirPrefix + now.Format("20060102T150405Z")
 	for i, rt := range trials {
-		rg := &res.Trials[i]
-		if rg.Skipped != "" {
+		if res.Trials[i].Skipped != "" {
 			continue
 		}
-		components := opts.Components
-		switch {
-		case opts.AllComponents:
-			components = task.ComponentNames()
-		case components == nil && rt.Original != nil && rt.Original.GradedBy != host.GradedByHost:
-			components = rt.Original.evaluated()
-		}
-		if len(components) == 0 {
-			components = task.ComponentNames()
-		}
-		rg.Components = components
-		r := replayTrial(ctx, stack, &desc, rt, components, tmp, runID, log)
-		rg.Outcome, rg.Message = string(r.Outcome), r.Message
-		rg.Divergences = divergences(rt, r)
-		switch r.Outcome {
-		case evalv1.OutcomePassed, evalv1.OutcomeFailed, evalv1.OutcomeGradingFailed:
-		default:
-			return nil, fmt.Errorf("regrade: trial %s: the replay ended %s (%s): %s", rt.Rel, r.Outcome, r.Reason, r.Message)
-		}
-		if r.Grade != nil && r.GradedBy == host.GradedByRunner {
-			rg.Regrade = summaryOf(r.Grade)
-			rg.Changed = rt.Original == nil || rt.Original.Score != rg.Regrade.Score || rt.Original.Pass != rg.Regrade.Pass
-		} else if r.Outcome != evalv1.OutcomeGradingFailed {
-			return nil, fmt.Errorf("regrade: trial %s: the replay did not reach grading (termination %s): %s; divergences: %s",
-				rt.Rel, r.TerminationReason, r.Message, strings.Join(rg.Divergences, "; "))
-		} else {
-			rg.Changed = rt.Original != nil
+		if err := regradeTrial(ctx, stack, &desc, rt, &res.Trials[i], opts, tmp, runID, log); err != nil {
+			return nil, err
 		}
 	}
+	if res.Dir, err = publishRegrade(res, tmp, opts.ArtifactsDir, runID); err != nil {
+		return nil, err
+	}
+	done = true
+	return res, nil
+}
+
+// regradeTask is the task as the regrade grades it (opts.Grading in place
+// of its own), refused before anything starts when the runner would refuse
+// it or when it needs a model.
+func regradeTask(opts RegradeOptions) (_ task.TaskDescription, gradingName string, _ error) {
+	if opts.Task == nil {
+		return task.TaskDescription{}, "", errors.New("regrade: no task")
+	}
+	desc := *opts.Task
+	gradingName = "the task's"
+	if opts.Grading != nil {
+		g := *opts.Grading
+		desc.Grading = &g
+		gradingName = opts.GradingSource
+	}
+	if err := desc.Validate(); err != nil {
+		return desc, "", fmt.Errorf("regrade: task %q with %s grading config: %w", desc.TaskID, gradingName, err)
+	}
+	if g := desc.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution {
+		// The runner refuses a judge without a judge model, and a regrade
+		// calls no model: say so before anything starts.
+		return desc, "", fmt.Errorf("regrade: task %q: %s grading config has an llm_judge, which needs a model, and regrade calls none; "+
+			"pass --grading with a config without llm_judge to regrade the other components", desc.TaskID, gradingName)
+	}
+	for i, c := range opts.Components {
+		if !contains(task.ComponentNames(), c) {
+			return desc, "", fmt.Errorf("regrade: components[%d]: %q is not one of %s", i, c, strings.Join(task.ComponentNames(), ", "))
+		}
+	}
+	return desc, gradingName, nil
+}
+
+// trialsOfTask is every recorded trial of taskID under dir; none is an
+// error naming the tasks that are there.
+func trialsOfTask(dir, taskID string) ([]RecordedTrial, error) {
+	found, err := FindRecordedTrials(dir)
+	if err != nil {
+		return nil, fmt.Errorf("regrade: %w", err)
+	}
+	var trials []RecordedTrial
+	var others []string
+	for _, rt := range found {
+		if rt.TaskID == taskID {
+			trials = append(trials, rt)
+		} else if !contains(others, rt.TaskID) {
+			others = append(others, rt.TaskID)
+		}
+	}
+	if len(trials) == 0 {
+		return nil, fmt.Errorf("regrade: no trial of task %q under %s (found tasks: %s)", taskID, dir, strings.Join(others, ", "))
+	}
+	return trials, nil
+}
+
+// regradeTrial replays one trial into out and records its new grade in rg;
+// a replay that does not reach grading is an error.
+func regradeTrial(ctx context.Context, stack *Stack, desc *task.TaskDescription, rt RecordedTrial, rg *RegradedTrial,
+	opts RegradeOptions, out, runID string, log logr.Logger) error {
+	components := opts.Components
+	switch {
+	case opts.AllComponents:
+		components = task.ComponentNames()
+	case components == nil && rt.Original != nil && rt.Original.GradedBy != host.GradedByHost:
+		components = rt.Original.evaluated()
+	}
+	if len(components) == 0 {
+		components = task.ComponentNames()
+	}
+	rg.Components = components
+	r := replayTrial(ctx, stack, desc, rt, components, out, runID, log)
+	rg.Outcome, rg.Message = string(r.Outcome), r.Message
+	rg.Divergences = divergences(rt, r)
+	switch r.Outcome {
+	case evalv1.OutcomePassed, evalv1.OutcomeFailed, evalv1.OutcomeGradingFailed:
+	default:
+		return fmt.Errorf("regrade: trial %s: the replay ended %s (%s): %s", rt.Rel, r.Outcome, r.Reason, r.Message)
+	}
+	switch {
+	case r.Grade != nil && r.GradedBy == host.GradedByRunner:
+		rg.Regrade = summaryOf(r.Grade)
+		rg.Changed = rt.Original == nil || rt.Original.Score != rg.Regrade.Score || rt.Original.Pass != rg.Regrade.Pass
+	case r.Outcome != evalv1.OutcomeGradingFailed:
+		return fmt.Errorf("regrade: trial %s: the replay did not reach grading (termination %s): %s; divergences: %s",
+			rt.Rel, r.TerminationReason, r.Message, strings.Join(rg.Divergences, "; "))
+	default:
+		rg.Changed = rt.Original != nil
+	}
+	return nil
+}
+
+// publishRegrade writes regrade.yaml into tmp and renames tmp into place
+// as <artifactsDir>/<runID>[-N], returning that directory.
+func publishRegrade(res *RegradeResult, tmp, artifactsDir, runID string) (string, error) {
 	b, err := yaml.Marshal(res)
 	if err != nil {
-		return nil, fmt.Errorf("regrade: render %s: %w", RegradeSummaryFile, err)
+		return "", fmt.Errorf("regrade: render %s: %w", RegradeSummaryFile, err)
 	}
 	if err := artifacts.WriteFileAtomic(filepath.Join(tmp, RegradeSummaryFile), b); err != nil {
-		return nil, fmt.Errorf("regrade: %w", err)
+		return "", fmt.Errorf("regrade: %w", err)
 	}
 	// Never over an earlier regrade: a second one in the same second gets a
 	// suffix.
-	dir := filepath.Join(opts.ArtifactsDir, runID)
+	dir := filepath.Join(artifactsDir, runID)
 	for n := 2; ; n++ {
 		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		dir = filepath.Join(opts.ArtifactsDir, runID+"-"+strconv.Itoa(n))
+		dir = filepath.Join(artifactsDir, runID+"-"+strconv.Itoa(n))
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		return nil, fmt.Errorf("regrade: %w", err)
+		return "", fmt.Errorf("regrade: %w", err)
 	}
-	done = true
-	res.Dir = dir
-	return res, nil
+	return dir, nil
 }
 
 func contains(xs []string, x string) bool {

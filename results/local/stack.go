@@ -60,34 +60,13 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	if cfg.SelfExecutable == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("start stack: resolve own executable: %w", err)
-		}
-		cfg.SelfExecutable = exe
+	cfg, removeWork, err := withStackDefaults(cfg)
+	if err != nil {
+		return nil, err
 	}
-	removeWork := false
-	if cfg.WorkDir == "" {
-		dir, err := os.MkdirTemp("", "tolokaforge-trial-")
-		if err != nil {
-			return nil, fmt.Errorf("start stack: %w", err)
-		}
-		cfg.WorkDir, removeWork = dir, true
-	}
-	if cfg.ReadyTimeout <= 0 {
-		cfg.ReadyTimeout = 30 * time.Second
-	}
-
-	life, end := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	sv := newServices(ctx, cfg.WorkDir, removeWork)
 	fail := func(err error) (*Stack, error) {
-		end()
-		wg.Wait()
-		if removeWork {
-			_ = os.RemoveAll(cfg.WorkDir)
-		}
+		sv.abort()
 		return nil, err
 	}
 
@@ -98,20 +77,89 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err != nil {
 		return fail(fmt.Errorf("start stack: %w", err))
 	}
-	dbLn, err := net.Listen("tcp", "127.0.0.1:0")
+	dbURL, err := sv.serveDB(log, token)
 	if err != nil {
-		return fail(fmt.Errorf("start stack: DB service listen: %w", err))
+		return fail(err)
 	}
-	db := dbservice.New(dbservice.Options{Logger: log.WithName("dbservice"), AuthToken: token})
-	wg.Add(1)
+	addr, err := sv.serveRunner(cfg, dbURL, token, log)
+	if err != nil {
+		return fail(err)
+	}
+	c, err := connectRunner(ctx, addr, token, cfg.ReadyTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token}
+	s.stop = func() error { return sv.shutdown(c) }
+	return s, nil
+}
+
+// withStackDefaults fills what cfg leaves out; removeWork says the work
+// directory is the stack's own, to remove when it stops.
+func withStackDefaults(cfg StackConfig) (_ StackConfig, removeWork bool, _ error) {
+	if cfg.SelfExecutable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return cfg, false, fmt.Errorf("start stack: resolve own executable: %w", err)
+		}
+		cfg.SelfExecutable = exe
+	}
+	if cfg.WorkDir == "" {
+		dir, err := os.MkdirTemp("", "tolokaforge-trial-")
+		if err != nil {
+			return cfg, false, fmt.Errorf("start stack: %w", err)
+		}
+		cfg.WorkDir, removeWork = dir, true
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = 30 * time.Second
+	}
+	return cfg, removeWork, nil
+}
+
+// services are the stack's serving goroutines: they live until end, which
+// is detached from the caller's ctx so a canceled trial still shuts its
+// stack down in order.
+type services struct {
+	life       context.Context
+	end        context.CancelFunc
+	wg         sync.WaitGroup
+	errs       chan error
+	workDir    string
+	removeWork bool
+}
+
+func newServices(ctx context.Context, workDir string, removeWork bool) *services {
+	life, end := context.WithCancel(context.WithoutCancel(ctx))
+	return &services{life: life, end: end, errs: make(chan error, 2), workDir: workDir, removeWork: removeWork}
+}
+
+// serve runs one server on ln until the stack ends; its error is reported
+// by shutdown.
+func (sv *services) serve(name string, ln net.Listener, serve func(context.Context, net.Listener) error) {
+	sv.wg.Add(1)
 	go func() {
-		defer wg.Done()
-		if err := db.Serve(life, dbLn); err != nil {
-			errs <- fmt.Errorf("DB service: %w", err)
+		defer sv.wg.Done()
+		if err := serve(sv.life, ln); err != nil {
+			sv.errs <- fmt.Errorf("%s: %w", name, err)
 		}
 	}()
-	dbURL := "http://" + dbLn.Addr().String()
+}
 
+// serveDB starts the DB service and returns its URL.
+func (sv *services) serveDB(log logr.Logger, token string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("start stack: DB service listen: %w", err)
+	}
+	db := dbservice.New(dbservice.Options{Logger: log.WithName("dbservice"), AuthToken: token})
+	sv.serve("DB service", ln, db.Serve)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// serveRunner starts the runner with the grading engine and returns its
+// address.
+func (sv *services) serveRunner(cfg StackConfig, dbURL, token string, log logr.Logger) (string, error) {
 	gradingOpts := []grading.Option{grading.WithLogger(log.WithName("grading"))}
 	if cfg.SecretsDir != "" {
 		gradingOpts = append(gradingOpts, grading.WithSecretsDir(cfg.SecretsDir))
@@ -127,51 +175,60 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		AuthToken:         token,
 	})
 	if err != nil {
-		return fail(fmt.Errorf("start stack: %w", err))
+		return "", fmt.Errorf("start stack: %w", err)
 	}
-	rLn, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fail(fmt.Errorf("start stack: runner listen: %w", err))
+		return "", fmt.Errorf("start stack: runner listen: %w", err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(life, rLn); err != nil {
-			errs <- fmt.Errorf("runner: %w", err)
-		}
-	}()
-	addr := rLn.Addr().String()
+	sv.serve("runner", ln, srv.Serve)
+	return ln.Addr().String(), nil
+}
+
+// connectRunner dials the runner and waits until it is SERVING.
+func connectRunner(ctx context.Context, addr, token string, ready time.Duration) (*client.Client, error) {
 	c, err := client.Dial(ctx, addr, client.WithToken(token))
 	if err != nil {
-		return fail(fmt.Errorf("start stack: %w", err))
+		return nil, fmt.Errorf("start stack: %w", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	wctx, cancel := context.WithTimeout(ctx, ready)
 	defer cancel()
 	if err := c.WaitReady(wctx); err != nil {
 		_ = c.Close()
-		return fail(fmt.Errorf("start stack: %w", err))
+		return nil, fmt.Errorf("start stack: %w", err)
 	}
-	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token}
-	s.stop = func() error {
-		cerr := c.Close()
-		end()
-		wg.Wait()
-		close(errs)
-		var all []error
-		for e := range errs {
-			all = append(all, e)
-		}
-		if removeWork {
-			if err := os.RemoveAll(cfg.WorkDir); err != nil {
-				all = append(all, err)
-			}
-		}
-		if cerr != nil {
-			all = append(all, fmt.Errorf("close runner client: %w", cerr))
-		}
-		return errors.Join(all...)
+	return c, nil
+}
+
+// abort ends a stack that did not start.
+func (sv *services) abort() {
+	sv.end()
+	sv.wg.Wait()
+	if sv.removeWork {
+		_ = os.RemoveAll(sv.workDir)
 	}
-	return s, nil
+}
+
+// shutdown closes the client, ends the servers, waits for them and
+// collects every error on the way.
+func (sv *services) shutdown(c *client.Client) error {
+	cerr := c.Close()
+	sv.end()
+	sv.wg.Wait()
+	close(sv.errs)
+	var all []error
+	for e := range sv.errs {
+		all = append(all, e)
+	}
+	if sv.removeWork {
+		if err := os.RemoveAll(sv.workDir); err != nil {
+			all = append(all, err)
+		}
+	}
+	if cerr != nil {
+		all = append(all, fmt.Errorf("close runner client: %w", cerr))
+	}
+	return errors.Join(all...)
 }
 
 // Stop shuts the runner (which cleans up its trials) and the DB service
