@@ -95,7 +95,7 @@ func componentsLine(g *result.Grade) string {
 	parts := make([]string, 0, len(g.Components))
 	for _, c := range g.Components {
 		if c.Status == result.Scored {
-			parts = append(parts, fmt.Sprintf("%s %g", c.Name, *c.Score))
+			parts = append(parts, fmt.Sprintf("%s %.6g", c.Name, *c.Score))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s %s", c.Name, strings.ReplaceAll(string(c.Status), "_", " ")))
 		}

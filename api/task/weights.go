@@ -33,7 +33,18 @@ func WeightedMean(weights, scores []float64) (mean float64, shares bool, err err
 	if top == 0 {
 		return 0, false, nil
 	}
-	// Each ratio is in [0, 1], so the sum is at most len(weights).
+	// The plain Σ wᵢ·sᵢ / Σ wᵢ whenever it cannot overflow: its rounding is the
+	// reference implementation's, so a grade's sixth decimal agrees with it.
+	var plainSum, plainTotal float64
+	for i, w := range weights {
+		plainSum += w
+		plainTotal += w * scores[i]
+	}
+	if IsFinite(plainSum) && IsFinite(plainTotal) {
+		return PositiveZero(plainTotal / plainSum), true, nil
+	}
+	// Near math.MaxFloat64: each ratio is in [0, 1], so the sum is at most
+	// len(weights).
 	var sum float64
 	for _, w := range weights {
 		sum += w / top
