@@ -24,6 +24,14 @@
 // bytes charged to all trials. A refusal names the limit and its value in the message
 // and in details.limit / details.limit_value, and changes nothing.
 //
+// Names are checked wherever they enter (init tables, schemas and unstable fields,
+// the PATCH path, ?tables=, snapshot paths): 1 to MaxNameBytes (128) bytes of printable
+// UTF-8, no '/' or '\', not "." or ".."; a refusal is a 400 ValidationError naming the
+// place, the name (quoted, cut to 64 bytes) and details.rule. A request refused before
+// its body is read (no credential, a bad id or name, an unknown endpoint, a body too
+// large or too slow) is answered at once with Connection: close and its connection
+// ended, instead of net/http first reading up to 256 KiB of a body nobody wants.
+//
 // Stable filtering removes each declared unstable field from the top level of every
 // record of the table whose name equals the declared table name exactly. Unlike the
 // Python service there is no plural/singular or suffix matching of table names, and a

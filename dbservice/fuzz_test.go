@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"tolokaforge.io/operator/api/canonical"
 )
@@ -30,6 +32,8 @@ var fuzzSeeds = []string{
 	`{"tables":{"t":[{"id":1}]},"schemas":[{"table_name":"t","primary_key":"id"}],"unstable_fields":[{"table_name":"t","field_name":"ts"}]}`,
 	`{"jsonpath":"$.db.t[?@.id == 1]","stable":true}`,
 	`{"operations":[]}`, `[]`, `{"operations":{}}`, `{`, `{"operations":[{"op":"update","filter":{},"set":{"id":2}}],"etag":"x"}`,
+	`{"tables":{"a\u0000b":[]}}`, `{"tables":{"..":[],"t":[]}}`, `{"tables":{"ok":[]},"schemas":[{"table_name":"../../x"}]}`,
+	`{"tables":{},"unstable_fields":[{"table_name":"t\n","field_name":"f"}]}`, "{\"tables\":{\"\u2028\":[]}}",
 }
 
 // The request decoders accept or reject any byte string without panicking, and every
@@ -81,7 +85,19 @@ func FuzzDecodeRequests(f *testing.F) {
 			}
 		}
 		if req, e := decodeInit(body, &fuzzLimits); e == nil {
+			named := func(where, name string) {
+				if rule, why, ok := nameProblem(name); !ok {
+					t.Fatalf("init accepted %s %s (%s: %s)", where, quoteName(name), rule, why)
+				}
+			}
+			for _, sc := range req.schemas {
+				named("schema table", sc.Name)
+			}
+			for _, uf := range req.unstable {
+				named("unstable field table", uf.Table)
+			}
 			for name, v := range req.tables.All() {
+				named("table", name)
 				for _, r := range v.(canonical.Array) {
 					if r.Kind() != canonical.KindObject {
 						t.Fatalf("table %q accepted a non-object record", name)
@@ -183,6 +199,36 @@ func FuzzCappedEncoder(f *testing.F) {
 			t.Fatalf("%d bytes within cap %d refused: %v", len(want), max, err)
 		case string(enc.buf) != string(want):
 			t.Fatalf("encoded %s, canonical %s", enc.buf, want)
+		}
+	})
+}
+
+// The name rule holds for any string: an accepted name is printable UTF-8 of at most
+// MaxNameBytes bytes, no path step, and a refusal's message stays short and names the
+// rule; checkName never panics and agrees with nameProblem.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"orders", "", ".", "..", "...", "../../x", `a\b`, "a\x00b", "a\nb", "\xff",
+		"\u200b", "é 字 😀", strings.Repeat("a", MaxNameBytes+1), strings.Repeat("é", 70)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		rule, why, ok := nameProblem(name)
+		e := checkName("table", "$.tables", name)
+		if ok != (e == nil) {
+			t.Fatalf("nameProblem ok=%v but checkName %v", ok, e)
+		}
+		if ok {
+			if name == "" || len(name) > MaxNameBytes || name == "." || name == ".." || !utf8.ValidString(name) ||
+				strings.ContainsAny(name, "/\\") || strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+				t.Fatalf("accepted %q", name)
+			}
+			return
+		}
+		if rule == "" || why == "" || e.Status != http.StatusBadRequest || e.Type != ErrTypeValidation || e.Details["rule"] != rule {
+			t.Fatalf("refusal of %q: %+v", name, e)
+		}
+		if len(e.Message) > 400 || !utf8.ValidString(e.Message) || !strings.HasPrefix(e.Message, "$.tables: table name ") {
+			t.Fatalf("refusal message of %q: %q", name, e.Message)
 		}
 	})
 }

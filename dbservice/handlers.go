@@ -71,18 +71,23 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) *Error {
 	return nil
 }
 
-// tablesParam reads ?tables=a,b (repeatable); nil means every table.
-func tablesParam(r *http.Request) []string {
+// tablesParam reads ?tables=a,b (repeatable); nil means every table. A name that no
+// table could have is refused rather than reported missing.
+func tablesParam(r *http.Request) ([]string, *Error) {
 	var names []string
 	for _, v := range r.URL.Query()["tables"] {
 		for n := range strings.SplitSeq(v, ",") {
-			if n != "" && !slices.Contains(names, n) {
-				names = append(names, n)
+			if n == "" || slices.Contains(names, n) {
+				continue
 			}
+			if e := checkName("table", "?tables", n); e != nil {
+				return nil, e
+			}
+			names = append(names, n)
 		}
 	}
 	slices.Sort(names)
-	return names
+	return names, nil
 }
 
 func (s *Server) handleState(w http.ResponseWriter, r *http.Request) *Error {
@@ -98,7 +103,10 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request, stable bool)
 	if e != nil {
 		return e
 	}
-	names := tablesParam(r)
+	names, e := tablesParam(r)
+	if e != nil {
+		return e
+	}
 	var (
 		st             *dbState
 		version        int64
@@ -178,7 +186,10 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) *Error {
 	if e != nil {
 		return e
 	}
-	tableName := r.PathValue("table")
+	tableName, e := tableName(r)
+	if e != nil {
+		return e
+	}
 	body, e := s.readBody(w, r)
 	if e != nil {
 		return e

@@ -130,6 +130,9 @@ func decodeInit(body []byte, l *Limits) (*initRequest, *Error) {
 		return nil, e
 	}
 	for name, recs := range req.tables.All() {
+		if e := checkName("table", "$.tables", name); e != nil {
+			return nil, e
+		}
 		path := "$.tables[" + quote(name) + "]"
 		arr, ok := recs.(canonical.Array)
 		if !ok {
@@ -177,6 +180,9 @@ func decodeSchemas(v canonical.Value) ([]tableSchema, *Error) {
 		if !has || name == "" {
 			return nil, errValidation(path+".table_name", "is required and must be a non-empty string")
 		}
+		if e := checkName("table", path+".table_name", name); e != nil {
+			return nil, e
+		}
 		if j, dup := seen[name]; dup {
 			return nil, errValidation(path+".table_name", "table %q already has a schema at $.schemas[%d]", name, j)
 		}
@@ -222,6 +228,9 @@ func decodeUnstable(v canonical.Value) ([]unstableField, *Error) {
 		}
 		if !hasF {
 			return nil, errValidation(path+".field_name", "is required")
+		}
+		if e := checkName("table", path+".table_name", tbl); e != nil {
+			return nil, e
 		}
 		reason, _, e := optString(o, "reason", path)
 		if e != nil {

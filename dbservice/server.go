@@ -82,6 +82,9 @@ func New(opts Options) *Server {
 		return newError(http.StatusUnauthorized, ErrTypeUnauthenticated, nil, "%s", msg)
 	})
 	s.root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &trackedBody{ReadCloser: r.Body}
+		}
 		// Refused before routing: a request without the credential reaches no
 		// handler, so it changes nothing. Health stays open for probes.
 		if opts.AuthToken != "" && !isHealth(r) && authn.Check(r.Header.Get(authn.Header), opts.AuthToken) != nil {
@@ -169,12 +172,16 @@ func (s *Server) routes() {
 
 type statusWriter struct {
 	http.ResponseWriter
+	r      *http.Request
 	status int
+	// closing is set when the response went out before the request's body was read.
+	closing bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.beforeHeader()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -182,8 +189,20 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.beforeHeader()
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+// beforeHeader runs once, just before the status line is written. A handler that answers
+// without reading the body it was sent (a successful reset with a body, say) would make
+// net/http read up to 256 KiB of that body before sending the answer, as long as a slow
+// client takes; Connection: close sends the answer at once.
+func (w *statusWriter) beforeHeader() {
+	if w.r != nil && bodyPending(w.r) {
+		w.Header().Set("Connection", "close")
+		w.closing = true
+	}
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -196,12 +215,22 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 func (s *Server) wrap(route string, h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, r: r}
 		if e := s.serve(h, sw, r); e != nil {
-			writeError(sw, e)
+			if bodyPending(r) {
+				refuseAndClose(sw, r, e)
+			} else {
+				writeError(sw, e)
+			}
 			if e.Status >= 500 {
 				s.log.Error(errors.New(e.Message), "request failed", "method", r.Method, "path", r.URL.Path, "type", e.Type)
 			}
+		}
+		if sw.closing {
+			// The answer went out with Connection: close and net/http will still try to
+			// discard up to 256 KiB of the unread body: give that a short deadline rather
+			// than the server's ReadTimeout.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(refusalDrainTime))
 		}
 		elapsed := time.Since(start)
 		s.metrics.requests.WithLabelValues(route, fmt.Sprint(sw.status)).Inc()
@@ -249,9 +278,17 @@ func trialID(r *http.Request) (string, *Error) {
 
 func snapshotName(r *http.Request) (string, *Error) {
 	name := r.PathValue("name")
-	if name == "" || len(name) > 253 {
-		return "", newError(http.StatusBadRequest, ErrTypeValidation, map[string]any{"snapshot_name": name},
-			"snapshot name must be 1 to 253 bytes long")
+	if e := checkName("snapshot", "{name}", name); e != nil {
+		return "", e
+	}
+	return name, nil
+}
+
+// tableName is the {table} of a URL, checked before the body is read.
+func tableName(r *http.Request) (string, *Error) {
+	name := r.PathValue("table")
+	if e := checkName("table", "{table}", name); e != nil {
+		return "", e
 	}
 	return name, nil
 }

@@ -6,11 +6,19 @@
 // adds the provider key (read from the Trial's opted-in Secret, never cached)
 // and forwards the request with net/http/httputil.ReverseProxy.
 //
-// The gateway keeps no state of its own: a token names its Trial
-// ("<namespace>/<name>/<random>") and is checked against the token Secret and
-// the Trial on every call. So every manager replica serves it (no leader
-// needed), a restarted manager honours the tokens of pods it created before,
-// and revocation is the Trial completing or its token Secret going away.
+// The gateway's only state is a cache: a token names its Trial
+// ("<namespace>/<name>/<64 hex digits>") and is checked against the Trial (from
+// the manager's informer cache) and the SHA-256 of the token in the Trial's
+// token Secret, which each replica reads with a direct get at most once per
+// SecretRecheck per Trial (and per missingRecheck while it is missing). So
+// every manager replica serves it (no leader needed), a restarted manager
+// honours the tokens of pods it created before, and revocation is the Trial
+// completing (at once) or its token Secret going away (within SecretRecheck).
+// A request with a bad token never makes the API server do work: a malformed
+// token is refused before any lookup, one naming no Trial, a completed Trial
+// or a Trial without a judge after a cache read only, and a wrong token for a
+// live Trial after at most the one Secret get the cache needed anyway; the
+// token is compared digest to digest in constant time.
 //
 // Imports: api/v1alpha1, the standard library, github.com/go-logr/logr,
 // k8s.io/api, k8s.io/apimachinery and sigs.k8s.io/controller-runtime.
@@ -33,6 +41,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,6 +50,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -60,6 +70,21 @@ const (
 	DefaultMaxTokenAge = 24 * time.Hour
 	// maxBody bounds a request body (a judge prompt with a transcript).
 	maxBody = 16 << 20
+	// DefaultSecretRecheck is how long a replica trusts the token Secret it
+	// read for a Trial: a Secret deleted while its Trial runs stops its token
+	// within this time (a completed Trial's token stops at once).
+	DefaultSecretRecheck = time.Minute
+	// missingRecheck is how long a Trial's missing (or foreign) token Secret
+	// is remembered: a well-formed token for such a Trial costs one Secret get
+	// per this period, not one per request.
+	missingRecheck = 5 * time.Second
+	// randomHexLen is the token's random part: 32 bytes in hex.
+	randomHexLen = 64
+	// maxTokenLen is the longest well-formed token: a namespace (63), a
+	// Trial name (253), the random part and two slashes.
+	maxTokenLen = 63 + 1 + 253 + 1 + randomHexLen
+	// maxCachedTrials bounds the cache before stale entries are swept.
+	maxCachedTrials = 4096
 )
 
 // SecretName is the token Secret of a Trial: within the 253-character name
@@ -97,17 +122,30 @@ type Upstream struct {
 // checking) its Secrets; the manager's is controllers.JudgeUpstream.
 type UpstreamFunc func(ctx context.Context, t *evalv1.Trial) (Upstream, error)
 
-// Gateway serves Path. Trials and Secrets are read per call: Trials from the
-// manager's cache, token Secrets with a direct get.
+// Gateway serves Path. Trials are read per call from the manager's cache;
+// token Secrets with a direct get, cached per Trial for SecretRecheck.
 type Gateway struct {
-	Trials      client.Reader
-	Secrets     client.Reader
-	Upstream    UpstreamFunc
-	Transport   http.RoundTripper // default http.DefaultTransport
-	MaxTokenAge time.Duration     // default DefaultMaxTokenAge
-	Addr        string            // for Start; default DefaultBindAddress
-	Log         logr.Logger
-	Now         func() time.Time
+	Trials        client.Reader
+	Secrets       client.Reader
+	Upstream      UpstreamFunc
+	Transport     http.RoundTripper // default http.DefaultTransport
+	MaxTokenAge   time.Duration     // default DefaultMaxTokenAge
+	SecretRecheck time.Duration     // default DefaultSecretRecheck
+	Addr          string            // for Start; default DefaultBindAddress
+	Log           logr.Logger
+	Now           func() time.Time
+
+	mu     sync.Mutex
+	tokens map[types.NamespacedName]tokenEntry
+}
+
+// tokenEntry is what a replica read of a Trial's token Secret.
+type tokenEntry struct {
+	uid     types.UID // the Trial the Secret belongs to
+	present bool      // false: no token Secret controlled by that Trial
+	digest  [sha256.Size]byte
+	created time.Time // the Secret's creation, for MaxTokenAge
+	fetched time.Time
 }
 
 // errorBody is the OpenAI error shape, so an OpenAI client reports it as such.
@@ -128,6 +166,34 @@ func unauthorized(format string, args ...any) *refusal {
 	return &refusal{http.StatusUnauthorized, fmt.Sprintf(format, args...)}
 }
 
+// parseToken splits a token into its Trial and reports whether it is well
+// formed: a DNS-1123 namespace and Trial name and 64 lowercase hex digits,
+// as NewToken makes them. It looks nothing up.
+func parseToken(tok string) (types.NamespacedName, bool) {
+	if len(tok) > maxTokenLen {
+		return types.NamespacedName{}, false
+	}
+	ns, rest, ok1 := strings.Cut(tok, "/")
+	name, random, ok2 := strings.Cut(rest, "/")
+	if !ok1 || !ok2 || len(random) != randomHexLen ||
+		len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return types.NamespacedName{}, false
+	}
+	for i := 0; i < len(random); i++ {
+		if c := random[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return types.NamespacedName{}, false
+		}
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
+}
+
+// hasToken reports whether the manager mints a gateway token for t at all
+// (controllers.UsesGateway, less the gateway URL this replica cannot see).
+func hasToken(t *evalv1.Trial) bool {
+	j := t.Spec.Judge
+	return j != nil && j.Provider != "" && j.Provider != evalv1.ProviderOracle
+}
+
 // authorize finds the Trial the bearer token belongs to, or says why none.
 // Messages never repeat the token.
 func (g *Gateway) authorize(ctx context.Context, r *http.Request) (*evalv1.Trial, error) {
@@ -136,11 +202,10 @@ func (g *Gateway) authorize(ctx context.Context, r *http.Request) (*evalv1.Trial
 	if !ok || tok == "" {
 		return nil, unauthorized("missing bearer token")
 	}
-	parts := strings.Split(tok, "/")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+	key, ok := parseToken(tok)
+	if !ok {
 		return nil, unauthorized("malformed token")
 	}
-	key := types.NamespacedName{Namespace: parts[0], Name: parts[1]}
 	t := &evalv1.Trial{}
 	if err := g.Trials.Get(ctx, key, t); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -151,27 +216,75 @@ func (g *Gateway) authorize(ctx context.Context, r *http.Request) (*evalv1.Trial
 	if c := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialCompleted); c != nil && c.Status == metav1.ConditionTrue {
 		return nil, unauthorized("token revoked: trial %s has completed", key)
 	}
-	s := &corev1.Secret{}
-	if err := g.Secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: SecretName(key.Name)}, s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, unauthorized("invalid token")
-		}
-		return nil, err
-	}
-	if !metav1.IsControlledBy(s, t) {
+	if !hasToken(t) {
 		return nil, unauthorized("invalid token")
 	}
-	if subtle.ConstantTimeCompare(s.Data[TokenKey], []byte(tok)) != 1 {
+	e, err := g.tokenOf(ctx, key, t)
+	if err != nil {
+		return nil, err
+	}
+	// Digest against digest: constant time whatever the token's length, and
+	// the same work whether the Trial has a token Secret or not.
+	sum := sha256.Sum256([]byte(tok))
+	if subtle.ConstantTimeCompare(sum[:], e.digest[:]) != 1 || !e.present {
 		return nil, unauthorized("invalid token")
 	}
 	maxAge := g.MaxTokenAge
 	if maxAge <= 0 {
 		maxAge = DefaultMaxTokenAge
 	}
-	if g.now().Sub(s.CreationTimestamp.Time) > maxAge {
+	if g.now().Sub(e.created) > maxAge {
 		return nil, unauthorized("token expired")
 	}
 	return t, nil
+}
+
+// tokenOf returns the token digest of Trial t (key), reading its token Secret
+// only when this replica has none for this Trial (by UID) or it is older
+// than SecretRecheck (missingRecheck for a missing one).
+func (g *Gateway) tokenOf(ctx context.Context, key types.NamespacedName, t *evalv1.Trial) (tokenEntry, error) {
+	now := g.now()
+	recheck := g.SecretRecheck
+	if recheck <= 0 {
+		recheck = DefaultSecretRecheck
+	}
+	fresh := func(e tokenEntry) bool {
+		ttl := recheck
+		if !e.present {
+			ttl = min(recheck, missingRecheck)
+		}
+		age := now.Sub(e.fetched)
+		return age >= 0 && age < ttl
+	}
+	g.mu.Lock()
+	e, ok := g.tokens[key]
+	g.mu.Unlock()
+	if ok && e.uid == t.UID && fresh(e) {
+		return e, nil
+	}
+	e = tokenEntry{uid: t.UID, fetched: now}
+	s := &corev1.Secret{}
+	switch err := g.Secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: SecretName(key.Name)}, s); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return tokenEntry{}, err
+	case metav1.IsControlledBy(s, t):
+		e.present, e.digest, e.created = true, sha256.Sum256(s.Data[TokenKey]), s.CreationTimestamp.Time
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tokens == nil {
+		g.tokens = map[types.NamespacedName]tokenEntry{}
+	}
+	if len(g.tokens) >= maxCachedTrials {
+		for k, old := range g.tokens {
+			if !fresh(old) {
+				delete(g.tokens, k)
+			}
+		}
+	}
+	g.tokens[key] = e
+	return e, nil
 }
 
 func (g *Gateway) now() time.Time {
