@@ -44,7 +44,7 @@ type stateDiff struct {
 	summary                  string
 }
 
-// computeDiff pairs records by pairingFields (primary key, else id, else id_fields);
+// computeDiff pairs records by pairingFields (id_fields, else primary key, else id);
 // records with no key, or tables with no key field, are compared as multisets of their
 // canonical bytes. "Same" means byte-identical canonical form, the equality the hash
 // sees, so 41 and 41.0 differ here as they do in the digest.

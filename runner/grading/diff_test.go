@@ -27,13 +27,15 @@ func stateOf(t testing.TB, doc string) *stableState {
 
 func TestComputeDiffPairing(t *testing.T) {
 	g := &gradeCtx{
-		task: &task.TaskDescription{InitialState: &task.InitialState{Schemas: []task.TableSchema{{TableName: "items", PrimaryKey: "sku"}}}},
-		cfg:  &task.GradingConfig{StateChecks: &task.StateChecks{IDFields: []string{"a", "b"}}},
+		task: &task.TaskDescription{InitialState: &task.InitialState{Schemas: []task.TableSchema{
+			{TableName: "items", PrimaryKey: "sku"}, {TableName: "orders", PrimaryKey: "id"}}}},
+		cfg: &task.GradingConfig{StateChecks: &task.StateChecks{IDFields: []string{"a", "b"}}},
 	}
 	for _, c := range []struct {
 		name, golden, trial string
 		want                string // marshalled tables
 		summary             string
+		idFields            []string // nil: the table's [a, b]
 	}{
 		{
 			name:    "schema primary key pairs records; id is just a field",
@@ -64,6 +66,30 @@ func TestComputeDiffPairing(t *testing.T) {
 			summary: "hash mismatch (pairs: 0 added, 0 removed, 1 modified)",
 		},
 		{
+			name:     "id_fields name the identity over the schema's key: a re-numbered record is modified, not removed and added",
+			golden:   `{"orders":[{"id":1,"order_no":"O-7","status":"paid"}]}`,
+			trial:    `{"orders":[{"id":2,"order_no":"O-7","status":"pending"}]}`,
+			want:     `{"orders":{"added":[],"modified":[{"fields":[{"actual":2,"expected":1,"field":"id"},{"actual":"pending","expected":"paid","field":"status"}],"key":"O-7"}],"removed":[]}}`,
+			summary:  "hash mismatch (orders: 0 added, 0 removed, 1 modified)",
+			idFields: []string{"order_no"},
+		},
+		{
+			name:     "without id_fields the same records pair by the schema's key",
+			golden:   `{"orders":[{"id":1,"order_no":"O-7","status":"paid"}]}`,
+			trial:    `{"orders":[{"id":2,"order_no":"O-7","status":"pending"}]}`,
+			want:     `{"orders":{"added":[{"id":2,"order_no":"O-7","status":"pending"}],"modified":[],"removed":[{"id":1,"order_no":"O-7","status":"paid"}]}}`,
+			summary:  "hash mismatch (orders: 1 added, 1 removed, 0 modified)",
+			idFields: []string{},
+		},
+		{
+			name:     "id_fields name the identity over an id field",
+			golden:   `{"t":[{"id":1,"code":"A","v":1}]}`,
+			trial:    `{"t":[{"id":5,"code":"A","v":1}]}`,
+			want:     `{"t":{"added":[],"modified":[{"fields":[{"actual":5,"expected":1,"field":"id"}],"key":"A"}],"removed":[]}}`,
+			summary:  "hash mismatch (t: 0 added, 0 removed, 1 modified)",
+			idFields: []string{"code"},
+		},
+		{
 			name:    "keyless records compare as a multiset",
 			golden:  `{"log":[{"m":"a"},{"m":"a"},{"m":"b"}]}`,
 			trial:   `{"log":[{"m":"b"},{"m":"a"},{"m":"c"}]}`,
@@ -86,6 +112,10 @@ func TestComputeDiffPairing(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			g := *g
+			if c.idFields != nil {
+				g.cfg = &task.GradingConfig{StateChecks: &task.StateChecks{IDFields: c.idFields}}
+			}
 			d := computeDiff(stateOf(t, c.golden), stateOf(t, c.trial), g.pairingFields)
 			full, err := canonical.Parse(d.marshal(100))
 			if err != nil {

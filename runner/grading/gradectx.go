@@ -50,9 +50,16 @@ func (g *gradeCtx) wants(component string) bool {
 func (g *gradeCtx) initialState() *task.InitialState { return g.task.InitialState }
 
 // pairingFields names the record fields that pair a table's records in the state
-// diff: the table's declared primary key, else "id" when its records carry one, else
-// state_checks.id_fields.
+// diff. state_checks.id_fields is the author's statement of record identity, so it
+// comes first, for every table whose records carry all of its fields (a table that
+// lacks them, e.g. a log with no such key, keeps its own identity); then the table's
+// declared primary key; then "id" when its records carry one. Without it a record
+// whose storage key the trial assigned differently (an auto id) shows as one record
+// removed and one added instead of one modified record.
 func (g *gradeCtx) pairingFields(table string, records []canonical.Value) []string {
+	if sc := g.cfg.StateChecks; sc != nil && len(sc.IDFields) > 0 && anyCarries(records, sc.IDFields) {
+		return sc.IDFields
+	}
 	if st := g.task.InitialState; st != nil {
 		for _, s := range st.Schemas {
 			if s.TableName == table {
@@ -63,15 +70,31 @@ func (g *gradeCtx) pairingFields(table string, records []canonical.Value) []stri
 			}
 		}
 	}
-	for _, r := range records {
-		if o, ok := r.(canonical.Object); ok && o.Has("id") {
-			return []string{"id"}
-		}
-	}
-	if sc := g.cfg.StateChecks; sc != nil && len(sc.IDFields) > 0 {
-		return sc.IDFields
+	if anyCarries(records, []string{"id"}) {
+		return []string{"id"}
 	}
 	return nil
+}
+
+// anyCarries reports whether some record is an object holding every one of fields.
+func anyCarries(records []canonical.Value, fields []string) bool {
+	for _, r := range records {
+		o, ok := r.(canonical.Object)
+		if !ok {
+			continue
+		}
+		all := true
+		for _, f := range fields {
+			if !o.Has(f) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gradeCtx) stateChecks() *task.StateChecks {
