@@ -190,7 +190,7 @@ func TestRegisterRefusesUnrunnableTools(t *testing.T) {
 		{"mcp_async", []any{py("search", "mcp_async")},
 			`task.agent_tools[0] (search): source.invocation_style "mcp_async" loads a Python class, which this Go runner cannot run; ` + styles},
 		{"docker_compose_exec", []any{py("bash", "docker_compose_exec")},
-			`task.agent_tools[0] (bash): source.invocation_style "docker_compose_exec" loads a Python class, which this Go runner cannot run; ` + styles},
+			`task.agent_tools[0] (bash): source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; ` + styles},
 		{"unknown builtin", []any{tool("teleport")},
 			`task.agent_tools[0] (teleport): no builtin tool named "teleport"; builtins: calculator, db_delete, db_find, db_get, db_insert, db_update, list_dir, read_file, think, transfer_to_human_agents, write_file`},
 		{"reserved name", []any{testkitTool("_tolokaforge_get_state_", nil)},

@@ -9,17 +9,24 @@ import (
 const ToolsetBuiltin = "builtin"
 
 // CheckRunnable refuses a tool whose implementation the Go runner cannot
-// load: tau_sync, mcp_async and docker_compose_exec name Python classes or
-// compose services. The Task controller, pack import/validate and the
-// runner's RegisterTrial all ask this one function, so a pack that cannot
-// run is refused before any pod or token, with the same words everywhere.
+// load: tau_sync and mcp_async name Python classes, docker_compose_exec runs
+// the tool inside a docker compose service. The Task controller, pack
+// import/validate and the runner's RegisterTrial all ask this one function,
+// so a pack that cannot run is refused before any pod or token, with the same
+// words everywhere.
 func (ts *ToolSchema) CheckRunnable() error {
 	src := ts.Source
 	if src == nil || src.Toolset == ToolsetBuiltin || src.InvocationStyle == InvocationMCPServer {
 		return nil
 	}
-	return fmt.Errorf("source.invocation_style %q loads a Python class, which this Go runner cannot run; supported styles: %s (source null or toolset %q) and %s",
-		src.InvocationStyle, ToolsetBuiltin, ToolsetBuiltin, InvocationMCPServer)
+	what := "loads a Python class, which this Go runner cannot run"
+	if src.InvocationStyle == InvocationDockerComposeExec {
+		// Not a class: the tool is a command run in a compose service's container,
+		// and the runner has no container runtime to start one.
+		what = "runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers"
+	}
+	return fmt.Errorf("source.invocation_style %q %s; supported styles: %s (source null or toolset %q) and %s",
+		src.InvocationStyle, what, ToolsetBuiltin, ToolsetBuiltin, InvocationMCPServer)
 }
 
 // CheckRunnable is ToolSchema.CheckRunnable over every agent and user tool,

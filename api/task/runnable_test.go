@@ -20,7 +20,7 @@ func TestCheckRunnable(t *testing.T) {
 		{"mcp_async", &ToolSource{Toolset: "x", InvocationStyle: InvocationMCPAsync},
 			`task.agent_tools[0] (get_order): source.invocation_style "mcp_async" loads a Python class`},
 		{"docker_compose_exec", &ToolSource{Toolset: "x", InvocationStyle: InvocationDockerComposeExec},
-			`task.agent_tools[0] (get_order): source.invocation_style "docker_compose_exec" loads a Python class`},
+			`task.agent_tools[0] (get_order): source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; supported styles: builtin (source null or toolset "builtin") and mcp_server`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
