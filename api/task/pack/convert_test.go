@@ -293,33 +293,92 @@ custom_checks: {enabled: true, file: checks.py}
 	}
 }
 
-// A diagnostic must not send the author to a key the import drops: disallowed
-// tools once pointed at trace_checks, which the converter does not keep.
-func TestDisallowedToolsDiagnosticNamesNoDroppedKey(t *testing.T) {
-	dir := writePack(t, "deny", map[string]string{
+// trace_checks and CEL custom_checks survive the import, with the shares
+// Tolokaforge grades a grading.yaml without combine with, and pass the pre-run
+// checks (the TaskDescription decodes and validates).
+func TestConvertKeepsTraceAndCELChecks(t *testing.T) {
+	dir := writePack(t, "kept", map[string]string{
 		"task.yaml": minimalTask + "grading: grading.yaml\n",
 		"grading.yaml": `transcript_rules:
   tool_expectations: {disallowed_tools: [bash]}
-trace_checks: {constraints: [{id: no_bash, kind: absent, select: {tool: bash}}]}
+trace_checks:
+  constraints:
+    - {id: no_bash, kind: absent, match: {tool: bash}}
+    - {id: calc_then_answer, kind: precedes, severity: gate, first: {event: tool_call, tool: calculator}, then: {event: message, role: assistant}}
+custom_checks:
+  enabled: true
+  fail_on_error: false
+  checks:
+    - {name: no_tables, expr: "size(db) == 0", weight: 2, description: "the task has no tables"}
 `,
 	})
 	c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	g := c.Description.Grading
+	tc := g.TraceChecks
+	if tc == nil || len(tc.Constraints) != 2 || tc.Constraints[0].ID != "no_bash" || tc.Constraints[0].Kind != task.TraceAbsent ||
+		tc.Constraints[0].Match == nil || tc.Constraints[0].Match.Tool != "bash" || tc.Constraints[1].Severity != task.SeverityGate {
+		t.Fatalf("trace_checks = %+v", tc)
+	}
+	cc := g.CustomChecks
+	if cc == nil || !cc.Enabled || cc.FailOnError == nil || *cc.FailOnError || len(cc.Checks) != 1 ||
+		cc.Checks[0].Name != "no_tables" || cc.Checks[0].Expr != "size(db) == 0" || *cc.Checks[0].Weight != 2 {
+		t.Fatalf("custom_checks = %+v", cc)
+	}
+	want := map[string]float64{"state_checks": 1, "transcript_rules": 1, "trace_checks": 1, "custom_checks": 1}
+	if !reflect.DeepEqual(g.Weights, want) {
+		t.Fatalf("weights = %v, want %v", g.Weights, want)
+	}
+	// The wire the Task carries decodes to the same checks: nothing is lost on the way to the runner.
+	back, err := task.DecodeTaskDescription(c.Wire)
+	if err != nil || back.Grading.TraceChecks == nil || back.Grading.CustomChecks == nil {
+		t.Fatalf("wire decodes to %+v, %v", back, err)
+	}
 	msgs := map[string]string{}
 	for _, d := range c.Diagnostics {
 		msgs[d.Path] = d.Msg
 	}
-	if _, dropped := msgs["trace_checks"]; !dropped {
-		t.Fatalf("trace_checks is not reported as dropped, so the premise changed: %v", msgs)
+	for _, k := range []string{"trace_checks", "custom_checks"} {
+		if m, dropped := msgs[k]; dropped {
+			t.Errorf("%s reported as not mapped: %s", k, m)
+		}
 	}
-	deny, ok := msgs["transcript_rules.tool_expectations.disallowed_tools"]
-	if !ok {
-		t.Fatalf("disallowed_tools not reported: %v", msgs)
+	// The disallowed-tools diagnostic may now send the author to trace_checks.
+	if deny := msgs["transcript_rules.tool_expectations.disallowed_tools"]; !strings.Contains(deny, "express them as trace_checks") {
+		t.Errorf("disallowed_tools diagnostic %q", deny)
 	}
-	if !strings.Contains(deny, "no equivalent the import keeps") || strings.Contains(deny, "express them as trace_checks") {
-		t.Fatalf("disallowed_tools diagnostic %q recommends a key the import drops", deny)
+}
+
+// Bad trace checks and CEL checks are refused at import, naming the file and key.
+func TestConvertRefusesBadTraceAndCELChecks(t *testing.T) {
+	for _, c := range []struct {
+		name, grading, want string
+	}{
+		{"trace: unknown selector key", `trace_checks: {constraints: [{id: no_bash, kind: absent, select: {tool: bash}}]}`,
+			"bad/grading.yaml: trace_checks.constraints[0].select: unknown key"},
+		{"trace: unknown kind", `trace_checks: {constraints: [{id: x, kind: sometimes, match: {tool: bash}}]}`,
+			`bad/grading.yaml: trace_checks.constraints[0].kind: "sometimes" is not one of`},
+		{"trace: missing id", `trace_checks: {constraints: [{kind: absent, match: {tool: bash}}]}`,
+			"bad/grading.yaml: trace_checks.constraints[0].id: required"},
+		{"trace: not a mapping", `trace_checks: [1]`, "bad/grading.yaml: trace_checks: expected a mapping, got a list"},
+		{"cel: does not compile", `custom_checks: {enabled: true, checks: [{name: broken, expr: "db.x =="}]}`,
+			`bad/grading.yaml: custom_checks.checks[0].expr: check "broken": CEL expression "db.x ==" does not compile`},
+		{"cel: undeclared variable", `custom_checks: {enabled: true, checks: [{name: st, expr: "state.size() == 1"}]}`,
+			`bad/grading.yaml: custom_checks.checks[0].expr: check "st": CEL expression "state.size() == 1" does not compile: line 1, column 1: undeclared reference to 'state'`},
+		{"cel: unknown check key", `custom_checks: {enabled: true, checks: [{name: c, expr: "true", python: x}]}`,
+			"bad/grading.yaml: custom_checks.checks[0].python: unknown key"},
+		{"combine without a share for trace_checks", "combine: {method: weighted, weights: {state_checks: 1}}\ntrace_checks: {constraints: [{id: a, kind: absent, match: {tool: bash}}]}",
+			"weights: trace_checks is configured but weights declares no share for it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := writePack(t, "bad", map[string]string{"task.yaml": minimalTask + "grading: grading.yaml\n", "grading.yaml": c.grading + "\n"})
+			_, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, c.want)
+			}
+		})
 	}
 }
 

@@ -16,6 +16,12 @@
 // alias budget (MaxAliasNodes expanded nodes, MaxAliasDepth) and alias
 // cycles are refused, and ConvertContext stops with the context's error when
 // it is canceled.
+// grading.yaml's trace_checks and CEL custom_checks (a checks list of name,
+// expr, when, weight, description) are kept in TaskDescription.grading's own
+// keys and pass that component's validation at import (selectors, kinds,
+// bindings; every CEL expression compiled), so a bad one is refused naming its
+// file and key before any trial. Python custom checks (a block without checks)
+// are reported, not kept.
 //
 // Conversion is pure: it reads the pack directory and writes manifests. The
 // CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;

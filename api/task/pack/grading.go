@@ -1,6 +1,7 @@
 package pack
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -51,10 +52,16 @@ func (c *converter) grading(t *mapping) error {
 	if err := c.judge(g, cfg); err != nil {
 		return err
 	}
+	if err := c.traceChecks(g, cfg); err != nil {
+		return err
+	}
+	if err := c.customChecks(g, cfg); err != nil {
+		return err
+	}
 	if !hasCombine {
 		c.upstreamDefaultWeights(g.file, cfg)
 	}
-	g.leftovers(&c.rep, "custom_checks are Python @check functions the Go runner cannot run; other keys have no TaskDescription field")
+	g.leftovers(&c.rep, "no TaskDescription field takes it")
 	c.td.Grading = cfg
 	return nil
 }
@@ -63,7 +70,7 @@ func (c *converter) grading(t *mapping) error {
 // Tolokaforge grades it with (notes §5.1, §5.3): its native adapter sends weights
 // {state_checks: 1} with pass_threshold 1.0 under the weighted method, and its
 // runner's weighted fold reads weights.get(name, 1.0), so every other component the
-// file declares (transcript_rules, llm_judge) counts at 1.0. Writing those shares
+// file declares (transcript_rules, llm_judge, trace_checks, custom_checks) counts at 1.0. Writing those shares
 // out keeps the components: our fold refuses a component without a weight rather
 // than inventing one.
 func (c *converter) upstreamDefaultWeights(file string, cfg *task.GradingConfig) {
@@ -76,6 +83,12 @@ func (c *converter) upstreamDefaultWeights(file string, cfg *task.GradingConfig)
 	}
 	if cfg.LLMJudge != nil {
 		cfg.Weights[task.ComponentLLMJudge] = 1
+	}
+	if cfg.TraceChecks != nil {
+		cfg.Weights[task.ComponentTraceChecks] = 1
+	}
+	if cfg.CustomChecks != nil {
+		cfg.Weights[task.ComponentCustomChecks] = 1
 	}
 	var shares []string
 	for _, name := range task.ComponentNames() {
@@ -361,7 +374,7 @@ func (c *converter) transcriptRules(g *mapping, cfg *task.GradingConfig) error {
 				ActionID: "required_tool_" + name, Requestor: task.RequestorAssistant, ToolName: name, CompareArgs: &none,
 			})
 		}
-		te.leftovers(&c.rep, "disallowed tools have no equivalent the import keeps: no transcript rule, and grading.yaml's trace_checks are not imported either")
+		te.leftovers(&c.rep, "disallowed tools have no transcript rule; express them as trace_checks (kind absent, match {tool: NAME}), which the import keeps")
 	} else {
 		m.take("tool_expectations")
 	}
@@ -453,4 +466,90 @@ func (c *converter) judge(g *mapping, cfg *task.GradingConfig) error {
 	c.rep.add(m.file, m.at("rubric"), "the free-text rubric became the judge's instructions with one graded criterion \"rubric\"")
 	m.leftovers(&c.rep, "the Go judge has no output_schema, agentic mode, system_prompt or tool_packs")
 	return nil
+}
+
+// traceChecks keeps grading.yaml's trace_checks, which are written in
+// TaskDescription.grading's own keys (spec/grading-config.md, "Trace checks").
+// They are decoded and validated here, on their own, so a bad constraint is
+// refused at import naming the file and its key path, not after an agent ran.
+func (c *converter) traceChecks(g *mapping, cfg *task.GradingConfig) error {
+	if !g.has("trace_checks") {
+		g.take("trace_checks")
+		return nil
+	}
+	raw, err := g.object("trace_checks")
+	if err != nil {
+		return err
+	}
+	one, err := decodeComponent(g.file, task.ComponentTraceChecks, raw)
+	if err != nil {
+		return err
+	}
+	cfg.TraceChecks = one.TraceChecks
+	return nil
+}
+
+// customChecks keeps CEL custom checks: a custom_checks block with a checks
+// list in TaskDescription.grading's keys (name, expr, when, weight,
+// description). Every expression is compiled here, so one that does not
+// compile is refused at import naming its check. Tolokaforge's Python
+// custom checks (a block without checks, e.g. {file: checks.py}) cannot run
+// in the Go runner and are reported as not mapped.
+func (c *converter) customChecks(g *mapping, cfg *task.GradingConfig) error {
+	if !g.has("custom_checks") {
+		g.take("custom_checks")
+		return nil
+	}
+	m, err := asMapping(g.file, g.at("custom_checks"), g.vals["custom_checks"])
+	if err != nil {
+		return err
+	}
+	if !m.has("checks") {
+		// Left untaken: leftovers reports the whole block.
+		return nil
+	}
+	g.take("custom_checks")
+	block := map[string]json.RawMessage{}
+	for _, k := range []string{"enabled", "fail_on_error", "checks"} {
+		if !m.has(k) {
+			m.take(k)
+			continue
+		}
+		v, err := m.raw(k)
+		if err != nil {
+			return err
+		}
+		block[k] = v
+	}
+	m.leftovers(&c.rep, "custom_checks keeps enabled, fail_on_error and CEL checks; Python @check files are not run by the Go runner")
+	raw, err := json.Marshal(block)
+	if err != nil {
+		return convError(g.file, g.at("custom_checks"), "%v", err)
+	}
+	one, err := decodeComponent(g.file, task.ComponentCustomChecks, raw)
+	if err != nil {
+		return err
+	}
+	if !one.CustomChecks.Enabled {
+		c.rep.add(g.file, m.at("enabled"), "false or absent: the %d CEL checks are kept but not run (a recorded skip); set enabled: true to grade with them",
+			len(one.CustomChecks.Checks))
+	}
+	cfg.CustomChecks = one.CustomChecks
+	return nil
+}
+
+// decodeComponent decodes and validates one grading component on its own, in
+// a grading block that gives it a share, so the checks that need the whole
+// block (weights) wait for the TaskDescription and every other check runs
+// now. Errors name the file and the key path from the grading block.
+func decodeComponent(file, component string, raw json.RawMessage) (*task.GradingConfig, error) {
+	doc, err := json.Marshal(map[string]any{component: raw, "weights": map[string]float64{component: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", file, component, err)
+	}
+	one, err := task.DecodeGradingConfig(doc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return one, nil
 }
