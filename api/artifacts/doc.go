@@ -13,6 +13,12 @@
 // (blobstore: an object committed whole), so a reader sees the old file or
 // the new one, never half of one.
 //
+// trajectory.yaml writes each event's timeline position (task.TimelinePositions,
+// the numbering the runner's trace checks and custom checks use): a position on
+// each user and assistant message, and on each tool call, both in its message's
+// tool_calls and in the recorded tool_calls. A trace check's matched_positions in
+// grade.yaml name these events.
+//
 // It holds no secrets by construction: it only receives the transcript, the
 // tool-call record, the grade and figures, never a model config's key.
 //

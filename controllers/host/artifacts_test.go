@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"tolokaforge.io/operator/api/artifacts"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/controllers/host"
 	"tolokaforge.io/operator/controllers/host/agents"
 	"tolokaforge.io/operator/results/local"
@@ -143,4 +144,113 @@ func TestArtifactsOfAttempts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A trace check's matched_positions resolve in trajectory.yaml: every event of the
+// runner's timeline carries its position there (on its message, or on the tool call
+// in the message and in tool_calls), and each position a verdict names is the event
+// that decided it.
+func TestTraceCheckPositionsResolveInTrajectory(t *testing.T) {
+	s := startStack(t, local.StackConfig{})
+	out := t.TempDir()
+	tk := shopTask(t)
+	tk.Grading.Weights["trace_checks"] = 1
+	tk.Grading.TraceChecks = &task.TraceChecks{Constraints: []task.TraceConstraint{
+		{ID: "pay-after-place", Kind: task.TracePrecedes,
+			First: &task.Selector{Event: task.EventToolCall, Tool: "place_order"},
+			Then:  &task.Selector{Event: task.EventToolCall, Tool: "confirm_payment"}},
+		{ID: "names-the-order", Kind: task.TraceOccurs,
+			Match: &task.Selector{Event: task.EventMessage, Role: task.RoleAssistant, ContentMatches: "O-001"}},
+	}}
+	f := fakeLLM(t, map[string][]fakellm.Reply{"agent": {
+		{Content: "Let me look.", ToolCalls: []fakellm.ToolCall{call("c1", "get_customer", `{"customer_id":"C-101"}`), call("c2", "place_order", placeArgs)}},
+		{ToolCalls: []fakellm.ToolCall{call("c3", "confirm_payment", `{"order_id":"O-001"}`)}},
+		{Content: "O-001 is placed and paid. ###STOP###"},
+	}})
+	agent, cfg := llmActor(t, f, "agent", nil)
+	ac := attempt(s, specFor(s, tk, cfg), agent, nil)
+	ac.ArtifactsDir = out
+	res := host.RunAttempt(ctxT(t), ac)
+	if res.GradedBy != host.GradedByRunner {
+		t.Fatalf("attempt: %s", res)
+	}
+	top := filepath.Join(out, "trials", "shop_orders_02", "0")
+	tr := readYAML(t, filepath.Join(top, artifacts.TrajectoryFile))
+
+	// Every event of the trajectory by its position.
+	events := map[int]doc{}
+	put := func(p any, ev doc) {
+		n, ok := p.(float64)
+		if !ok {
+			return
+		}
+		if prev, dup := events[int(n)]; dup && prev["call_id"] != ev["call_id"] {
+			t.Fatalf("position %v names two events: %v and %v", n, prev, ev)
+		}
+		events[int(n)] = ev
+	}
+	for _, m := range tr["messages"].([]any) {
+		m := m.(doc)
+		put(m["position"], doc{"kind": "message", "role": m["role"], "content": m["content"]})
+		for _, c := range asList(m["tool_calls"]) {
+			c := c.(doc)
+			put(c["position"], doc{"kind": "tool_call", "call_id": c["id"], "tool": c["function"].(doc)["name"]})
+		}
+	}
+	for _, c := range tr["tool_calls"].([]any) {
+		c := c.(doc)
+		if c["position"] == nil {
+			t.Fatalf("recorded call without a position: %v", c)
+		}
+		put(c["position"], doc{"kind": "tool_call", "call_id": c["call_id"], "tool": c["tool_name"]})
+	}
+	// user, assistant "Let me look." + 2 calls, assistant + 1 call, assistant: 7 events, 0..6.
+	if len(events) != 7 {
+		t.Fatalf("%d positioned events, want 7: %v", len(events), events)
+	}
+	for p := range 7 {
+		if _, ok := events[p]; !ok {
+			t.Fatalf("no event at position %d: %v", p, events)
+		}
+	}
+
+	g := readYAML(t, filepath.Join(top, artifacts.GradeFile))
+	results := asList(g["trace_checks"])
+	if len(results) != 2 {
+		t.Fatalf("grade.yaml trace_checks = %v", g["trace_checks"])
+	}
+	for _, r := range results {
+		r := r.(doc)
+		if r["passed"] != true {
+			t.Fatalf("trace check %v did not pass", r)
+		}
+		ps := asList(r["matched_positions"])
+		if ps == nil {
+			ps = asList(r["matchedPositions"])
+		}
+		if len(ps) == 0 {
+			t.Fatalf("trace check %v names no position", r)
+		}
+		for _, p := range ps {
+			ev, ok := events[int(p.(float64))]
+			if !ok {
+				t.Fatalf("%s: position %v is not in trajectory.yaml", r["id"], p)
+			}
+			switch r["id"] {
+			case "pay-after-place":
+				if ev["kind"] != "tool_call" || (ev["tool"] != "place_order" && ev["tool"] != "confirm_payment") {
+					t.Errorf("pay-after-place names position %v = %v", p, ev)
+				}
+			case "names-the-order":
+				if ev["kind"] != "message" || ev["role"] != "assistant" || ev["content"] != "O-001 is placed and paid. ###STOP###" {
+					t.Errorf("names-the-order names position %v = %v", p, ev)
+				}
+			}
+		}
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }

@@ -132,7 +132,40 @@ func TestBuildTimeline(t *testing.T) {
 			if got := describeEvents(tl); got != c.want {
 				t.Errorf("events:\n got %s\nwant %s", got, c.want)
 			}
+			full := append([]task.Message{{Role: task.RoleSystem, Content: "policy"}}, c.msgs...)
+			checkPositions(t, full, c.records, tl)
 		})
+	}
+}
+
+// checkPositions asserts that task.TimelinePositions, which the host writes into
+// trajectory.yaml, numbers msgs (leading system message included) and records exactly
+// as the timeline the trace checks ran on: the message events in order, each call event
+// by its call_id, and nothing else.
+func checkPositions(t *testing.T, msgs []task.Message, records []task.RecordedToolCall, tl *timeline) {
+	t.Helper()
+	pos := task.TimelinePositions(msgs, records)
+	var msgPos []int
+	for _, p := range pos.Messages {
+		if p >= 0 {
+			msgPos = append(msgPos, p)
+		}
+	}
+	var events []int
+	for _, e := range tl.Events {
+		if e.Kind == task.EventToolCall {
+			if p, ok := pos.Calls[e.CallID]; !ok || p != e.Position {
+				t.Fatalf("call %s at position %d; TimelinePositions says %d (%t)", e.CallID, e.Position, p, ok)
+			}
+			continue
+		}
+		events = append(events, e.Position)
+	}
+	if fmt.Sprint(msgPos) != fmt.Sprint(events) {
+		t.Fatalf("message positions %v; TimelinePositions says %v", events, msgPos)
+	}
+	if len(msgPos)+len(pos.Calls) != len(tl.Events) {
+		t.Fatalf("TimelinePositions numbers %d events, the timeline has %d", len(msgPos)+len(pos.Calls), len(tl.Events))
 	}
 }
 
@@ -189,5 +222,6 @@ func FuzzTimeline(f *testing.F) {
 		if n != len(records) {
 			t.Fatalf("%d call events for %d records", n, len(records))
 		}
+		checkPositions(t, msgs, records, tl)
 	})
 }
