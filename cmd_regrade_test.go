@@ -83,16 +83,17 @@ func TestRegradeReplaysWithoutAModel(t *testing.T) {
 	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 
 	// The task's own config: the same grade, on the components the
-	// original evaluated (the oracle's run is graded on state checks).
+	// original evaluated (the oracle's run is graded on every component, as
+	// pack validate grades it: the transcript rules score its silent replay).
 	out.Reset()
 	if err := runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath}, regradeTestEnv(t, &out, now)); err != nil {
 		t.Fatalf("regrade: %v\n%s", err, out.String())
 	}
 	same := filepath.Join(dir, "regrade-20261202T060000Z")
 	for _, want := range []string{
-		"trials/shop_orders_02/0: unchanged (was score 1, pass true; now score 1, pass true) on state_checks\n",
-		"  components: state_checks 1 (passed)\n",
-		"  reasons: State: hash match | JSONPath: all 7 checks passed\n",
+		"trials/shop_orders_02/0: unchanged (was score 0.833333, pass true; now score 0.833333, pass true) on state_checks, transcript_rules\n",
+		"  components: state_checks 1 (passed), transcript_rules 0.444444 (failed)\n",
+		"  reasons: State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed: ",
 		"regrade (grading: the task's) written to " + same + "\n",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -102,7 +103,7 @@ func TestRegradeReplaysWithoutAModel(t *testing.T) {
 	if strings.Contains(out.String(), "diverged") {
 		t.Errorf("the replay diverged:\n%s", out.String())
 	}
-	if s, p, r := readGrade(t, filepath.Join(same, "trials", "shop_orders_02", "0", "grade.yaml")); s != 1 || !p || r != "State: hash match | JSONPath: all 7 checks passed" {
+	if s, p, r := readGrade(t, filepath.Join(same, "trials", "shop_orders_02", "0", "grade.yaml")); s != 0.833333 || !p || r != "State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed: required_actions[browse_catalog]: no assistant call to list_products; required_actions[verify_customer]: no assistant call to get_customer; communicate_info[0]: \"O-001\" was never communicated in an assistant message; communicate_info[1]: \"paid\" was never communicated in an assistant message; communicate_info[2]: \"141.01\" was never communicated in an assistant message" {
 		t.Fatalf("regraded grade.yaml: %v %v %q", s, p, r)
 	}
 	// The replay is a whole trial record: the same tool calls, executed again.
@@ -120,8 +121,8 @@ func TestRegradeReplaysWithoutAModel(t *testing.T) {
 	}
 	second := same + "-2"
 	for _, want := range []string{
-		"trials/shop_orders_02/0: CHANGED (was score 1, pass true; now score 0.942857, pass false) on state_checks\n",
-		"  components: state_checks 0.942857 (failed)\n",
+		"trials/shop_orders_02/0: CHANGED (was score 0.833333, pass true; now score 0.793333, pass false) on state_checks, transcript_rules\n",
+		"  components: state_checks 0.942857 (failed), transcript_rules 0.444444 (failed)\n",
 		"JSONPath: 6 of 7 checks passed; failed: Wireless Headphones stock reduced by 1: 42 → 41 ($['db']['products'][0]['stock'] is 41, expected equals 40)",
 		"regrade (grading: " + strict + ") written to " + second + "\n",
 	} {
@@ -138,15 +139,14 @@ func TestRegradeReplaysWithoutAModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	if summary.Grading != strict || len(summary.Trials) != 1 || !summary.Trials[0].Changed || summary.Trials[0].Regrade.Pass ||
-		summary.Trials[0].Original.Score != 1 || summary.Trials[0].Outcome != "Failed" {
+		summary.Trials[0].Original.Score != 0.833333 || summary.Trials[0].Outcome != "Failed" {
 		t.Fatalf("regrade.yaml:\n%s", b)
 	}
 	if _, err := os.Stat(filepath.Join(same, "regrade.yaml")); err != nil {
 		t.Fatalf("the first regrade was touched: %v", err)
 	}
 
-	// Every grading component, on request: the oracle never browsed the
-	// catalogue, so the transcript rules now count too.
+	// Every grading component, on request.
 	out.Reset()
 	if err := runRegrade(ctxT(t), []string{"--artifacts", dir, "--task", shopTaskPath, "--components", "all"}, regradeTestEnv(t, &out, now.Add(time.Second))); err != nil {
 		t.Fatalf("regrade --components all: %v\n%s", err, out.String())

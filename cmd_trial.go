@@ -293,7 +293,7 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 	}
 	if !project {
 		prepared[0].spec.RunID = run.ID
-		return printResult(env.Stdout, driveAttempt(ctx, env, f, m, stack, store, prepared[0]))
+		return reportResult(env.Stdout, m, prepared[0], driveAttempt(ctx, env, f, m, stack, store, prepared[0]))
 	}
 	return printSummary(env.Stdout, run, driveProject(ctx, env, f, m, run, stack, store, prepared))
 }
@@ -317,7 +317,7 @@ func driveProject(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 		default:
 			p.spec.RunID = run.ID
 			res := driveAttempt(ctx, env, f, m, stack, store, p)
-			_ = printResult(env.Stdout, res)
+			_ = reportResult(env.Stdout, m, p, res)
 			line.outcome = string(res.Outcome)
 			if g := res.Grade; g != nil {
 				score := g.GetScore()
@@ -591,6 +591,10 @@ func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 	if m.judge != nil {
 		fmt.Fprintf(env.Stdout, "judge %s\n", describe(m.judge))
 	}
+	var components []string
+	if m.agent != nil && m.agent.Provider == task.ProviderOracle {
+		components = local.OracleComponents()
+	}
 	return host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
 		Spec:               p.spec,
@@ -605,7 +609,27 @@ func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 		AttemptNumber:      p.attempt,
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
 		Log:                env.Log,
+		GradingComponents:  components,
 	})
+}
+
+// reportResult prints res and maps it to the exit code. The oracle is judged
+// as pack validate judges it: its golden path must reach the expected state
+// and every configured component must grade its replay; a transcript rule the
+// replay does not meet is reported, not a failure (the oracle holds no
+// conversation to meet it with).
+func reportResult(w io.Writer, m trialModels, p *preparedTrial, res host.AttemptResult) error {
+	err := printResult(w, res)
+	if m.agent == nil || m.agent.Provider != task.ProviderOracle {
+		return err
+	}
+	v := local.OracleVerdict(p.lt.Task, res, false)
+	if v.Pass {
+		fmt.Fprintf(w, "oracle: %s\n", v.Why)
+		return nil
+	}
+	fmt.Fprintf(w, "oracle: FAIL: %s\n", v.Why)
+	return &exitError{code: 1, msg: "oracle: " + v.Why}
 }
 
 func describe(c *task.ModelConfig) string {

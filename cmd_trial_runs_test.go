@@ -128,7 +128,7 @@ func TestTrialRunNeverOverwritesAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _, err = trialRun(t, "--out", out, "--resume", r2)
-	if err != nil || !strings.Contains(got, "grade: score 1, pass true") {
+	if err != nil || !strings.Contains(got, "grade: score 0.833333, pass true") {
 		t.Fatalf("resume of an infra-failed trial: %v\n%s", err, got)
 	}
 	if b, _ := os.ReadFile(filepath.Join(trial2, "attempts", "1", "trajectory.yaml")); string(b) != infra {

@@ -45,8 +45,12 @@ func TestRunOracleOnShopPasses(t *testing.T) {
 		"turn 1 agent -> place_order [success] -> confirm_payment [success]\n",
 		`turn 2 agent "###STOP###"` + "\n",
 		"ended: agent_done after 2 turns (outcome Passed, reason Passed)\n",
-		"grade: score 1, pass true\n",
-		"reasons: State: hash match | JSONPath: all 7 checks passed\n",
+		// The oracle's replay is graded by every component the task configures, as pack
+		// validate grades it: the transcript rules score the replay that said nothing.
+		"grade: score 0.833333, pass true\n",
+		"components: state_checks 1, jsonpath 1, transcript_rules 0.444444\n",
+		"reasons: State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed: required_actions[browse_catalog]: no assistant call to list_products;",
+		"oracle: golden path verified; every configured component graded: state_checks=1, transcript_rules=0.4444; below 1 on the oracle's transcript (only --strict requires 1): Transcript: 5 of 9 rules failed",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -85,10 +89,13 @@ func TestRunFailingGradeExitsOne(t *testing.T) {
 	var out bytes.Buffer
 	err := runTrial(ctxT(t), []string{"run", "--task", manifest(t), "--out", t.TempDir()}, trialTestEnv(t, &out))
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 || ee.Error() != "trial failed: score 0.942857" {
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.HasPrefix(ee.Error(), "oracle: the golden path does not reach the expected state: State: hash match | JSONPath: 6 of 7 checks passed; failed: Wireless Headphones stock reduced by 1") {
 		t.Fatalf("err = %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"max turns 4\n", `turn 0 user  "I'm C-101, please buy a headset."`, "grade: score 0.942857, pass false\n"} {
+	for _, want := range []string{"max turns 4\n", `turn 0 user  "I'm C-101, please buy a headset."`, "grade: score 0.793333, pass false\n",
+		"components: state_checks 0.942857, jsonpath 0.857143, transcript_rules 0.444444\n",
+		"oracle: FAIL: the golden path does not reach the expected state"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -222,8 +229,9 @@ func TestRunPackDirectoryPasses(t *testing.T) {
 		"trial shop_orders_02:0: agent oracle, user scripted, max turns 14\n",
 		`turn 0 user  "Hi! I'm customer C-101 (Alex Torres).`,
 		"turn 1 agent -> place_order [success] -> confirm_payment [success]\n",
-		"grade: score 1, pass true\n",
-		"reasons: State: hash match | JSONPath: all 7 checks passed\n",
+		"grade: score 0.833333, pass true\n", // the oracle is graded by every component: transcript rules too
+		"reasons: State: hash match | JSONPath: all 7 checks passed | Transcript: 5 of 9 rules failed",
+		"oracle: golden path verified",
 		"artifacts: " + filepath.Join(onlyRun(t, dir), "trials", "shop_orders_02", "0") + "\n",
 	} {
 		if !strings.Contains(got, want) {
@@ -313,8 +321,8 @@ func TestRunProjectDirectory(t *testing.T) {
 	}
 	got := log.String()
 	summary := "\nsummary of run " + id + ":\n" +
-		"PASS shop_orders_02: score 1, outcome Passed (" + passing + ")\n" +
-		"FAIL shop_strict: score 0.942857, outcome Failed (" + failing + ")\n" +
+		"PASS shop_orders_02: score 0.833333, outcome Passed (" + passing + ")\n" +
+		"FAIL shop_strict: score 0.793333, outcome Failed (" + failing + ")\n" +
 		"total: 1 of 2 passed\n"
 	if !strings.HasSuffix(got, summary) {
 		t.Errorf("output does not end with the summary %q:\n%s", summary, got)
@@ -322,7 +330,7 @@ func TestRunProjectDirectory(t *testing.T) {
 	for _, want := range []string{
 		"== task 1 of 2: shop_orders_02 (" + passing + ")\ntrial shop_orders_02:0: agent oracle",
 		"== task 2 of 2: shop_strict (" + failing + ")\ntrial shop_strict:0: agent oracle",
-		"grade: score 0.942857, pass false\n",
+		"grade: score 0.793333, pass false\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
@@ -351,8 +359,8 @@ func TestRunProjectDirectory(t *testing.T) {
 	for _, want := range []string{
 		"resuming run " + id,
 		"run " + id + ": trial shop_orders_02:0 already has a result (outcome Passed), skipped\n",
-		"PASS shop_orders_02: score 1, outcome Passed, recorded earlier (" + passing + ")\n",
-		"FAIL shop_strict: score 0.942857, outcome Failed (" + failing + ")\n",
+		"PASS shop_orders_02: score 0.833333, outcome Passed, recorded earlier (" + passing + ")\n",
+		"FAIL shop_strict: score 0.793333, outcome Failed (" + failing + ")\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("resume output lacks %q:\n%s", want, got)
@@ -424,6 +432,61 @@ func TestRunRefusesBadTaskPaths(t *testing.T) {
 			}
 			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("a refused run wrote %s: %v", out, err)
+			}
+		})
+	}
+}
+
+// `trial run --agent oracle` grades the replay with every component the task
+// configures, as pack validate does: trace checks and CEL custom checks score it, and
+// one that cannot grade it fails the run naming the component.
+func TestRunOracleGradesEveryComponent(t *testing.T) {
+	withChecks := func(custom string) string {
+		desc := strings.Replace(string(shop.TaskJSON()), `"transcript_rules": 0.3`,
+			`"transcript_rules": 0.3, "trace_checks": 0.5, "custom_checks": 0.5`, 1)
+		desc = strings.Replace(desc, `"pass_threshold": 0.75,`, `"pass_threshold": 0.75,
+    "trace_checks": {"constraints": [{"id": "pay-after-place", "kind": "precedes",
+      "first": {"event": "tool_call", "tool": "place_order"}, "then": {"event": "tool_call", "tool": "confirm_payment"}}]},
+    "custom_checks": {"enabled": true, "checks": [`+custom+`]},`, 1)
+		if !strings.Contains(desc, `"pay-after-place"`) || !strings.Contains(desc, `"trace_checks": 0.5`) {
+			t.Fatal("shop task no longer has the weights and threshold this test edits")
+		}
+		p := filepath.Join(t.TempDir(), "task.json")
+		if err := os.WriteFile(p, []byte(desc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name, custom string
+		want         []string
+		err          string
+	}{
+		{name: "every component grades the replay",
+			custom: `{"name": "one-order", "expr": "size(db.orders) == 1"}`,
+			want: []string{"components: state_checks 1, jsonpath 1, transcript_rules 0.444444, trace_checks 1, custom_checks 1\n",
+				"oracle: golden path verified; every configured component graded: state_checks=1, transcript_rules=0.4444, trace_checks=1, custom_checks=1"}},
+		{name: "a custom check that errors on the replay fails the run",
+			custom: `{"name": "no-such-table", "expr": "size(db.refunds) == 0"}`,
+			err:    "oracle: a grading component cannot grade the oracle's transcript (custom_checks)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runTrial(ctxT(t), []string{"run", "--task", withChecks(c.custom), "--out", t.TempDir()}, trialTestEnv(t, &out))
+			if c.err != "" {
+				var ee *exitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.HasPrefix(ee.Error(), c.err) {
+					t.Fatalf("err = %v, want exit 1 with %q\n%s", err, c.err, out.String())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run: %v\n%s", err, out.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
 			}
 		})
 	}

@@ -33,6 +33,13 @@ type OracleRun struct {
 	Log      logr.Logger
 }
 
+// OracleComponents is what an oracle trial of pack validate and `trial run
+// --agent oracle` is graded on: every component. The oracle's episode is the
+// synthetic golden transcript, and a component that cannot grade it (a trace
+// check naming a tool the golden path never calls, a CEL check that errors, a
+// judge that cannot run) is a pack defect found before any model is paid for.
+func OracleComponents() []string { return task.ComponentNames() }
+
 // RunOracle runs one trial of desc with the oracle agent and the task's
 // default user (its scripted flow, else the initial user message then
 // ###STOP###).
@@ -54,7 +61,7 @@ func (s *Stack) RunOracle(ctx context.Context, desc *task.TaskDescription, initi
 	}
 	var components []string
 	if o.AllComponents {
-		components = task.ComponentNames()
+		components = OracleComponents()
 	}
 	spec := task.NewTrialSpec(task.TrialSpecParams{
 		Task:         desc,

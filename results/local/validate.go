@@ -13,6 +13,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
+	"tolokaforge.io/operator/controllers/host"
 )
 
 // Verdict is one task's validation result.
@@ -84,6 +85,14 @@ func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescr
 	run.AllComponents = true
 	res := s.RunOracle(ctx, desc, initialUserMessage, maxTurns, 0, run)
 	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc))
+}
+
+// OracleVerdict is ValidateTask's verdict on an oracle trial of desc that ran
+// elsewhere (`trial run --agent oracle`, with its own artifacts and attempts) and
+// was graded with OracleComponents: the golden path must reach the expected state
+// and every component desc configures must grade the oracle's episode.
+func OracleVerdict(desc *task.TaskDescription, res host.AttemptResult, strict bool) Verdict {
+	return judge(Verdict{TaskID: desc.TaskID}, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc))
 }
 
 // configuredComponents is what a validation run must see graded: nothing for
