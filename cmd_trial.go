@@ -70,6 +70,8 @@ type runFlags struct {
 	allowLossy    bool
 	mcp           multiFlag
 	mcpCommands   map[string][]string
+	// userSet: --user was given, so a scripted user is chosen on purpose.
+	userSet bool
 }
 
 // modelFile is --model-config: whole model configs in the TrialSpec's own
@@ -136,7 +138,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.agent, "agent", "oracle", "oracle, or openai:MODEL")
 	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL (default "+agents.DefaultBaseURL+")")
 	fs.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (none: send no key)")
-	fs.StringVar(&f.user, "user", "scripted", "scripted, or openai:MODEL")
+	fs.StringVar(&f.user, "user", "scripted", "scripted, or openai:MODEL (a task whose user_simulator.mode is llm, run by a model agent, needs a user model or --user scripted given by name)")
 	fs.StringVar(&f.userBaseURL, "user-base-url", "", "base URL of the user model (default --base-url)")
 	fs.StringVar(&f.userAPIKeyEnv, "user-api-key-env", "", "API key variable of the user model (default --api-key-env)")
 	fs.StringVar(&f.message, "message", "", "the user's opening message (default the manifest's initialUserMessage or the pack's initial_user_message, else the task description)")
@@ -156,6 +158,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("trial run: %w", err)
 	}
+	fs.Visit(func(fl *flag.Flag) { f.userSet = f.userSet || fl.Name == "user" })
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("trial run: unexpected arguments %q", fs.Args())
@@ -501,6 +504,12 @@ func prepareTrial(f *runFlags, env trialEnv, m trialModels, run *runDir, lt *loc
 	p.opening = f.message
 	if p.opening == "" {
 		p.opening = lt.InitialUserMessage
+	}
+	if u := lt.Task.UserSimulator; u != nil && u.Mode == task.UserSimLLM && (m.agent == nil || m.agent.Provider != task.ProviderOracle) && m.user == nil && !f.userSet {
+		// Refused before any token: the task's conversation is with a simulated user,
+		// and the scripted default would stand in for it without anyone asking.
+		return nil, fmt.Errorf("trial run: task %s simulates its user with an LLM (user_simulator.mode llm), but no user model is given: "+
+			"pass --user openai:MODEL (or user_simulator_model in --model-config) to simulate the user, or --user scripted to run it with a scripted user on purpose", lt.Task.TaskID)
 	}
 	if g := lt.Task.Grading; g != nil && g.LLMJudge != nil && g.GradingMethod != task.GradingTestExecution && m.judge == nil {
 		// Refused before any token: the runner would refuse the registration anyway.

@@ -60,7 +60,7 @@ judge:
 		return ""
 	}
 	artifacts := filepath.Join(dir, "out")
-	err = runTrial(ctxT(t), []string{"run", "--task", fullTaskPath, "--agent", "openai:agent", "--base-url", f.URL(),
+	err = runTrial(ctxT(t), []string{"run", "--task", fullTaskPath, "--agent", "openai:agent", "--user", "scripted", "--base-url", f.URL(),
 		"--api-key-env", "AGENT_KEY", "--model-config", models, "--secrets-dir", secrets, "--out", artifacts}, e)
 	return out.String(), f, filepath.Join(onlyRun(t, artifacts), "trials", "shop_orders_02_full", "0"), err
 }

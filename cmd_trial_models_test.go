@@ -172,7 +172,7 @@ func TestRunRejectsBadModelConfig(t *testing.T) {
 	if err := os.WriteFile(p, []byte("agent: {provider: openai, model: m, base_url: 'http://127.0.0.1:1/v1', extra_headers_env: {X-Org: UNSET_VAR}}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--model-config", p}, trialTestEnv(t, &out))
+	err := runTrial(ctxT(t), []string{"run", "--task", shopTaskPath, "--user", "scripted", "--model-config", p}, trialTestEnv(t, &out))
 	if err == nil || err.Error() != `trial run: agent model "m": environment variable UNSET_VAR (extra_headers_env X-Org) is unset or empty` {
 		t.Fatalf("err = %v", err)
 	}

@@ -199,8 +199,13 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{[]string{"run", "--task", "x", "--temperature", "3"}, "trial run: --temperature must be in [0, 2], got 3"},
 		{[]string{"run", "--task", "x", "--mcp-command", "server.py"}, `trial run: --mcp-command "server.py": want SCRIPT=ARGV, e.g. mcp_server.py="tolokaforge mcp shop"`},
 		{[]string{"run", "--task", "/nonexistent/task.json"}, "trial run: read task /nonexistent/task.json: open /nonexistent/task.json: no such file or directory"},
-		{[]string{"run", "--task", shopTaskPath, "--agent", "openai:m", "--api-key-env", "UNSET_FOR_TEST"},
+		{[]string{"run", "--task", shopTaskPath, "--agent", "openai:m", "--user", "scripted", "--api-key-env", "UNSET_FOR_TEST"},
 			`trial run: agent model "m": environment variable UNSET_FOR_TEST (api_key_env) is unset or empty`},
+		// The shop task's user is an LLM: a model agent without a user model is refused
+		// unless the scripted user is asked for by name.
+		{[]string{"run", "--task", shopTaskPath, "--agent", "openai:m"},
+			"trial run: task shop_orders_02 simulates its user with an LLM (user_simulator.mode llm), but no user model is given: " +
+				"pass --user openai:MODEL (or user_simulator_model in --model-config) to simulate the user, or --user scripted to run it with a scripted user on purpose"},
 	}
 	for _, tc := range cases {
 		var out bytes.Buffer

@@ -322,6 +322,12 @@ func (p *plan) startNext(w *world) {
 	if w.Task == nil {
 		return // the caller resolves the task whenever this branch can run
 	}
+	if err := CheckUserSimulator(t, w.Task.Desc); err != nil {
+		// A spec nobody can run as written: terminal, before any pod or token.
+		p.complete(w, evalv1.PhaseInvalid, err.Error())
+		p.cond(evalv1.TrialFailed, true, evalv1.ReasonInvalidConfig, err.Error())
+		return
+	}
 	if n := len(st.Attempts); n > 0 {
 		last := &st.Attempts[n-1]
 		if int32(n) >= maxAttempts(t) {

@@ -618,3 +618,60 @@ func TestPlanRetriesADBServiceFault(t *testing.T) {
 		t.Fatalf("no second attempt: claim %v pods %v attempts %d", p.Claim, p.CreatePod, len(p.Status.Attempts))
 	}
 }
+
+// A task that simulates its user with an LLM, run by a Trial that names no user,
+// ends Invalid before any pod: it would otherwise run silently against a scripted
+// user. A Trial that asks for the scripted user, an LLM user, or an oracle agent runs.
+func TestPlanRefusesAnLLMUserTaskWithoutAUser(t *testing.T) {
+	llmTask := func() *ResolvedTask {
+		return &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop_orders_02",
+			UserSimulator: &task.UserSimulatorConfig{Mode: task.UserSimLLM}}}
+	}
+	const msg = "spec.userSimulator: task shop_orders_02 simulates its user with an LLM (user_simulator.mode llm), but the Trial names no user model; " +
+		"set spec.userSimulator {mode: llm, model: {...}} to simulate the user, or spec.userSimulator {mode: scripted} to run the task with a scripted user on purpose"
+	llmAgent := evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "m"}
+	for _, tc := range []struct {
+		name    string
+		edit    func(tr *evalv1.Trial)
+		task    *ResolvedTask
+		refused bool
+	}{
+		{name: "llm agent, no user", edit: func(tr *evalv1.Trial) { tr.Spec.Agent = llmAgent }, task: llmTask(), refused: true},
+		{name: "llm agent, scripted user on purpose", edit: func(tr *evalv1.Trial) {
+			tr.Spec.Agent = llmAgent
+			tr.Spec.UserSimulator = &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted}
+		}, task: llmTask()},
+		{name: "llm agent, llm user", edit: func(tr *evalv1.Trial) {
+			tr.Spec.Agent = llmAgent
+			tr.Spec.UserSimulator = &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorLLM, Model: &llmAgent}
+		}, task: llmTask()},
+		{name: "oracle agent, no user", edit: func(*evalv1.Trial) {}, task: llmTask()},
+		{name: "a task with a scripted user", edit: func(tr *evalv1.Trial) { tr.Spec.Agent = llmAgent },
+			task: &ResolvedTask{Desc: &task.TaskDescription{TaskID: "t", UserSimulator: &task.UserSimulatorConfig{Mode: task.UserSimScripted}}}},
+		{name: "a task with no user simulator", edit: func(tr *evalv1.Trial) { tr.Spec.Agent = llmAgent }, task: resolvedShop()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := testTrial()
+			tc.edit(tr)
+			p := planTrial(&world{Now: t0, Trial: tr, Task: tc.task})
+			if !tc.refused {
+				if p.Status.Phase != evalv1.PhaseStarting || p.Claim == nil {
+					t.Fatalf("phase %s, claim %v: want the attempt started", p.Status.Phase, p.Claim != nil)
+				}
+				return
+			}
+			if p.Status.Phase != evalv1.PhaseInvalid || p.Status.CompletionTime == nil {
+				t.Fatalf("phase %s: want Invalid and completed", p.Status.Phase)
+			}
+			if c := cond(&p.Status, evalv1.TrialCompleted); c.Status != metav1.ConditionTrue || c.Message != msg {
+				t.Errorf("Completed = %+v", c)
+			}
+			if f := cond(&p.Status, evalv1.TrialFailed); f.Status != metav1.ConditionTrue || f.Reason != evalv1.ReasonInvalidConfig || f.Message != msg {
+				t.Errorf("Failed = %+v", f)
+			}
+			if p.Claim != nil || len(p.CreatePod) != 0 || p.EnsureNP || len(p.Status.Attempts) != 0 {
+				t.Error("an attempt started for a trial with no user")
+			}
+		})
+	}
+}

@@ -103,9 +103,12 @@ func llmModel() evalv1.ModelSpec {
 }
 
 // newCampaign is a Campaign of k trials per task, at most maxParallel at
-// once, two attempts 100ms apart.
+// once, two attempts 100ms apart. Its user is scripted on purpose: the shop
+// task asks for an LLM user, and a Trial that names none is refused.
 func newCampaign(ns, name string, k, maxParallel int32, tasks ...string) *envtest.CampaignWrapper {
-	return envtest.MakeCampaign(name, ns).Tasks(tasks...).TrialsPerTask(k).MaxParallel(maxParallel).Retry(2, 100*time.Millisecond)
+	w := envtest.MakeCampaign(name, ns).Tasks(tasks...).TrialsPerTask(k).MaxParallel(maxParallel).Retry(2, 100*time.Millisecond)
+	w.Spec.UserSimulator = &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted}
+	return w
 }
 
 func create(objs ...client.Object) {
