@@ -80,6 +80,7 @@ func FuzzConvertTaskYAML(f *testing.F) {
 	})
 }
 
+<<<<<<< HEAD
 // FuzzAliasBudget: whatever YAML comes in, parseYAML either refuses it or
 // hands back a tree whose expansion stays within the budget (counted here
 // by expanding it, up to a cap), so no later walk can blow up. Seeds: the
@@ -128,5 +129,32 @@ func FuzzAliasBudget(f *testing.F) {
 			}
 		}
 		expand(n, 0)
+=======
+// FuzzConvertGradingYAML: a grading.yaml (trace_checks and CEL custom_checks
+// included) either fails with an error or converts into a description the strict
+// decoder accepts, so nothing the import keeps can fail later at RegisterTrial.
+func FuzzConvertGradingYAML(f *testing.F) {
+	f.Add([]byte("trace_checks: {constraints: [{id: a, kind: absent, match: {tool: bash}}]}\n"))
+	f.Add([]byte("trace_checks: {constraints: [{id: a, kind: absent, select: {tool: bash}}]}\n"))
+	f.Add([]byte("custom_checks: {enabled: true, checks: [{name: c, expr: 'size(db) == 0'}]}\n"))
+	f.Add([]byte("custom_checks: {enabled: true, checks: [{name: c, expr: 'db.x =='}]}\n"))
+	f.Add([]byte("custom_checks: {enabled: true, file: checks.py}\n"))
+	f.Add([]byte("combine: {method: all, weights: {trace_checks: 1}}\ntrace_checks: {constraints: [{id: a, kind: occurs, match: {event: message}, min: 2}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "task.yaml"), []byte(minimalTask+"grading: grading.yaml\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "grading.yaml"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
+		if err != nil {
+			return
+		}
+		if _, err := task.DecodeTaskDescription(c.Wire); err != nil {
+			t.Fatalf("converted output does not decode: %v", err)
+		}
+>>>>>>> f1adda8 (pack: fuzz target for grading.yaml conversion (trace_checks, CEL custom_checks))
 	})
 }
