@@ -80,7 +80,6 @@ func FuzzConvertTaskYAML(f *testing.F) {
 	})
 }
 
-<<<<<<< HEAD
 // FuzzAliasBudget: whatever YAML comes in, parseYAML either refuses it or
 // hands back a tree whose expansion stays within the budget (counted here
 // by expanding it, up to a cap), so no later walk can blow up. Seeds: the
@@ -129,7 +128,9 @@ func FuzzAliasBudget(f *testing.F) {
 			}
 		}
 		expand(n, 0)
-=======
+	})
+}
+
 // FuzzConvertGradingYAML: a grading.yaml (trace_checks and CEL custom_checks
 // included) either fails with an error or converts into a description the strict
 // decoder accepts, so nothing the import keeps can fail later at RegisterTrial.
@@ -155,6 +156,5 @@ func FuzzConvertGradingYAML(f *testing.F) {
 		if _, err := task.DecodeTaskDescription(c.Wire); err != nil {
 			t.Fatalf("converted output does not decode: %v", err)
 		}
->>>>>>> f1adda8 (pack: fuzz target for grading.yaml conversion (trace_checks, CEL custom_checks))
 	})
 }
