@@ -16,7 +16,7 @@ import (
 // Actor roles an ActorFactory is asked for.
 const (
 	ActorAgent = "agent"
-	ActorUser  = "user"
+	actorUser  = "user"
 )
 
 // ActorRequest is what building one actor of one attempt takes.
@@ -59,7 +59,7 @@ func DefaultActors(_ context.Context, req ActorRequest) (host.Actor, error) {
 	switch req.Role {
 	case ActorAgent:
 		return agents.NewAgent(req.Spec, opts)
-	case ActorUser:
+	case actorUser:
 		return agents.NewUser(req.Spec, req.InitialUserMessage, opts)
 	}
 	return nil, fmt.Errorf("unknown actor role %q", req.Role)

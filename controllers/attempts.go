@@ -12,12 +12,12 @@ import (
 
 // Retry policy defaults (RetryPolicy's zero values).
 const (
-	DefaultMaxAttempts = 3
-	DefaultBackoff     = 10 * time.Second
-	// MaxBackoff caps the doubling.
-	MaxBackoff = 10 * time.Minute
-	// DefaultPodsReadyTimeout bounds how long an attempt waits for its pods.
-	DefaultPodsReadyTimeout = 5 * time.Minute
+	defaultMaxAttempts = 3
+	defaultBackoff     = 10 * time.Second
+	// maxBackoff caps the doubling.
+	maxBackoff = 10 * time.Minute
+	// defaultPodsReadyTimeout bounds how long an attempt waits for its pods.
+	defaultPodsReadyTimeout = 5 * time.Minute
 )
 
 // AttemptID is the opaque, unique attempt_id of attempt n: the trial's UID
@@ -31,13 +31,13 @@ func maxAttempts(t *evalv1.Trial) int32 {
 	if n := t.Spec.RetryPolicy.MaxAttempts; n > 0 {
 		return n
 	}
-	return DefaultMaxAttempts
+	return defaultMaxAttempts
 }
 
 // backoffAfter is the wait after the failed-th infrastructure failure:
 // the policy's backoff doubled per failure, capped at MaxBackoff.
 func backoffAfter(t *evalv1.Trial, failed int) time.Duration {
-	b := DefaultBackoff
+	b := defaultBackoff
 	if p := t.Spec.RetryPolicy.Backoff; p != nil {
 		b = p.Duration
 	}
@@ -46,18 +46,18 @@ func backoffAfter(t *evalv1.Trial, failed int) time.Duration {
 	}
 	for i := 1; i < failed; i++ {
 		b *= 2
-		if b >= MaxBackoff {
-			return MaxBackoff
+		if b >= maxBackoff {
+			return maxBackoff
 		}
 	}
-	return min(b, MaxBackoff)
+	return min(b, maxBackoff)
 }
 
 func podsReadyTimeout(t *evalv1.Trial) time.Duration {
 	if d := t.Spec.Timeouts.PodsReady; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
-	return DefaultPodsReadyTimeout
+	return defaultPodsReadyTimeout
 }
 
 // verdict is how an ended attempt counts for its trial.

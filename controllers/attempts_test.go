@@ -59,20 +59,20 @@ func TestResultActionTable(t *testing.T) {
 func TestBackoffDoublesAndCaps(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.RetryPolicy.Backoff = &metav1.Duration{Duration: 3 * time.Second}
-	for failed, want := range map[int]time.Duration{1: 3 * time.Second, 2: 6 * time.Second, 3: 12 * time.Second, 30: MaxBackoff} {
+	for failed, want := range map[int]time.Duration{1: 3 * time.Second, 2: 6 * time.Second, 3: 12 * time.Second, 30: maxBackoff} {
 		if got := backoffAfter(tr, failed); got != want {
 			t.Errorf("backoffAfter(%d) = %s, want %s", failed, got, want)
 		}
 	}
 	tr.Spec.RetryPolicy.Backoff = nil
-	if got := backoffAfter(tr, 1); got != DefaultBackoff {
+	if got := backoffAfter(tr, 1); got != defaultBackoff {
 		t.Errorf("default backoff = %s", got)
 	}
 	tr.Spec.RetryPolicy.Backoff = &metav1.Duration{}
 	if got := backoffAfter(tr, 5); got != 0 {
 		t.Errorf("zero backoff = %s", got)
 	}
-	if got := maxAttempts(tr); got != DefaultMaxAttempts {
+	if got := maxAttempts(tr); got != defaultMaxAttempts {
 		t.Errorf("default max attempts = %d", got)
 	}
 }

@@ -30,12 +30,12 @@ func AuthSecretName(t *evalv1.Trial, attempt int32) string {
 	return shortName(t.Name, 253-len(suffix)) + suffix
 }
 
-// AuthSecret is an attempt's credential: a fresh random token (package
+// authSecret is an attempt's credential: a fresh random token (package
 // authn) both pods mount and the manager's runner client presents. Owned by
 // the Trial, so it goes with it; immutable, so a token the pods read never
 // changes under them. One per attempt: an attempt's pods cannot be reached
 // with a token of an earlier attempt.
-func AuthSecret(a attemptRef, token string) *corev1.Secret {
+func authSecret(a attemptRef, token string) *corev1.Secret {
 	t := a.Trial
 	labels := map[string]string{
 		evalv1.LabelName:      evalv1.AppName,

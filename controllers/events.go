@@ -8,9 +8,9 @@ import (
 
 // Event actions (events.k8s.io's "what the controller did").
 const (
-	ActionStartAttempt = "StartAttempt"
-	ActionEndAttempt   = "EndAttempt"
-	ActionComplete     = "Complete"
+	actionStartAttempt = "StartAttempt"
+	actionEndAttempt   = "EndAttempt"
+	actionComplete     = "Complete"
 )
 
 // eventRecord is one event a plan asks for. Reason is always one of the

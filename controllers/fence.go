@@ -66,7 +66,7 @@ func (r *TrialReconciler) ensureNetworkPolicies(ctx context.Context, t *evalv1.T
 			continue
 		}
 		msg := fmt.Sprintf("%v; no pods are created without it", err)
-		emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonNetworkPolicyUnavailable, ActionStartAttempt, msg)})
+		emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonNetworkPolicyUnavailable, actionStartAttempt, msg)})
 		st := t.Status.DeepCopy()
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: evalv1.TrialNetworkPolicyReady, Status: metav1.ConditionFalse,
@@ -165,9 +165,9 @@ func (r *TrialReconciler) ensureAuthSecret(ctx context.Context, a attemptRef) er
 	if err != nil {
 		return err
 	}
-	s := AuthSecret(a, tok)
+	s := authSecret(a, tok)
 	if err := r.Client.Create(ctx, s, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-		emit(r.Recorder, a.Trial, []eventRecord{warningEvent(evalv1.ReasonCredentialUnavailable, ActionStartAttempt,
+		emit(r.Recorder, a.Trial, []eventRecord{warningEvent(evalv1.ReasonCredentialUnavailable, actionStartAttempt,
 			fmt.Sprintf("create credential secret %s: %v; no pods are created without it", s.Name, err))})
 		return fmt.Errorf("create credential secret %s/%s: %w", s.Namespace, s.Name, err)
 	}

@@ -28,7 +28,7 @@ import (
 // name it by flag; nothing puts it in the environment.
 func TestBothPodsMountTheAttemptCredential(t *testing.T) {
 	tr := testTrial()
-	for _, pod := range []*corev1.Pod{RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, 3}), DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, 3})} {
+	for _, pod := range []*corev1.Pod{runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 3}), dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 3})} {
 		t.Run(pod.Name, func(t *testing.T) {
 			var vol *corev1.Volume
 			for i := range pod.Spec.Volumes {
@@ -47,14 +47,14 @@ func TestBothPodsMountTheAttemptCredential(t *testing.T) {
 			mounted := false
 			for _, m := range c.VolumeMounts {
 				if m.Name == authVolume {
-					mounted = m.MountPath == AuthDir && m.ReadOnly
+					mounted = m.MountPath == authDir && m.ReadOnly
 				}
 			}
 			if !mounted {
-				t.Errorf("credential not mounted read-only at %s: %+v", AuthDir, c.VolumeMounts)
+				t.Errorf("credential not mounted read-only at %s: %+v", authDir, c.VolumeMounts)
 			}
-			if !slices.Contains(c.Args, "--auth-token-file="+AuthTokenFile) {
-				t.Errorf("args = %q, want --auth-token-file=%s", c.Args, AuthTokenFile)
+			if !slices.Contains(c.Args, "--auth-token-file="+authTokenFile) {
+				t.Errorf("args = %q, want --auth-token-file=%s", c.Args, authTokenFile)
 			}
 			for _, e := range c.Env {
 				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -71,7 +71,7 @@ func TestAuthSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := AuthSecret(attemptRef{tr, 2}, tok)
+	s := authSecret(attemptRef{tr, 2}, tok)
 	if s.Name != "t1-a2-auth-uid-1" || s.Namespace != "ns" {
 		t.Errorf("name = %s/%s", s.Namespace, s.Name)
 	}
@@ -102,10 +102,10 @@ func TestAttemptTokenNeedsTheTrialsOwnSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := testTrial()
-	mine := AuthSecret(attemptRef{tr, 1}, "tok-1")
+	mine := authSecret(attemptRef{tr, 1}, "tok-1")
 	other := testTrial()
 	other.UID = "uid-other"
-	foreign := AuthSecret(attemptRef{other, 2}, "tok-2")
+	foreign := authSecret(attemptRef{other, 2}, "tok-2")
 	foreign.Name = AuthSecretName(tr, 2) // planted under this Trial's name
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mine, foreign).Build()
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func TestAttemptTokenNeedsTheTrialsOwnSecret(t *testing.T) {
 
 func TestEveryEmptyDirHasASizeLimit(t *testing.T) {
 	tr := testTrial()
-	for _, pod := range []*corev1.Pod{RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}), DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})} {
+	for _, pod := range []*corev1.Pod{runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}), dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})} {
 		n := 0
 		for _, v := range pod.Spec.Volumes {
 			if v.EmptyDir == nil {
@@ -168,10 +168,10 @@ func TestResourcesDefaultAndOverride(t *testing.T) {
 			var pod *corev1.Pod
 			if tc.role == evalv1.RoleRunner {
 				tr.Spec.Runner.Resources = tc.override
-				pod = RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+				pod = runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 			} else {
 				tr.Spec.DBService.Resources = tc.override
-				pod = DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+				pod = dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 			}
 			r := pod.Spec.Containers[0].Resources
 			for k, v := range tc.want {
@@ -276,11 +276,11 @@ func TestNetworkPolicyEgress(t *testing.T) {
 	mgr.GatewayPort = 8090
 	nps := trialPolicies(tr, mgr)
 
-	runner := RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
-	db := DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+	runner := runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+	db := dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 	other := testTrial()
 	other.Name, other.UID = "t2", "uid-2"
-	otherDB := DBServicePod(PodConfig{Image: "i"}, attemptRef{other, 1})
+	otherDB := dbServicePod(PodConfig{Image: "i"}, attemptRef{other, 1})
 	dns := map[string]string{"k8s-app": "kube-dns"}
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
 	for _, tc := range []struct {

@@ -31,7 +31,7 @@ func TestBuildTrialSpecReasoningModelFields(t *testing.T) {
 		Timeout:      &metav1.Duration{Duration: 90 * time.Second},
 		RateLimit:    &evalv1.RateLimit{RequestsPerMinute: 300, TokensPerMinute: 100000},
 		Pricing:      &evalv1.Pricing{InputUSDPerMTok: 1, OutputUSDPerMTok: 4, CachedInputUSDPerMTok: ptr.To(0.25)}}
-	a := BuildTrialSpec(tr, 1, &task.TaskDescription{TaskID: "t"}, "http://db").Agent
+	a := buildTrialSpec(tr, 1, &task.TaskDescription{TaskID: "t"}, "http://db").Agent
 	if a.Temperature != nil || a.MaxTokens != nil || *a.MaxCompletionTokens != 4096 || a.ReasoningEffort != "high" ||
 		string(a.ExtraBody) != `{"verbosity":"low"}` || a.RequestTimeoutSeconds != 90 ||
 		*a.RateLimit != (task.RateLimit{RequestsPerMinute: 300, TokensPerMinute: 100000}) || *a.Pricing.CachedInputUSDPerMTok != 0.25 {
@@ -48,7 +48,7 @@ func TestBuildTrialSpecReasoningModelFields(t *testing.T) {
 	_ = clientgoscheme.AddToScheme(scheme)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tr.Namespace, Name: "hdr",
-			Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: NormalizeBaseURL(tr.Spec.Agent.BaseURL)}}, Data: map[string][]byte{"org": []byte("org-secret-1")}}).Build()
+			Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: normalizeBaseURL(tr.Spec.Agent.BaseURL)}}, Data: map[string][]byte{"org": []byte("org-secret-1")}}).Build()
 	d := &Driver{APIReader: c}
 	got, err := d.headerValues(context.Background(), tr.Namespace, tr.Spec.Agent.ExtraHeaders, tr.Spec.Agent.BaseURL)
 	if err != nil || len(got) != 1 || got["OpenAI-Organization"] != "org-secret-1" {

@@ -24,7 +24,7 @@ type ManagerPeer struct {
 // DNS is where runners resolve names: kube-system's kube-dns pods (CoreDNS
 // keeps the k8s-app=kube-dns label for compatibility), UDP and TCP 53.
 const (
-	DNSNamespace = "kube-system"
+	dnsNamespace = "kube-system"
 	dnsLabelKey  = "k8s-app"
 	dnsLabel     = "kube-dns"
 	dnsPort      = 53
@@ -107,7 +107,7 @@ func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolic
 	rules := []networkingv1.NetworkPolicyEgressRule{
 		{
 			To: []networkingv1.NetworkPolicyPeer{{
-				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: DNSNamespace}},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: dnsNamespace}},
 				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{dnsLabelKey: dnsLabel}},
 			}},
 			Ports: []networkingv1.NetworkPolicyPort{

@@ -17,11 +17,11 @@ func TestNetworkPolicyReachability(t *testing.T) {
 	tr := testTrial()
 	np := NetworkPolicy(tr, DefaultManagerPeer("tolokaforge-system"))
 
-	runner := RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
-	db := DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+	runner := runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+	db := dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 	otherTrial := testTrial()
 	otherTrial.Name, otherTrial.UID = "t2", "uid-2"
-	otherRunner := RunnerPod(PodConfig{Image: "i"}, attemptRef{otherTrial, 1})
+	otherRunner := runnerPod(PodConfig{Image: "i"}, attemptRef{otherTrial, 1})
 
 	type peer struct {
 		ns     string

@@ -34,11 +34,11 @@ type world struct {
 	PodsCreated, PodsSeen map[string]bool
 	// Task is resolved only when the plan may start an attempt; TaskErr says
 	// why it could not be.
-	Task    *ResolvedTask
-	TaskErr *TaskError
+	Task    *resolvedTask
+	TaskErr *taskError
 	// KeyErr says why a provider Secret of the Trial may not be used; it is
 	// checked with the task, before any attempt's pods.
-	KeyErr *KeyError
+	KeyErr *keyError
 	// Missing is the first object the Trial names that does not exist (a
 	// Secret of its models); nil when all exist or were not looked at.
 	Missing *refs.MissingRef
@@ -86,7 +86,7 @@ func planTrial(w *world) plan {
 	p := plan{Status: *t.Status.DeepCopy(), now: metav1.NewTime(w.Now), gen: t.Generation}
 	st := &p.Status
 	st.ObservedGeneration = t.Generation
-	st.Agent = AgentLabel(t.Spec.Agent)
+	st.Agent = agentLabel(t.Spec.Agent)
 
 	if !isTerminal(st) {
 		if a := activeAttempt(st); a != nil {
@@ -215,21 +215,21 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 	p.AttemptsEnded = append(p.AttemptsEnded, v)
 	p.Release = a.ID
 	if w.Driver != nil && w.Driver.AttemptID == a.ID && (w.Driver.State == stateQueued || w.Driver.State == stateRunning) {
-		p.Cancel = ErrAttemptAbandoned
+		p.Cancel = errAttemptAbandoned
 	}
 
 	switch {
 	case v.Final:
 		p.complete(w, v.Phase, completionMessage(a, v, st.Grade))
 	case int32(len(st.Attempts)) >= maxAttempts(t):
-		p.Events = append(p.Events, warningEvent(v.Reason, ActionEndAttempt, ended))
+		p.Events = append(p.Events, warningEvent(v.Reason, actionEndAttempt, ended))
 		p.complete(w, evalv1.PhaseInfraFailed, exhaustedMessage(len(st.Attempts), a))
 	default:
 		wait := backoffAfter(t, infraFailures(st))
 		st.Phase = evalv1.PhasePending
 		msg := backoffMessage(a, a.EndTime.Add(wait))
 		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonBackoff, msg)
-		p.Events = append(p.Events, warningEvent(v.Reason, ActionEndAttempt, msg))
+		p.Events = append(p.Events, warningEvent(v.Reason, actionEndAttempt, msg))
 		p.requeueIn(wait)
 	}
 }
@@ -281,7 +281,7 @@ func (p *plan) complete(w *world, phase evalv1.TrialPhase, msg string) {
 	if phase == evalv1.PhasePassed {
 		typ = normalEvent
 	}
-	p.Events = append(p.Events, typ(string(phase), ActionComplete, msg))
+	p.Events = append(p.Events, typ(string(phase), actionComplete, msg))
 }
 
 // startNext starts the next attempt, or says why it cannot yet.
@@ -322,7 +322,7 @@ func (p *plan) startNext(w *world) {
 	if w.Task == nil {
 		return // the caller resolves the task whenever this branch can run
 	}
-	if err := CheckUserSimulator(t, w.Task.Desc); err != nil {
+	if err := checkUserSimulator(t, w.Task.Desc); err != nil {
 		// A spec nobody can run as written: terminal, before any pod or token.
 		p.complete(w, evalv1.PhaseInvalid, err.Error())
 		p.cond(evalv1.TrialFailed, true, evalv1.ReasonInvalidConfig, err.Error())
@@ -370,7 +370,7 @@ func (p *plan) startNext(w *world) {
 	p.ClaimID = a.ID
 	p.EnsureNP = !w.HasNetworkPolicy
 	p.CreatePod = []string{evalv1.RoleDBService, evalv1.RoleRunner}
-	p.Events = append(p.Events, normalEvent(evalv1.ReasonStarting, ActionStartAttempt,
+	p.Events = append(p.Events, normalEvent(evalv1.ReasonStarting, actionStartAttempt,
 		fmt.Sprintf("attempt %d of %d: creating pods %s and %s", n, maxAttempts(t), a.DBServicePod, a.RunnerPod)))
 	p.requeueIn(podsReadyTimeout(t))
 }
@@ -448,6 +448,6 @@ func (p *plan) cond(typ string, ok bool, reason, msg string) {
 func (p *plan) failMissing(w *world, m *refs.MissingRef) {
 	msg := m.String()
 	p.cond(evalv1.TrialReferencesResolved, false, m.Reason, msg)
-	p.Events = append(p.Events, warningEvent(m.Reason, ActionStartAttempt, msg+"; no pods are created and the trial ends as Invalid"))
+	p.Events = append(p.Events, warningEvent(m.Reason, actionStartAttempt, msg+"; no pods are created and the trial ends as Invalid"))
 	p.complete(w, evalv1.PhaseInvalid, msg)
 }

@@ -25,14 +25,14 @@ func mt(d time.Duration) *metav1.Time {
 	return &v
 }
 
-func resolvedShop() *ResolvedTask {
-	return &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop_orders_02"}}
+func resolvedShop() *resolvedTask {
+	return &resolvedTask{Desc: &task.TaskDescription{TaskID: "shop_orders_02"}}
 }
 
 func readyPod(tr *evalv1.Trial, n int32, role, ip string) *corev1.Pod {
-	p := DBServicePod(PodConfig{Image: "i"}, attemptRef{tr, n})
+	p := dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, n})
 	if role == evalv1.RoleRunner {
-		p = RunnerPod(PodConfig{Image: "i"}, attemptRef{tr, n})
+		p = runnerPod(PodConfig{Image: "i"}, attemptRef{tr, n})
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
@@ -117,7 +117,7 @@ func TestPlanStartsTheFirstAttempt(t *testing.T) {
 	if len(p.Events) != 1 || p.Events[0].Reason != evalv1.ReasonStarting || p.Events[0].Type != corev1.EventTypeNormal {
 		t.Errorf("events = %+v", p.Events)
 	}
-	if p.RequeueAfter != DefaultPodsReadyTimeout {
+	if p.RequeueAfter != defaultPodsReadyTimeout {
 		t.Errorf("requeue = %s, want the pods-ready deadline", p.RequeueAfter)
 	}
 }
@@ -242,7 +242,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 					a.Message != "pod t1-a1-runner container runner exited with code 137" {
 					t.Errorf("attempt = %+v", a)
 				}
-				if p.Cancel != ErrAttemptAbandoned {
+				if p.Cancel != errAttemptAbandoned {
 					t.Errorf("cancel = %v", p.Cancel)
 				}
 				if c := cond(&p.Status, evalv1.TrialPodsReady); c.Status != metav1.ConditionFalse || c.Reason != evalv1.ReasonPodFailed {
@@ -267,7 +267,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 				if a.Reason != evalv1.ReasonPodLost || a.Message != "pod t1-a1-runner disappeared" {
 					t.Errorf("attempt = %+v", a)
 				}
-				if p.Cancel != ErrAttemptAbandoned {
+				if p.Cancel != errAttemptAbandoned {
 					t.Errorf("a queued driver must be cancelled too: %v", p.Cancel)
 				}
 			},
@@ -310,7 +310,7 @@ func TestPlanActiveAttempt(t *testing.T) {
 			name: "pods not ready in time: PodsNotReady",
 			w: func() *world {
 				tr := running(1)
-				return &world{Now: t0.Add(DefaultPodsReadyTimeout), Trial: tr,
+				return &world{Now: t0.Add(defaultPodsReadyTimeout), Trial: tr,
 					Pods:        podsOf(pendingPod(tr, 1, evalv1.RoleRunner), readyPod(tr, 1, evalv1.RoleDBService, "10.0.0.2")),
 					Driver:      &driverView{AttemptID: "uid-1-1", State: stateClaimed},
 					PodsCreated: seenBoth, PodsSeen: seenBoth}
@@ -435,16 +435,16 @@ func TestPlanWaitsForBackoffThenStartsTheNextAttempt(t *testing.T) {
 func TestPlanTaskProblems(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		err        *TaskError
+		err        *taskError
 		wantPhase  evalv1.TrialPhase
 		wantStatus metav1.ConditionStatus
 		wantReason string
 	}{
-		{"missing task waits", &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found")},
+		{"missing task waits", &taskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found")},
 			evalv1.PhasePending, metav1.ConditionFalse, evalv1.ReasonTaskNotFound},
-		{"unreadable configmap waits", &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Transient: true, Err: errString("configMap not found")},
+		{"unreadable configmap waits", &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Transient: true, Err: errString("configMap not found")},
 			evalv1.PhasePending, metav1.ConditionFalse, evalv1.ReasonInitialStateUnavailable},
-		{"invalid description is final", &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: errString("spec.task.bogus: unknown key")},
+		{"invalid description is final", &taskError{Reason: evalv1.ReasonInvalidDescription, Err: errString("spec.task.bogus: unknown key")},
 			evalv1.PhaseInvalid, metav1.ConditionTrue, "Invalid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -463,15 +463,15 @@ func TestPlanTaskProblems(t *testing.T) {
 func TestPlanProviderKeyProblems(t *testing.T) {
 	for _, tc := range []struct {
 		name                  string
-		err                   *KeyError
+		err                   *keyError
 		wantPhase             evalv1.TrialPhase
 		wantCompleted, wantFR string // Completed reason; Failed reason ("" = no Failed condition)
 	}{
-		{"missing Secret waits", &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: errString(`read secret ns/k: not found`)},
+		{"missing Secret waits", &keyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: errString(`read secret ns/k: not found`)},
 			evalv1.PhasePending, evalv1.ReasonAPIKeyUnavailable, ""},
-		{"Secret not opted in is final", &KeyError{Reason: evalv1.ReasonSecretNotAllowed, Err: errString("secret ns/k may not be sent to https://x/v1")},
+		{"Secret not opted in is final", &keyError{Reason: evalv1.ReasonSecretNotAllowed, Err: errString("secret ns/k may not be sent to https://x/v1")},
 			evalv1.PhaseInvalid, "Invalid", evalv1.ReasonSecretNotAllowed},
-		{"namespace not granted is final", &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: errString("the manager may not read Secrets in namespace ns")},
+		{"namespace not granted is final", &keyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: errString("the manager may not read Secrets in namespace ns")},
 			evalv1.PhaseInvalid, "Invalid", evalv1.ReasonNamespaceNotGranted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -559,13 +559,13 @@ func TestPlanFailsFastOnAMissingReference(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"secret", world{Task: &ResolvedTask{}, Missing: secret}, evalv1.ReasonSecretNotFound,
+		{"secret", world{Task: &resolvedTask{}, Missing: secret}, evalv1.ReasonSecretNotFound,
 			"Secret ns/openai not found (spec.agent.apiKeySecretRef)"},
-		{"secret key", world{Task: &ResolvedTask{}, Missing: noKey}, evalv1.ReasonSecretNotFound,
+		{"secret key", world{Task: &resolvedTask{}, Missing: noKey}, evalv1.ReasonSecretNotFound,
 			`Secret ns/openai has no key "token" (spec.judge.apiKeySecretRef)`},
-		{"task", world{TaskErr: &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found"), Missing: task}},
+		{"task", world{TaskErr: &taskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: errString("task ns/shop not found"), Missing: task}},
 			evalv1.ReasonTaskNotFound, "Task ns/shop not found (spec.taskRef)"},
-		{"configmap", world{TaskErr: &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Transient: true, Err: errString("x"), Missing: cm}},
+		{"configmap", world{TaskErr: &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Transient: true, Err: errString("x"), Missing: cm}},
 			evalv1.ReasonConfigMapNotFound, "ConfigMap ns/state not found (spec.initialStateFrom.configMapKeyRef)"},
 	}
 	for _, tc := range cases {
@@ -613,7 +613,7 @@ func TestPlanRetriesADBServiceFault(t *testing.T) {
 		t.Fatalf("Completed = %+v, claim %v", c, p.Claim != nil)
 	}
 	tr.Status = p.Status
-	p = planTrial(&world{Now: t0.Add(time.Minute), Trial: tr, Task: &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop"}}})
+	p = planTrial(&world{Now: t0.Add(time.Minute), Trial: tr, Task: &resolvedTask{Desc: &task.TaskDescription{TaskID: "shop"}}})
 	if p.Claim == nil || p.Claim.Number != 2 || len(p.CreatePod) != 2 || len(p.Status.Attempts) != 2 {
 		t.Fatalf("no second attempt: claim %v pods %v attempts %d", p.Claim, p.CreatePod, len(p.Status.Attempts))
 	}
@@ -623,8 +623,8 @@ func TestPlanRetriesADBServiceFault(t *testing.T) {
 // ends Invalid before any pod: it would otherwise run silently against a scripted
 // user. A Trial that asks for the scripted user, an LLM user, or an oracle agent runs.
 func TestPlanRefusesAnLLMUserTaskWithoutAUser(t *testing.T) {
-	llmTask := func() *ResolvedTask {
-		return &ResolvedTask{Desc: &task.TaskDescription{TaskID: "shop_orders_02",
+	llmTask := func() *resolvedTask {
+		return &resolvedTask{Desc: &task.TaskDescription{TaskID: "shop_orders_02",
 			UserSimulator: &task.UserSimulatorConfig{Mode: task.UserSimLLM}}}
 	}
 	const msg = "spec.userSimulator: task shop_orders_02 simulates its user with an LLM (user_simulator.mode llm), but the Trial names no user model; " +
@@ -633,7 +633,7 @@ func TestPlanRefusesAnLLMUserTaskWithoutAUser(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		edit    func(tr *evalv1.Trial)
-		task    *ResolvedTask
+		task    *resolvedTask
 		refused bool
 	}{
 		{name: "llm agent, no user", edit: func(tr *evalv1.Trial) { tr.Spec.Agent = llmAgent }, task: llmTask(), refused: true},
@@ -647,7 +647,7 @@ func TestPlanRefusesAnLLMUserTaskWithoutAUser(t *testing.T) {
 		}, task: llmTask()},
 		{name: "oracle agent, no user", edit: func(*evalv1.Trial) {}, task: llmTask()},
 		{name: "a task with a scripted user", edit: func(tr *evalv1.Trial) { tr.Spec.Agent = llmAgent },
-			task: &ResolvedTask{Desc: &task.TaskDescription{TaskID: "t", UserSimulator: &task.UserSimulatorConfig{Mode: task.UserSimScripted}}}},
+			task: &resolvedTask{Desc: &task.TaskDescription{TaskID: "t", UserSimulator: &task.UserSimulatorConfig{Mode: task.UserSimScripted}}}},
 		{name: "a task with no user simulator", edit: func(tr *evalv1.Trial) { tr.Spec.Agent = llmAgent }, task: resolvedShop()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

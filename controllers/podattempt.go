@@ -64,11 +64,11 @@ type Driver struct {
 type attemptInput struct {
 	Trial  *evalv1.Trial
 	Number int32
-	Task   *ResolvedTask
+	Task   *resolvedTask
 }
 
 // Drive returns the DriveFunc of one attempt whose pods are ready.
-func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP string) DriveFunc {
+func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP string) driveFunc {
 	return func(ctx context.Context, registered func()) host.AttemptResult {
 		return d.run(ctx, in, runnerIP, dbIP, registered)
 	}
@@ -85,7 +85,7 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	}
 
 	dbURL := "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))
-	spec := BuildTrialSpecVia(t, in.Number, in.Task.Desc, dbURL, d.GatewayURL)
+	spec := buildTrialSpecVia(t, in.Number, in.Task.Desc, dbURL, d.GatewayURL)
 	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef, t.Spec.Agent.BaseURL)
 	if err != nil {
 		o, reason := keyFailure(err)
@@ -136,18 +136,18 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 		Runner:             rc,
 		Spec:               spec,
 		InitialUserMessage: in.Task.InitialUserMessage,
-		MaxTurns:           MaxTurns(t, in.Task),
+		MaxTurns:           maxTurns(t, in.Task),
 		Agent:              agent,
 		User:               user,
-		ArtifactsDir:       AttemptArtifactsDir(d.ArtifactsDir, t, in.Number),
-		Record:             RecordOf(t),
+		ArtifactsDir:       attemptArtifactsDir(d.ArtifactsDir, t, in.Number),
+		Record:             recordOf(t),
 		TrialIndex:         int(t.Spec.TrialIndex),
 		AttemptNumber:      int(in.Number),
 		Log:                log,
 	}
 	if d.Artifacts != nil {
 		cfg.ArtifactsDir = ""
-		cfg.ArtifactsSink = d.Artifacts.Sink(AttemptArtifactsKey(t, in.Number))
+		cfg.ArtifactsSink = d.Artifacts.Sink(attemptArtifactsKey(t, in.Number))
 	}
 	if to := t.Spec.Timeouts.Trial; to != nil {
 		cfg.TrialTimeout = to.Duration
@@ -160,7 +160,7 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	}
 	res := host.RunAttempt(ctx, cfg)
 	if d.Artifacts != nil && res.ArtifactsPath != "" {
-		res.ArtifactsURL = d.Artifacts.URL(TrialArtifactsKey(t))
+		res.ArtifactsURL = d.Artifacts.URL(trialArtifactsKey(t))
 	}
 	return res
 }
@@ -186,7 +186,7 @@ func (d *Driver) userActor(ctx context.Context, in *attemptInput, spec *task.Tri
 		if err != nil {
 			return nil, err
 		}
-		return d.Actors(ctx, ActorRequest{Role: ActorUser, Trial: in.Trial, Attempt: in.Number, Spec: spec,
+		return d.Actors(ctx, ActorRequest{Role: actorUser, Trial: in.Trial, Attempt: in.Number, Spec: spec,
 			Task: spec.Task, Model: *u.Model, InitialUserMessage: in.Task.InitialUserMessage, APIKey: key,
 			Headers: headers, Limits: d.Limits, Log: log.WithName("user")})
 	default:
@@ -209,7 +209,7 @@ func (e *secretError) Unwrap() error { return e.err }
 // pods may be minutes old). The value is returned, never put into an error
 // or a log line.
 func (d *Driver) secretValue(ctx context.Context, ns string, ref *corev1.SecretKeySelector, baseURL string) (string, error) {
-	v, err := readProviderKey(ctx, d.APIReader, ns, ref, NormalizeBaseURL(baseURL))
+	v, err := readProviderKey(ctx, d.APIReader, ns, ref, normalizeBaseURL(baseURL))
 	if err != nil {
 		return "", &secretError{err}
 	}
@@ -240,7 +240,7 @@ func (d *Driver) headerValues(ctx context.Context, ns string, hs []evalv1.ExtraH
 // one that is not (or no longer) opted in, or unreadable for RBAC, makes the
 // attempt Invalid; one missing is an infrastructure fault that may heal.
 func keyFailure(err error) (evalv1.AttemptOutcome, string) {
-	var ke *KeyError
+	var ke *keyError
 	if errors.As(err, &ke) && !ke.Transient {
 		return evalv1.OutcomeInvalid, ke.Reason
 	}

@@ -20,26 +20,26 @@ import (
 const (
 	RunnerPort    = 50051
 	DBServicePort = 8000
-	// RunnerWorkDir is the runner's --work-dir, an emptyDir because the root
+	// runnerWorkDir is the runner's --work-dir, an emptyDir because the root
 	// filesystem is read-only.
-	RunnerWorkDir = "/var/lib/tolokaforge"
-	// RunnerSecretsDir is the runner's --secrets-dir: the Trial's gateway
+	runnerWorkDir = "/var/lib/tolokaforge"
+	// runnerSecretsDir is the runner's --secrets-dir: the Trial's gateway
 	// token Secret is mounted there read-only (never a provider key). A file,
 	// never an environment variable: env leaks into child processes (MCP
 	// servers, the test_execution verifier), crash dumps and `kubectl describe`.
-	RunnerSecretsDir = "/var/run/tolokaforge/secrets"
-	// JudgeKeyFile is the gateway token's file name in RunnerSecretsDir; the
+	runnerSecretsDir = "/var/run/tolokaforge/secrets"
+	// judgeKeyFile is the gateway token's file name in RunnerSecretsDir; the
 	// TrialSpec's judge.api_key_env names it (the runner reads api_key_env as
 	// a file name in its secrets directory) and the judge sends it to the
 	// gateway as its bearer key. No provider key ever enters a pod.
-	JudgeKeyFile = "judge-api-key"
+	judgeKeyFile = "judge-api-key"
 	// judgeKeyVolume is the runner pod's volume of the gateway token Secret.
 	judgeKeyVolume = "judge-key"
-	// AuthDir is where both pods mount the attempt's credential Secret
+	// authDir is where both pods mount the attempt's credential Secret
 	// read-only; AuthTokenFile is the token's file, named by
 	// --auth-token-file. A file, like the judge key, never an env var.
-	AuthDir       = "/var/run/tolokaforge/auth"
-	AuthTokenFile = AuthDir + "/" + authn.SecretKey
+	authDir       = "/var/run/tolokaforge/auth"
+	authTokenFile = authDir + "/" + authn.SecretKey
 	// authVolume is both pods' volume of the credential Secret.
 	authVolume = "auth-token"
 	// podIPEnv is the downward-API variable the listen flags expand.
@@ -120,20 +120,20 @@ func ownerRef(t *evalv1.Trial) metav1.OwnerReference {
 	}
 }
 
-// RunnerPod is the attempt's runner: `tolokaforge runner` listening on the
+// runnerPod is the attempt's runner: `tolokaforge runner` listening on the
 // pod IP, probed over gRPC health.
 //
 // It gets no --db-service-url: both pods are created at once, so the DB
 // service's IP is not known yet, and the TrialSpec's env_endpoints names it
 // per trial anyway (the flag is only the runner's fallback). Creating the
 // pods in parallel halves the time an attempt waits for readiness.
-func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
+func runnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	t := a.Trial
 	args := []string{
 		"runner",
 		fmt.Sprintf("--listen=$(%s):%d", podIPEnv, RunnerPort),
-		"--work-dir=" + RunnerWorkDir,
-		"--auth-token-file=" + AuthTokenFile,
+		"--work-dir=" + runnerWorkDir,
+		"--auth-token-file=" + authTokenFile,
 	}
 	c := baseContainer(cfg, evalv1.RoleRunner, t.Spec.Runner, args)
 	c.Ports = []corev1.ContainerPort{{Name: "grpc", ContainerPort: RunnerPort, Protocol: corev1.ProtocolTCP}}
@@ -143,21 +143,21 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		TimeoutSeconds:   2,
 		FailureThreshold: 3,
 	}
-	gw := UsesGateway(t, cfg.GatewayURL)
+	gw := usesGateway(t, cfg.GatewayURL)
 	if gw {
-		c.Args = append(c.Args, "--secrets-dir="+RunnerSecretsDir)
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: judgeKeyVolume, MountPath: RunnerSecretsDir, ReadOnly: true})
+		c.Args = append(c.Args, "--secrets-dir="+runnerSecretsDir)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: judgeKeyVolume, MountPath: runnerSecretsDir, ReadOnly: true})
 	}
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: RunnerWorkDir})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: runnerWorkDir})
 	pod := basePod(a, evalv1.RoleRunner, t.Spec.Runner, c)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
-		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(WorkDirSizeLimit.DeepCopy())}},
+		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(workDirSizeLimit.DeepCopy())}},
 	})
 	if gw {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 			Name: judgeKeyVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName: gateway.SecretName(t.Name),
-				Items:      []corev1.KeyToPath{{Key: gateway.TokenKey, Path: JudgeKeyFile}},
+				Items:      []corev1.KeyToPath{{Key: gateway.TokenKey, Path: judgeKeyFile}},
 				// Group-readable: the pod's fsGroup is the runner's group.
 				DefaultMode: ptr.To[int32](0o440),
 			}},
@@ -166,8 +166,8 @@ func RunnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	return pod
 }
 
-// GatewaySecret is the Trial's gateway token Secret, owned by the Trial.
-func GatewaySecret(t *evalv1.Trial, token string) *corev1.Secret {
+// gatewaySecret is the Trial's gateway token Secret, owned by the Trial.
+func gatewaySecret(t *evalv1.Trial, token string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      gateway.SecretName(t.Name),
@@ -183,10 +183,10 @@ func GatewaySecret(t *evalv1.Trial, token string) *corev1.Secret {
 	}
 }
 
-// DBServicePod is the attempt's DB service, probed over HTTP /health.
-func DBServicePod(cfg PodConfig, a attemptRef) *corev1.Pod {
+// dbServicePod is the attempt's DB service, probed over HTTP /health.
+func dbServicePod(cfg PodConfig, a attemptRef) *corev1.Pod {
 	t := a.Trial
-	args := []string{"dbservice", fmt.Sprintf("--listen=$(%s):%d", podIPEnv, DBServicePort), "--auth-token-file=" + AuthTokenFile}
+	args := []string{"dbservice", fmt.Sprintf("--listen=$(%s):%d", podIPEnv, DBServicePort), "--auth-token-file=" + authTokenFile}
 	c := baseContainer(cfg, evalv1.RoleDBService, t.Spec.DBService, args)
 	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: DBServicePort, Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{
@@ -231,7 +231,7 @@ func baseContainer(cfg PodConfig, role string, o evalv1.PodOverrides, args []str
 		// Read-only root: anything that wants a temp file gets an emptyDir.
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "tmp", MountPath: "/tmp"},
-			{Name: authVolume, MountPath: AuthDir, ReadOnly: true},
+			{Name: authVolume, MountPath: authDir, ReadOnly: true},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
@@ -265,7 +265,7 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 			},
 			Containers: []corev1.Container{c},
 			Volumes: []corev1.Volume{
-				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(TmpSizeLimit.DeepCopy())}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpSizeLimit.DeepCopy())}}},
 				{Name: authVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: AuthSecretName(t, a.Number),
 					Items:      []corev1.KeyToPath{{Key: authn.SecretKey, Path: authn.SecretKey}},

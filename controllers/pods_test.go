@@ -31,7 +31,7 @@ func testTrial() *evalv1.Trial {
 func TestPodsPassRestricted(t *testing.T) {
 	cfg := PodConfig{Image: "registry/tolokaforge:v1"}
 	tr := testTrial()
-	for _, pod := range []*corev1.Pod{RunnerPod(cfg, attemptRef{tr, 2}), DBServicePod(cfg, attemptRef{tr, 2})} {
+	for _, pod := range []*corev1.Pod{runnerPod(cfg, attemptRef{tr, 2}), dbServicePod(cfg, attemptRef{tr, 2})} {
 		t.Run(pod.Name, func(t *testing.T) {
 			ps := pod.Spec
 			if got := ptr.Deref(ps.AutomountServiceAccountToken, true); got {
@@ -111,7 +111,7 @@ func hasMount(c corev1.Container, vol, path string) bool {
 }
 
 func TestRunnerPodArgsAndProbe(t *testing.T) {
-	p := RunnerPod(PodConfig{Image: "img", Entrypoint: "/tolokaforge"}, attemptRef{testTrial(), 1})
+	p := runnerPod(PodConfig{Image: "img", Entrypoint: "/tolokaforge"}, attemptRef{testTrial(), 1})
 	c := p.Spec.Containers[0]
 	if p.Name != "t1-a1-runner" {
 		t.Errorf("name = %q", p.Name)
@@ -123,7 +123,7 @@ func TestRunnerPodArgsAndProbe(t *testing.T) {
 	if g := c.ReadinessProbe.GRPC; g == nil || g.Port != 50051 {
 		t.Errorf("readiness = %+v, want gRPC health on 50051", c.ReadinessProbe)
 	}
-	if !hasMount(c, "work", RunnerWorkDir) {
+	if !hasMount(c, "work", runnerWorkDir) {
 		t.Errorf("no emptyDir for --work-dir: %+v", c.VolumeMounts)
 	}
 	for _, v := range p.Spec.Volumes {
@@ -134,7 +134,7 @@ func TestRunnerPodArgsAndProbe(t *testing.T) {
 }
 
 func TestDBServicePodArgsAndProbe(t *testing.T) {
-	p := DBServicePod(PodConfig{Image: "img"}, attemptRef{testTrial(), 3})
+	p := dbServicePod(PodConfig{Image: "img"}, attemptRef{testTrial(), 3})
 	c := p.Spec.Containers[0]
 	if p.Name != "t1-a3-dbservice" {
 		t.Errorf("name = %q", p.Name)
@@ -158,8 +158,8 @@ func TestPodOverridesApplyPerRole(t *testing.T) {
 			corev1.ResourceMemory: resource.MustParse("512Mi"),
 		}},
 	}
-	r := RunnerPod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
-	d := DBServicePod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
+	r := runnerPod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
+	d := dbServicePod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
 	if got := r.Spec.Containers[0].Image; got != "custom/runner:1" {
 		t.Errorf("runner image = %q", got)
 	}
@@ -192,7 +192,7 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "judge"},
 		ExtraHeaders:    []evalv1.ExtraHeader{{Name: "X-Org", ValueFrom: evalv1.HeaderValueSource{SecretKeyRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hdr"}, Key: "org"}}}}}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
-	p := RunnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{tr, 1})
+	p := runnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{tr, 1})
 	c := p.Spec.Containers[0]
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -218,9 +218,9 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 		t.Fatalf("Secret volumes = %+v, want exactly the gateway token's", secrets)
 	}
 	sv := secrets[0].Secret
-	wantItems := []corev1.KeyToPath{{Key: gateway.TokenKey, Path: JudgeKeyFile}}
+	wantItems := []corev1.KeyToPath{{Key: gateway.TokenKey, Path: judgeKeyFile}}
 	if sv.SecretName != "t1-llm-gateway" || !reflect.DeepEqual(sv.Items, wantItems) {
-		t.Errorf("Secret volume = %+v, want only t1-llm-gateway/token as %s (provider keys stay in the manager)", sv, JudgeKeyFile)
+		t.Errorf("Secret volume = %+v, want only t1-llm-gateway/token as %s (provider keys stay in the manager)", sv, judgeKeyFile)
 	}
 	if sv.DefaultMode == nil || *sv.DefaultMode != 0o440 {
 		t.Errorf("token file mode = %v, want 0440", sv.DefaultMode)
@@ -228,21 +228,21 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 	var mounted bool
 	for _, m := range c.VolumeMounts {
 		if m.Name == secrets[0].Name {
-			mounted = m.MountPath == RunnerSecretsDir && m.ReadOnly
+			mounted = m.MountPath == runnerSecretsDir && m.ReadOnly
 		}
 	}
 	if !mounted {
-		t.Errorf("token volume not mounted read-only at %s: %+v", RunnerSecretsDir, c.VolumeMounts)
+		t.Errorf("token volume not mounted read-only at %s: %+v", runnerSecretsDir, c.VolumeMounts)
 	}
-	if !slices.Contains(c.Args, "--secrets-dir="+RunnerSecretsDir) {
-		t.Errorf("args = %q, want --secrets-dir=%s", c.Args, RunnerSecretsDir)
+	if !slices.Contains(c.Args, "--secrets-dir="+runnerSecretsDir) {
+		t.Errorf("args = %q, want --secrets-dir=%s", c.Args, runnerSecretsDir)
 	}
 
 	// No gateway configured, or an oracle judge: no Secret but the attempt's
 	// credential.
 	for name, pod := range map[string]*corev1.Pod{
-		"no gateway":   RunnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}),
-		"oracle judge": RunnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{testTrial(), 1}),
+		"no gateway":   runnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}),
+		"oracle judge": runnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{testTrial(), 1}),
 	} {
 		for _, v := range pod.Spec.Volumes {
 			if v.Secret != nil && v.Name != authVolume {
@@ -251,7 +251,7 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 		}
 	}
 
-	s := GatewaySecret(tr, "ns/t1/abc")
+	s := gatewaySecret(tr, "ns/t1/abc")
 	if s.Name != "t1-llm-gateway" || s.Namespace != tr.Namespace || string(s.Data[gateway.TokenKey]) != "ns/t1/abc" ||
 		len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != tr.UID || len(s.Data) != 1 {
 		t.Errorf("gateway Secret = %+v", s)

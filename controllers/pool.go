@@ -18,15 +18,15 @@ import (
 
 // Causes a driver's context is cancelled with.
 var (
-	// ErrManagerStopping: the process is shutting down. The attempt's result
+	// errManagerStopping: the process is shutting down. The attempt's result
 	// is dropped: the next manager finds the attempt Running, owned by no
 	// pool, and records it as ManagerRestarted.
-	ErrManagerStopping = errors.New("manager is stopping")
-	// ErrTrialDeleted: the Trial is gone; the driver cleans up and stops.
-	ErrTrialDeleted = errors.New("trial was deleted")
-	// ErrAttemptAbandoned: the controller ended the attempt (its pods failed
+	errManagerStopping = errors.New("manager is stopping")
+	// errTrialDeleted: the Trial is gone; the driver cleans up and stops.
+	errTrialDeleted = errors.New("trial was deleted")
+	// errAttemptAbandoned: the controller ended the attempt (its pods failed
 	// or vanished) while the driver was still at work.
-	ErrAttemptAbandoned = errors.New("attempt ended by the controller")
+	errAttemptAbandoned = errors.New("attempt ended by the controller")
 )
 
 // driverState is where an attempt this process owns stands.
@@ -58,9 +58,9 @@ func (s driverState) String() string {
 	return fmt.Sprintf("driverState(%d)", int(s))
 }
 
-// DriveFunc runs one attempt. It must return once ctx is done; registered is
+// driveFunc runs one attempt. It must return once ctx is done; registered is
 // called once RegisterTrial succeeded.
-type DriveFunc func(ctx context.Context, registered func()) host.AttemptResult
+type driveFunc func(ctx context.Context, registered func()) host.AttemptResult
 
 // driverView is a copy of a pool entry for planning.
 type driverView struct {
@@ -146,7 +146,7 @@ func (p *Pool) Size() int { return p.size }
 // every driver with ErrManagerStopping and waits for them.
 func (p *Pool) Start(ctx context.Context) error {
 	<-ctx.Done()
-	p.cancel(ErrManagerStopping)
+	p.cancel(errManagerStopping)
 	p.wg.Wait()
 	return nil
 }
@@ -238,7 +238,7 @@ func cloneSet(m map[string]bool) map[string]bool {
 // Submit hands a claimed attempt to a driver. It is idempotent (a second
 // Submit of the same attempt does nothing) and never blocks. It reports
 // whether the attempt was handed to a driver, by this call or an earlier one.
-func (p *Pool) Submit(key types.NamespacedName, attemptID string, run DriveFunc) bool {
+func (p *Pool) Submit(key types.NamespacedName, attemptID string, run driveFunc) bool {
 	p.mu.Lock()
 	e := p.entries[key]
 	if e == nil || e.attemptID != attemptID {
@@ -265,7 +265,7 @@ func (p *Pool) Submit(key types.NamespacedName, attemptID string, run DriveFunc)
 	return true
 }
 
-func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry, run DriveFunc) {
+func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry, run driveFunc) {
 	defer p.wg.Done()
 	select {
 	case p.slots <- struct{}{}:
@@ -316,11 +316,11 @@ func (p *Pool) finish(ctx context.Context, key types.NamespacedName, e *poolEntr
 	current := p.entries[key] == e
 	// A result cut short by shutdown is no result: the next manager records
 	// the attempt as ManagerRestarted from status alone.
-	if !errors.Is(cause, ErrManagerStopping) {
+	if !errors.Is(cause, errManagerStopping) {
 		e.result = &res
 	}
 	p.mu.Unlock()
-	if current && !errors.Is(cause, ErrManagerStopping) {
+	if current && !errors.Is(cause, errManagerStopping) {
 		p.notify(key)
 	}
 }
@@ -361,7 +361,7 @@ func (p *Pool) Release(key types.NamespacedName, attemptID string) {
 		return
 	}
 	if e.state == stateClaimed {
-		e.state, e.cause = stateDone, ErrAttemptAbandoned
+		e.state, e.cause = stateDone, errAttemptAbandoned
 	}
 	e.input = nil
 	if e.result != nil {

@@ -41,7 +41,7 @@ func noEvent(t *testing.T, p *Pool) {
 }
 
 // blockingRun runs until released or cancelled and reports its cause.
-func blockingRun(started chan<- string, release <-chan struct{}, name string) DriveFunc {
+func blockingRun(started chan<- string, release <-chan struct{}, name string) driveFunc {
 	return func(ctx context.Context, registered func()) host.AttemptResult {
 		registered()
 		started <- name
@@ -161,15 +161,15 @@ func TestPoolCancelCarriesTheCause(t *testing.T) {
 	p.Submit(keyA, "a-1", blockingRun(started, nil, "a"))
 	<-started
 	nextEvent(t, p) // registered
-	if !p.Cancel(keyA, ErrTrialDeleted) {
+	if !p.Cancel(keyA, errTrialDeleted) {
 		t.Fatal("cancel says no driver was active")
 	}
 	nextEvent(t, p) // done
 	v, _ := p.View(keyA)
-	if v.State != stateDone || !errors.Is(v.Cause, ErrTrialDeleted) || v.Result == nil || v.Result.Message != ErrTrialDeleted.Error() {
+	if v.State != stateDone || !errors.Is(v.Cause, errTrialDeleted) || v.Result == nil || v.Result.Message != errTrialDeleted.Error() {
 		t.Errorf("view = %+v", v)
 	}
-	if p.Active(keyA) || p.Cancel(keyA, ErrTrialDeleted) {
+	if p.Active(keyA) || p.Cancel(keyA, errTrialDeleted) {
 		t.Error("still active after the driver returned")
 	}
 	p.Forget(keyA)
@@ -189,14 +189,14 @@ func TestPoolCancelsAQueuedAttemptWithoutRunningIt(t *testing.T) {
 	nextEvent(t, p)
 	p.Claim(keyB, "b-1", nil)
 	p.Submit(keyB, "b-1", blockingRun(started, release, "b"))
-	if !p.Cancel(keyB, ErrAttemptAbandoned) {
+	if !p.Cancel(keyB, errAttemptAbandoned) {
 		t.Fatal("queued attempt not active")
 	}
 	if got := nextEvent(t, p); got != keyB {
 		t.Fatalf("event for %s", got)
 	}
 	v, _ := p.View(keyB)
-	if v.Result == nil || v.Result.Reason != evalv1.ReasonCanceled || !errors.Is(v.Cause, ErrAttemptAbandoned) {
+	if v.Result == nil || v.Result.Reason != evalv1.ReasonCanceled || !errors.Is(v.Cause, errAttemptAbandoned) {
 		t.Errorf("view = %+v", v)
 	}
 	close(release)
@@ -231,7 +231,7 @@ func TestPoolStopDropsResults(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := cause.Load().(error); !errors.Is(c, ErrManagerStopping) {
+	if c, _ := cause.Load().(error); !errors.Is(c, errManagerStopping) {
 		t.Errorf("driver saw cause %v", c)
 	}
 	v, _ := p.View(keyA)
@@ -313,7 +313,7 @@ func TestPoolReleaseClosesAnUnsubmittedClaim(t *testing.T) {
 		t.Error("submit of a released claim reported a driver")
 	}
 	v, ok := p.View(keyA)
-	if !ok || v.State != stateDone || v.Result != nil || !errors.Is(v.Cause, ErrAttemptAbandoned) {
+	if !ok || v.State != stateDone || v.Result != nil || !errors.Is(v.Cause, errAttemptAbandoned) {
 		t.Errorf("view = %+v", v)
 	}
 	if p.Input(keyA, "a-1") != nil {

@@ -17,11 +17,11 @@ import (
 	"tolokaforge.io/operator/controllers/refs"
 )
 
-// NormalizeBaseURL is the form base URLs are compared in: surrounding spaces
+// normalizeBaseURL is the form base URLs are compared in: surrounding spaces
 // and trailing slashes dropped, the provider default when empty. Nothing else
 // is rewritten (no case folding, no default ports): the annotation names the
 // URL the model spec names, byte for byte.
-func NormalizeBaseURL(s string) string {
+func normalizeBaseURL(s string) string {
 	s = strings.TrimRight(strings.TrimSpace(s), "/")
 	if s == "" {
 		return llm.DefaultBaseURL
@@ -29,8 +29,8 @@ func NormalizeBaseURL(s string) string {
 	return s
 }
 
-// AllowedBaseURLs parses a Secret's AnnotationAllowedBaseURLs value.
-func AllowedBaseURLs(v string) []string {
+// allowedBaseURLs parses a Secret's AnnotationAllowedBaseURLs value.
+func allowedBaseURLs(v string) []string {
 	var out []string
 	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
 		if f = strings.TrimRight(strings.TrimSpace(f), "/"); f != "" {
@@ -40,17 +40,17 @@ func AllowedBaseURLs(v string) []string {
 	return out
 }
 
-// KeyError says why a provider Secret cannot be used. Transient ones (the
+// keyError says why a provider Secret cannot be used. Transient ones (the
 // Secret or its key not there yet, an API hiccup) may heal; the rest (not
 // opted in, namespace not granted) need someone to change something.
-type KeyError struct {
+type keyError struct {
 	Reason    string
 	Transient bool
 	Err       error
 }
 
-func (e *KeyError) Error() string { return e.Err.Error() }
-func (e *KeyError) Unwrap() error { return e.Err }
+func (e *keyError) Error() string { return e.Err.Error() }
+func (e *keyError) Unwrap() error { return e.Err }
 
 // readProviderKey reads one key of a provider Secret for use at baseURL
 // (normalized). The Secret is read with reader, which in the manager is the
@@ -68,19 +68,19 @@ func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *
 		case optional && apierrors.IsNotFound(err):
 			return "", nil
 		case apierrors.IsForbidden(err):
-			return "", &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
+			return "", &keyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
 				"the manager may not read Secrets in namespace %s (secret %s: %w); the install grants it per namespace: helm value trialNamespaces or config/namespace-grant",
 				ns, ref.Name, err)}
 		}
-		return "", &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", ns, ref.Name, err)}
+		return "", &keyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", ns, ref.Name, err)}
 	}
 	allowed, ok := s.Annotations[evalv1.AnnotationAllowedBaseURLs]
 	if !ok {
-		return "", &KeyError{Reason: evalv1.ReasonSecretNotAllowed, Err: fmt.Errorf(
+		return "", &keyError{Reason: evalv1.ReasonSecretNotAllowed, Err: fmt.Errorf(
 			"secret %s/%s may not be sent to %s: it has no annotation %s listing the base URLs it may be sent to",
 			ns, ref.Name, baseURL, evalv1.AnnotationAllowedBaseURLs)}
 	}
-	listed := AllowedBaseURLs(allowed)
+	listed := allowedBaseURLs(allowed)
 	found := false
 	for _, u := range listed {
 		if u == baseURL {
@@ -89,7 +89,7 @@ func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *
 		}
 	}
 	if !found {
-		return "", &KeyError{Reason: evalv1.ReasonSecretNotAllowed, Err: fmt.Errorf(
+		return "", &keyError{Reason: evalv1.ReasonSecretNotAllowed, Err: fmt.Errorf(
 			"secret %s/%s may not be sent to %s: its annotation %s lists only %q",
 			ns, ref.Name, baseURL, evalv1.AnnotationAllowedBaseURLs, listed)}
 	}
@@ -98,7 +98,7 @@ func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *
 		if optional {
 			return "", nil
 		}
-		return "", &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true,
+		return "", &keyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true,
 			Err: fmt.Errorf("secret %s/%s has no key %q", ns, ref.Name, ref.Key)}
 	}
 	return string(v), nil
@@ -109,38 +109,38 @@ func readProviderKey(ctx context.Context, reader client.Reader, ns string, ref *
 // one in a namespace the install did not grant ends the Trial as every
 // refused provider Secret does (Invalid, TrialFailed NamespaceNotGranted):
 // nobody can create it into existence.
-func trialSecrets(ctx context.Context, reader client.Reader, ns string, uses []evalv1.SecretUse) (*refs.MissingRef, *KeyError, error) {
+func trialSecrets(ctx context.Context, reader client.Reader, ns string, uses []evalv1.SecretUse) (*refs.MissingRef, *keyError, error) {
 	m, err := refs.MissingSecret(ctx, reader, ns, uses)
 	if err != nil {
 		return nil, nil, err
 	}
 	if m != nil && m.Reason == evalv1.ReasonNamespaceNotGranted {
-		return nil, &KeyError{Reason: m.Reason, Err: errors.New(m.String())}, nil
+		return nil, &keyError{Reason: m.Reason, Err: errors.New(m.String())}, nil
 	}
 	return m, nil, nil
 }
 
-// CheckProviderKeys reads every Secret the Trial would send to a model and
+// checkProviderKeys reads every Secret the Trial would send to a model and
 // checks each is opted in for that model's base URL. It runs before an
 // attempt's pods are created, so a Trial that may not use a key never gets
 // a pod. Errors name the spec field, the Secret and the URL.
-func CheckProviderKeys(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
+func checkProviderKeys(ctx context.Context, reader client.Reader, t *evalv1.Trial) *keyError {
 	for _, u := range t.Spec.SecretUses() {
-		if _, err := readProviderKey(ctx, reader, t.Namespace, u.Ref, NormalizeBaseURL(u.BaseURL)); err != nil {
-			var ke *KeyError
+		if _, err := readProviderKey(ctx, reader, t.Namespace, u.Ref, normalizeBaseURL(u.BaseURL)); err != nil {
+			var ke *keyError
 			if !errors.As(err, &ke) {
-				ke = &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: err}
+				ke = &keyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: err}
 			}
-			return &KeyError{Reason: ke.Reason, Transient: ke.Transient, Err: fmt.Errorf("%s: %w", u.Field, ke.Err)}
+			return &keyError{Reason: ke.Reason, Transient: ke.Transient, Err: fmt.Errorf("%s: %w", u.Field, ke.Err)}
 		}
 	}
 	return nil
 }
 
-// UsesGateway says whether the Trial's judge calls a model, through the
+// usesGateway says whether the Trial's judge calls a model, through the
 // manager's gateway at gatewayURL (empty: no gateway configured, and the
 // runner gets no credential at all, never the provider key).
-func UsesGateway(t *evalv1.Trial, gatewayURL string) bool {
+func usesGateway(t *evalv1.Trial, gatewayURL string) bool {
 	j := t.Spec.Judge
 	return gatewayURL != "" && j != nil && j.Provider != "" && j.Provider != evalv1.ProviderOracle
 }
@@ -155,7 +155,7 @@ func JudgeUpstream(reader client.Reader) gateway.UpstreamFunc {
 		if j == nil || j.Provider == "" || j.Provider == evalv1.ProviderOracle {
 			return gateway.Upstream{}, errors.New("the trial has no judge model")
 		}
-		base := NormalizeBaseURL(j.BaseURL)
+		base := normalizeBaseURL(j.BaseURL)
 		key, err := readProviderKey(ctx, reader, t.Namespace, j.APIKeySecretRef, base)
 		if err != nil {
 			return gateway.Upstream{}, fmt.Errorf("spec.judge.apiKeySecretRef: %w", err)
@@ -178,20 +178,20 @@ func JudgeUpstream(reader client.Reader) gateway.UpstreamFunc {
 	}
 }
 
-// CheckNamespaceGrant asks, before any pod, whether the manager may manage
+// checkNamespaceGrant asks, before any pod, whether the manager may manage
 // Secrets in the Trial's namespace: every attempt's credential Secret and a
 // judge's gateway token are created there, and a Trial with no key Secret
 // would otherwise only meet the missing grant when they are created.
-func CheckNamespaceGrant(ctx context.Context, reader client.Reader, t *evalv1.Trial) *KeyError {
+func checkNamespaceGrant(ctx context.Context, reader client.Reader, t *evalv1.Trial) *keyError {
 	name := gateway.SecretName(t.Name)
 	err := reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &corev1.Secret{})
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsForbidden(err):
-		return &KeyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
+		return &keyError{Reason: evalv1.ReasonNamespaceNotGranted, Err: fmt.Errorf(
 			"namespace %s is not granted to the manager: it may not manage the attempt credential and gateway token Secrets there (secret %s: %w); the install grants namespaces one by one: helm value trialNamespaces or config/namespace-grant",
 			t.Namespace, name, err)}
 	}
-	return &KeyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", t.Namespace, name, err)}
+	return &keyError{Reason: evalv1.ReasonAPIKeyUnavailable, Transient: true, Err: fmt.Errorf("read secret %s/%s: %w", t.Namespace, name, err)}
 }

@@ -20,13 +20,13 @@ import (
 )
 
 func TestAllowedBaseURLsParsesCommasAndNewlines(t *testing.T) {
-	got := AllowedBaseURLs(" https://a.example/v1/ ,https://b.example/v1\n\nhttp://c:8080/v1//\r\n")
+	got := allowedBaseURLs(" https://a.example/v1/ ,https://b.example/v1\n\nhttp://c:8080/v1//\r\n")
 	want := []string{"https://a.example/v1", "https://b.example/v1", "http://c:8080/v1"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("AllowedBaseURLs = %q, want %q", got, want)
 	}
-	if NormalizeBaseURL("") != "https://api.openai.com/v1" || NormalizeBaseURL("https://x/v1/") != "https://x/v1" {
-		t.Fatalf("NormalizeBaseURL: %q %q", NormalizeBaseURL(""), NormalizeBaseURL("https://x/v1/"))
+	if normalizeBaseURL("") != "https://api.openai.com/v1" || normalizeBaseURL("https://x/v1/") != "https://x/v1" {
+		t.Fatalf("NormalizeBaseURL: %q %q", normalizeBaseURL(""), normalizeBaseURL("https://x/v1/"))
 	}
 }
 
@@ -100,7 +100,7 @@ func TestCheckProviderKeys(t *testing.T) {
 			tr := testTrial()
 			tr.Namespace = "ns"
 			tc.edit(tr)
-			ke := CheckProviderKeys(context.Background(), c, tr)
+			ke := checkProviderKeys(context.Background(), c, tr)
 			if tc.reason == "" {
 				if ke != nil {
 					t.Fatalf("refused: %v", ke)
@@ -130,7 +130,7 @@ func TestForbiddenSecretNamesTheNamespace(t *testing.T) {
 	tr := testTrial()
 	tr.Namespace = "team-b"
 	tr.Spec.Agent = evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "m", APIKeySecretRef: keyRef("llm", "k")}
-	ke := CheckProviderKeys(context.Background(), c, tr)
+	ke := checkProviderKeys(context.Background(), c, tr)
 	if ke == nil || ke.Reason != evalv1.ReasonNamespaceNotGranted || ke.Transient ||
 		!strings.HasPrefix(ke.Error(), "spec.agent.apiKeySecretRef: the manager may not read Secrets in namespace team-b (secret llm: ") {
 		t.Fatalf("got %#v (%v)", ke, ke)

@@ -85,10 +85,10 @@ func TestInstallRBACGrantsSecretsOnlyInGrantedNamespaces(t *testing.T) {
 			APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "llm"}, Key: "k"}}
 		return tr
 	}
-	if ke := CheckProviderKeys(ctx, mc, trial(granted)); ke != nil {
+	if ke := checkProviderKeys(ctx, mc, trial(granted)); ke != nil {
 		t.Fatalf("granted namespace refused: %v", ke)
 	}
-	ke := CheckProviderKeys(ctx, mc, trial(other))
+	ke := checkProviderKeys(ctx, mc, trial(other))
 	if ke == nil || ke.Reason != evalv1.ReasonNamespaceNotGranted || ke.Transient ||
 		!strings.HasPrefix(ke.Error(), "spec.agent.apiKeySecretRef: the manager may not read Secrets in namespace team-b (secret llm: ") {
 		t.Fatalf("ungranted namespace: %#v (%v)", ke, ke)
@@ -99,10 +99,10 @@ func TestInstallRBACGrantsSecretsOnlyInGrantedNamespaces(t *testing.T) {
 		tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge", BaseURL: "http://local-llm:8000/v1"}
 		return tr
 	}
-	if ke := CheckNamespaceGrant(ctx, mc, judged(granted)); ke != nil {
+	if ke := checkNamespaceGrant(ctx, mc, judged(granted)); ke != nil {
 		t.Fatalf("granted namespace, gateway token: %v", ke)
 	}
-	ke = CheckNamespaceGrant(ctx, mc, judged(other))
+	ke = checkNamespaceGrant(ctx, mc, judged(other))
 	if ke == nil || ke.Reason != evalv1.ReasonNamespaceNotGranted || ke.Transient ||
 		!strings.HasPrefix(ke.Error(), "namespace team-b is not granted to the manager: it may not manage the attempt credential and gateway token Secrets there (secret j-llm-gateway: ") {
 		t.Fatalf("ungranted namespace, gateway token: %#v (%v)", ke, ke)

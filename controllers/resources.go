@@ -10,19 +10,19 @@ import (
 // emptyDir size limits: the kubelet evicts a pod whose emptyDir grows past
 // its limit, so a tool filling the disk ends its own attempt, not the node.
 var (
-	// TmpSizeLimit bounds each pod's /tmp.
-	TmpSizeLimit = resource.MustParse("256Mi")
-	// WorkDirSizeLimit bounds the runner's work dir (task files, MCP server
+	// tmpSizeLimit bounds each pod's /tmp.
+	tmpSizeLimit = resource.MustParse("256Mi")
+	// workDirSizeLimit bounds the runner's work dir (task files, MCP server
 	// state, verifier outputs).
-	WorkDirSizeLimit = resource.MustParse("2Gi")
+	workDirSizeLimit = resource.MustParse("2Gi")
 )
 
-// DefaultResources are each role's requests and limits when the Trial names
+// defaultResources are each role's requests and limits when the Trial names
 // none. Requests are what an attempt needs to start on a busy node; limits
 // keep one runaway task (a tool that allocates or forks without end) from
 // starving the attempts beside it. The DB service holds one trial's state in
 // memory (its own limits cap that well below its memory limit).
-func DefaultResources(role string) corev1.ResourceRequirements {
+func defaultResources(role string) corev1.ResourceRequirements {
 	switch role {
 	case evalv1.RoleRunner:
 		return corev1.ResourceRequirements{
@@ -60,7 +60,7 @@ func DefaultResources(role string) corev1.ResourceRequirements {
 // that limit to the request, so the override never yields a pod the API
 // server refuses (requests must not exceed limits).
 func resourcesFor(role string, override *corev1.ResourceRequirements) corev1.ResourceRequirements {
-	out := DefaultResources(role)
+	out := defaultResources(role)
 	if override == nil {
 		return out
 	}

@@ -41,15 +41,15 @@ func sampleTask(t *testing.T, file string) (*evalv1.Task, *task.TaskDescription)
 	if ref.Name != cm.Name {
 		t.Fatalf("%s reads configMap %q, the sample is %q", file, ref.Name, cm.Name)
 	}
-	tables, err := ConfigMapValue(&cm, ref)
+	tables, err := configMapValue(&cm, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := MergeInitialState(tk.Spec.Description.Raw, tables)
+	merged, err := mergeInitialState(tk.Spec.Description.Raw, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	desc, err := DecodeDescription(merged, "spec.description")
+	desc, err := decodeDescription(merged, "spec.description")
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}

@@ -13,36 +13,36 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// DefaultMaxTurns applies when neither the Trial nor its Task sets one.
-const DefaultMaxTurns = 30
+// defaultMaxTurns applies when neither the Trial nor its Task sets one.
+const defaultMaxTurns = 30
 
-// RunID names the run a trial belongs to: its Campaign when a Campaign
+// runID names the run a trial belongs to: its Campaign when a Campaign
 // controls it, else the Trial itself ("<namespace>/<name>").
-func RunID(t *evalv1.Trial) string {
+func runID(t *evalv1.Trial) string {
 	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" && ref.APIVersion == evalv1.GroupVersion.String() {
 		return t.Namespace + "/" + ref.Name
 	}
 	return t.Namespace + "/" + t.Name
 }
 
-// BuildTrialSpec is the TrialSpec of attempt n without a gateway: the judge
+// buildTrialSpec is the TrialSpec of attempt n without a gateway: the judge
 // gets no credential (see BuildTrialSpecVia).
-func BuildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL string) *task.TrialSpec {
-	return BuildTrialSpecVia(t, n, desc, dbURL, "")
+func buildTrialSpec(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL string) *task.TrialSpec {
+	return buildTrialSpecVia(t, n, desc, dbURL, "")
 }
 
-// BuildTrialSpecVia is the TrialSpec of attempt n. No key is in it: the
+// buildTrialSpecVia is the TrialSpec of attempt n. No key is in it: the
 // agent's stays in the manager; the judge calls the manager's gateway at
 // gatewayURL, its api_key_env naming the gateway token's file in the runner
 // pod's secrets directory. The provider key never reaches the runner.
-func BuildTrialSpecVia(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL, gatewayURL string) *task.TrialSpec {
+func buildTrialSpecVia(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbURL, gatewayURL string) *task.TrialSpec {
 	// The trial_id ("<task_id>:<index>") needs no cluster-wide uniqueness:
 	// every attempt has a runner and a DB service of its own. The Kubernetes
 	// identity travels as run_id ("<namespace>/<name>") and in runtime_context.
 	s := task.NewTrialSpec(task.TrialSpecParams{
 		Task:         desc,
 		TrialIndex:   int(t.Spec.TrialIndex),
-		RunID:        RunID(t),
+		RunID:        runID(t),
 		AttemptID:    AttemptID(t, n),
 		Agent:        modelConfig(t.Spec.Agent, ""),
 		DBServiceURL: dbURL,
@@ -58,9 +58,9 @@ func BuildTrialSpecVia(t *evalv1.Trial, n int32, desc *task.TaskDescription, dbU
 	}
 	if j := t.Spec.Judge; j != nil {
 		s.Judge = modelConfig(*j, "")
-		if UsesGateway(t, gatewayURL) {
+		if usesGateway(t, gatewayURL) {
 			s.Judge.BaseURL = gatewayURL
-			s.Judge.APIKeyEnv = JudgeKeyFile
+			s.Judge.APIKeyEnv = judgeKeyFile
 		}
 	}
 	return s
@@ -110,19 +110,19 @@ func jsonString(s string) json.RawMessage {
 	return b
 }
 
-// MaxTurns is the Trial's turn budget, else the Task's, else DefaultMaxTurns.
-func MaxTurns(t *evalv1.Trial, rt *ResolvedTask) int {
+// maxTurns is the Trial's turn budget, else the Task's, else DefaultMaxTurns.
+func maxTurns(t *evalv1.Trial, rt *resolvedTask) int {
 	if t.Spec.MaxTurns != nil && *t.Spec.MaxTurns > 0 {
 		return int(*t.Spec.MaxTurns)
 	}
 	if rt != nil && rt.MaxTurns != nil && *rt.MaxTurns > 0 {
 		return int(*rt.MaxTurns)
 	}
-	return DefaultMaxTurns
+	return defaultMaxTurns
 }
 
-// AgentLabel is what the Agent printer column shows.
-func AgentLabel(m evalv1.ModelSpec) string {
+// agentLabel is what the Agent printer column shows.
+func agentLabel(m evalv1.ModelSpec) string {
 	p := string(m.Provider)
 	if p == "" {
 		p = string(evalv1.ProviderOracle)
@@ -133,37 +133,37 @@ func AgentLabel(m evalv1.ModelSpec) string {
 	return p + "/" + m.Model
 }
 
-// RecordOf is who runs t, for its artifacts: its Campaign (the controller
+// recordOf is who runs t, for its artifacts: its Campaign (the controller
 // owner; a label value may be hashed) and the agent's name in it, else the
 // agent's provider/model.
-func RecordOf(t *evalv1.Trial) result.Record {
+func recordOf(t *evalv1.Trial) result.Record {
 	r := result.Record{Namespace: t.Namespace, Trial: t.Name, Agent: t.Labels[evalv1.LabelAgent]}
 	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" {
 		r.Campaign = ref.Name
 	}
 	if r.Agent == "" {
-		r.Agent = AgentLabel(t.Spec.Agent)
+		r.Agent = agentLabel(t.Spec.Agent)
 	}
 	return r
 }
 
-// TrialArtifactsKey is the Trial's folder in an artifacts store:
+// trialArtifactsKey is the Trial's folder in an artifacts store:
 // <namespace>/<name>/ (status.artifactsURL).
-func TrialArtifactsKey(t *evalv1.Trial) string {
+func trialArtifactsKey(t *evalv1.Trial) string {
 	return t.Namespace + "/" + t.Name + "/"
 }
 
-// AttemptArtifactsKey is attempt n's folder in an artifacts store, the
+// attemptArtifactsKey is attempt n's folder in an artifacts store, the
 // layout of AttemptArtifactsDir: each attempt its own keys, whichever
 // manager replica drives it.
-func AttemptArtifactsKey(t *evalv1.Trial, n int32) string {
-	return fmt.Sprintf("%sattempt-%d", TrialArtifactsKey(t), n)
+func attemptArtifactsKey(t *evalv1.Trial, n int32) string {
+	return fmt.Sprintf("%sattempt-%d", trialArtifactsKey(t), n)
 }
 
-// AttemptArtifactsDir is where attempt n writes its artifacts: one directory
+// attemptArtifactsDir is where attempt n writes its artifacts: one directory
 // per Trial object and attempt, so two Trials of the same task and index
 // (different agents) never share files.
-func AttemptArtifactsDir(root string, t *evalv1.Trial, n int32) string {
+func attemptArtifactsDir(root string, t *evalv1.Trial, n int32) string {
 	if root == "" {
 		return ""
 	}

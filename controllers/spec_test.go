@@ -36,7 +36,7 @@ func TestBuildTrialSpec(t *testing.T) {
 	tr.Spec.Judge = &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge",
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "k"}, Key: "judge"}}
 	desc := &task.TaskDescription{TaskID: "shop_orders_02"}
-	s := BuildTrialSpec(tr, 2, desc, "http://10.0.0.2:8000")
+	s := buildTrialSpec(tr, 2, desc, "http://10.0.0.2:8000")
 	if s.TrialID != "shop_orders_02:4" || s.RunID != "ns/t1" || s.AttemptID != "uid-1-2" || s.Task != desc {
 		t.Errorf("ids = %q %q %q", s.TrialID, s.RunID, s.AttemptID)
 	}
@@ -56,8 +56,8 @@ func TestBuildTrialSpec(t *testing.T) {
 	}
 	// Through the gateway: the judge's base URL is the gateway, its key
 	// file the gateway token; the provider's URL and key stay in the manager.
-	gs := BuildTrialSpecVia(tr, 2, desc, "http://10.0.0.2:8000", "http://gw:8090/v1")
-	if gs.Judge.BaseURL != "http://gw:8090/v1" || gs.Judge.APIKeyEnv != JudgeKeyFile || gs.Judge.Model != "judge" {
+	gs := buildTrialSpecVia(tr, 2, desc, "http://10.0.0.2:8000", "http://gw:8090/v1")
+	if gs.Judge.BaseURL != "http://gw:8090/v1" || gs.Judge.APIKeyEnv != judgeKeyFile || gs.Judge.Model != "judge" {
 		t.Errorf("judge via the gateway = %+v", gs.Judge)
 	}
 	if gs.Agent.BaseURL != "http://llm/v1" {
@@ -90,31 +90,31 @@ func TestBuildTrialSpec(t *testing.T) {
 
 func TestMaxTurnsAndLabels(t *testing.T) {
 	tr := testTrial()
-	if got := MaxTurns(tr, nil); got != DefaultMaxTurns {
+	if got := maxTurns(tr, nil); got != defaultMaxTurns {
 		t.Errorf("default = %d", got)
 	}
-	if got := MaxTurns(tr, &ResolvedTask{MaxTurns: ptr.To[int32](14)}); got != 14 {
+	if got := maxTurns(tr, &resolvedTask{MaxTurns: ptr.To[int32](14)}); got != 14 {
 		t.Errorf("task = %d", got)
 	}
 	tr.Spec.MaxTurns = ptr.To[int32](3)
-	if got := MaxTurns(tr, &ResolvedTask{MaxTurns: ptr.To[int32](14)}); got != 3 {
+	if got := maxTurns(tr, &resolvedTask{MaxTurns: ptr.To[int32](14)}); got != 3 {
 		t.Errorf("trial = %d", got)
 	}
-	if got := RunID(tr); got != "ns/t1" {
+	if got := runID(tr); got != "ns/t1" {
 		t.Errorf("run id = %q", got)
 	}
 	tr.OwnerReferences = []metav1.OwnerReference{{APIVersion: evalv1.GroupVersion.String(), Kind: "Campaign",
 		Name: "nightly", UID: "c", Controller: ptr.To(true)}}
-	if got := RunID(tr); got != "ns/nightly" {
+	if got := runID(tr); got != "ns/nightly" {
 		t.Errorf("run id of a campaign trial = %q", got)
 	}
-	if got := AgentLabel(evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "gpt"}); got != "openai/gpt" {
+	if got := agentLabel(evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "gpt"}); got != "openai/gpt" {
 		t.Errorf("label = %q", got)
 	}
-	if got := AttemptArtifactsDir("/art", tr, 2); got != "/art/ns/t1/attempt-2" {
+	if got := attemptArtifactsDir("/art", tr, 2); got != "/art/ns/t1/attempt-2" {
 		t.Errorf("artifacts = %q", got)
 	}
-	if got := AttemptArtifactsDir("", tr, 2); got != "" {
+	if got := attemptArtifactsDir("", tr, 2); got != "" {
 		t.Errorf("no root: %q", got)
 	}
 }
@@ -129,7 +129,7 @@ func TestDefaultActors(t *testing.T) {
 	if _, ok := a.(*agents.Oracle); !ok {
 		t.Errorf("oracle agent is %T", a)
 	}
-	u, err := DefaultActors(context.Background(), ActorRequest{Role: ActorUser, Spec: spec, InitialUserMessage: "hi"})
+	u, err := DefaultActors(context.Background(), ActorRequest{Role: actorUser, Spec: spec, InitialUserMessage: "hi"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestDefaultActors(t *testing.T) {
 	}{
 		{ActorRequest{Role: ActorAgent, Spec: &task.TrialSpec{Agent: &task.ModelConfig{Provider: "bogus"}}},
 			`agent: provider "bogus" is not one of oracle, openai`},
-		{ActorRequest{Role: ActorUser, Spec: &task.TrialSpec{UserSimulatorModel: &task.ModelConfig{Provider: task.ProviderOracle}}},
+		{ActorRequest{Role: actorUser, Spec: &task.TrialSpec{UserSimulatorModel: &task.ModelConfig{Provider: task.ProviderOracle}}},
 			`user simulator: provider "oracle" cannot play the user`},
 		{ActorRequest{Role: "judge", Spec: spec}, `unknown actor role "judge"`},
 	} {

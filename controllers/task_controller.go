@@ -77,12 +77,12 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	resolved, err := ResolveTaskSpec(ctx, r.APIReader, t.Namespace, &t.Spec)
-	var te *TaskError
+	resolved, err := resolveTaskSpec(ctx, r.APIReader, t.Namespace, &t.Spec)
+	var te *taskError
 	if err != nil && !errors.As(err, &te) {
 		return reconcile.Result{}, fmt.Errorf("resolve task %s: %w", req.NamespacedName, err)
 	}
-	desired := TaskStatusFor(t, resolved, te)
+	desired := taskStatusFor(t, resolved, te)
 	if err := r.writeStatus(ctx, t, desired); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{RequeueAfter: time.Second}, nil
@@ -95,8 +95,8 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{}, nil
 }
 
-// TaskStatusFor is the Task's status given what resolving it gave.
-func TaskStatusFor(t *evalv1.Task, resolved *ResolvedTask, te *TaskError) evalv1.TaskStatus {
+// taskStatusFor is the Task's status given what resolving it gave.
+func taskStatusFor(t *evalv1.Task, resolved *resolvedTask, te *taskError) evalv1.TaskStatus {
 	st := evalv1.TaskStatus{
 		ObservedGeneration: t.Generation,
 		Conditions:         append([]metav1.Condition(nil), t.Status.Conditions...),

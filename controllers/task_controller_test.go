@@ -13,12 +13,12 @@ import (
 )
 
 func TestTaskStatusFor(t *testing.T) {
-	desc, err := DecodeDescription(shop.TaskJSON(), "spec.description")
+	desc, err := decodeDescription(shop.TaskJSON(), "spec.description")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tk := &evalv1.Task{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
-	st := TaskStatusFor(tk, &ResolvedTask{Desc: desc}, nil)
+	st := taskStatusFor(tk, &resolvedTask{Desc: desc}, nil)
 	c := meta.FindStatusCondition(st.Conditions, evalv1.TaskValid)
 	if st.ObservedGeneration != 3 || st.TaskID != "shop_orders_02" || st.Category != "tool_use" ||
 		st.AgentTools != 4 || st.UserTools != 0 || st.GoldenActions != 2 {
@@ -32,7 +32,7 @@ func TestTaskStatusFor(t *testing.T) {
 	// Invalid later: the counts go, the condition says why.
 	tk.Status = st
 	tk.Generation = 4
-	bad := TaskStatusFor(tk, nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: errors.New("spec.description.x: unknown key")})
+	bad := taskStatusFor(tk, nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: errors.New("spec.description.x: unknown key")})
 	c = meta.FindStatusCondition(bad.Conditions, evalv1.TaskValid)
 	if bad.TaskID != "" || bad.AgentTools != 0 || bad.ObservedGeneration != 4 {
 		t.Errorf("status = %+v", bad)
@@ -86,12 +86,12 @@ func TestTaskValidRefusesUngradableGrading(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = DecodeDescription(raw, "spec.description")
-			var te *TaskError
+			_, err = decodeDescription(raw, "spec.description")
+			var te *taskError
 			if !errors.As(err, &te) {
 				t.Fatalf("DecodeDescription = %v, want a *TaskError", err)
 			}
-			st := TaskStatusFor(&evalv1.Task{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, nil, te)
+			st := taskStatusFor(&evalv1.Task{ObjectMeta: metav1.ObjectMeta{Generation: 1}}, nil, te)
 			cond := meta.FindStatusCondition(st.Conditions, evalv1.TaskValid)
 			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != evalv1.ReasonInvalidDescription || cond.Message != c.want {
 				t.Errorf("Valid = %+v\nwant False %s %s", cond, evalv1.ReasonInvalidDescription, c.want)

@@ -19,20 +19,20 @@ import (
 	"tolokaforge.io/operator/controllers/refs"
 )
 
-// MaxInitialStateBytes bounds a decompressed initialStateFrom value, so a
+// maxInitialStateBytes bounds a decompressed initialStateFrom value, so a
 // small gzip bomb in a ConfigMap cannot take the manager's memory.
-const MaxInitialStateBytes = 64 << 20
+const maxInitialStateBytes = 64 << 20
 
-// ResolvedTask is a task ready to be sent: the merged description, strictly
+// resolvedTask is a task ready to be sent: the merged description, strictly
 // decoded, and the host-side fields of the Task.
-type ResolvedTask struct {
+type resolvedTask struct {
 	Desc               *task.TaskDescription
 	InitialUserMessage string
 	MaxTurns           *int32
 }
 
-// TaskError says why a task cannot be resolved; Reason is a condition reason.
-type TaskError struct {
+// taskError says why a task cannot be resolved; Reason is a condition reason.
+type taskError struct {
 	Reason string
 	Err    error
 	// Transient errors (a ConfigMap not there yet, an API hiccup) may heal
@@ -44,77 +44,77 @@ type TaskError struct {
 	Missing *refs.MissingRef
 }
 
-func (e *TaskError) Error() string { return e.Err.Error() }
-func (e *TaskError) Unwrap() error { return e.Err }
+func (e *taskError) Error() string { return e.Err.Error() }
+func (e *taskError) Unwrap() error { return e.Err }
 
-// ResolveTaskSpec merges a Task's initialStateFrom into its description and
+// resolveTaskSpec merges a Task's initialStateFrom into its description and
 // decodes the result strictly. Errors are *TaskError.
-func ResolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spec *evalv1.TaskSpec) (*ResolvedTask, error) {
+func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spec *evalv1.TaskSpec) (*resolvedTask, error) {
 	raw := spec.Description.Raw
 	if src := spec.InitialStateFrom; src != nil {
-		tables, err := LoadInitialState(ctx, r, namespace, src.ConfigMapKeyRef)
+		tables, err := loadInitialState(ctx, r, namespace, src.ConfigMapKeyRef)
 		if err != nil {
-			var te *TaskError
+			var te *taskError
 			if errors.As(err, &te) {
 				return nil, err
 			}
-			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
+			return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
 		}
-		merged, err := MergeInitialState(raw, tables)
+		merged, err := mergeInitialState(raw, tables)
 		if err != nil {
-			return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
+			return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
 		}
 		raw = merged
 	}
-	desc, err := DecodeDescription(raw, "spec.description")
+	desc, err := decodeDescription(raw, "spec.description")
 	if err != nil {
 		return nil, err
 	}
-	return &ResolvedTask{Desc: desc, InitialUserMessage: spec.InitialUserMessage, MaxTurns: spec.MaxTurns}, nil
+	return &resolvedTask{Desc: desc, InitialUserMessage: spec.InitialUserMessage, MaxTurns: spec.MaxTurns}, nil
 }
 
-// DecodeDescription is the strict decoder with the error rooted at field.
-func DecodeDescription(raw []byte, field string) (*task.TaskDescription, error) {
+// decodeDescription is the strict decoder with the error rooted at field.
+func decodeDescription(raw []byte, field string) (*task.TaskDescription, error) {
 	if len(raw) == 0 {
-		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s is empty", field)}
+		return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s is empty", field)}
 	}
 	desc, err := task.DecodeTaskDescription(raw)
 	if err != nil {
 		var de *task.DecodeError
 		if errors.As(err, &de) && de.Path != "" {
-			return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s.%s: %s", field, de.Path, de.Msg)}
+			return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s.%s: %s", field, de.Path, de.Msg)}
 		}
-		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
+		return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
 	}
 	if err := desc.CheckRunnable(); err != nil {
-		return nil, &TaskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
+		return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: fmt.Errorf("%s: %w", field, err)}
 	}
 	return desc, nil
 }
 
-// LoadInitialState reads the tables JSON from a ConfigMap key, gunzipping
+// loadInitialState reads the tables JSON from a ConfigMap key, gunzipping
 // binaryData when the reference says so.
-func LoadInitialState(ctx context.Context, r client.Reader, namespace string, ref evalv1.ConfigMapKeyRef) ([]byte, error) {
+func loadInitialState(ctx context.Context, r client.Reader, namespace string, ref evalv1.ConfigMapKeyRef) ([]byte, error) {
 	where := fmt.Sprintf("initialStateFrom configMap %s/%s key %q", namespace, ref.Name, ref.Key)
 	cm := &corev1.ConfigMap{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true,
+			return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true,
 				Missing: &refs.MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: namespace, Name: ref.Name,
 					Field: "spec.initialStateFrom.configMapKeyRef"}}
 		}
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	data, err := ConfigMapValue(cm, ref)
+	data, err := configMapValue(cm, ref)
 	if err != nil {
-		return nil, &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
+		return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
 	}
 	return data, nil
 }
 
-// ConfigMapValue extracts a key's bytes: binaryData gunzipped when ref.Gzip,
+// configMapValue extracts a key's bytes: binaryData gunzipped when ref.Gzip,
 // otherwise data or binaryData as stored.
-func ConfigMapValue(cm *corev1.ConfigMap, ref evalv1.ConfigMapKeyRef) ([]byte, error) {
+func configMapValue(cm *corev1.ConfigMap, ref evalv1.ConfigMapKeyRef) ([]byte, error) {
 	if ref.Gzip {
 		b, ok := cm.BinaryData[ref.Key]
 		if !ok {
@@ -123,7 +123,7 @@ func ConfigMapValue(cm *corev1.ConfigMap, ref evalv1.ConfigMapKeyRef) ([]byte, e
 			}
 			return nil, errors.New("key not found in binaryData")
 		}
-		return Gunzip(b, MaxInitialStateBytes)
+		return gunzip(b, maxInitialStateBytes)
 	}
 	if s, ok := cm.Data[ref.Key]; ok {
 		return []byte(s), nil
@@ -137,8 +137,8 @@ func ConfigMapValue(cm *corev1.ConfigMap, ref evalv1.ConfigMapKeyRef) ([]byte, e
 	return nil, errors.New("key not found in data or binaryData")
 }
 
-// Gunzip decompresses b, refusing more than limit bytes of output.
-func Gunzip(b []byte, limit int64) ([]byte, error) {
+// gunzip decompresses b, refusing more than limit bytes of output.
+func gunzip(b []byte, limit int64) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("gunzip: %w", err)
@@ -154,12 +154,12 @@ func Gunzip(b []byte, limit int64) ([]byte, error) {
 	return out, nil
 }
 
-// MergeInitialState sets initial_state.tables of a description (a JSON
+// mergeInitialState sets initial_state.tables of a description (a JSON
 // object) to tables (a JSON object of table name to records). The tables
 // stay raw, so number literals (300.0 vs 300) reach the runner as written.
 // Tables given both inline and by reference are an error rather than a
 // silent override: nobody can tell which one a grade was computed against.
-func MergeInitialState(description, tables []byte) ([]byte, error) {
+func mergeInitialState(description, tables []byte) ([]byte, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(description, &top); err != nil || top == nil {
 		return nil, fmt.Errorf("spec.description: want a JSON object: %v", errOr(err, "got null"))

@@ -61,7 +61,7 @@ func TestMergeInitialState(t *testing.T) {
 			wantErr: "spec.description: want a JSON object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := MergeInitialState([]byte(tc.desc), []byte(tc.tables))
+			got, err := mergeInitialState([]byte(tc.desc), []byte(tc.tables))
 			if tc.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want prefix %q", err, tc.wantErr)
@@ -89,7 +89,7 @@ func FuzzMergeInitialState(f *testing.F) {
 	f.Add([]byte(`[]`), []byte(`{}`))
 	f.Add([]byte(`{"a":1}`), []byte(`{"x":1e400}`))
 	f.Fuzz(func(t *testing.T, desc, tables []byte) {
-		out, err := MergeInitialState(desc, tables)
+		out, err := mergeInitialState(desc, tables)
 		if err != nil {
 			return
 		}
@@ -144,7 +144,7 @@ func TestConfigMapValue(t *testing.T) {
 		{"missing gzip", evalv1.ConfigMapKeyRef{Key: "nope", Gzip: true}, "", "key not found in binaryData"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ConfigMapValue(cm, tc.ref)
+			got, err := configMapValue(cm, tc.ref)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -160,10 +160,10 @@ func TestConfigMapValue(t *testing.T) {
 
 func TestGunzipRefusesABomb(t *testing.T) {
 	bomb := gz(t, bytes.Repeat([]byte{'0'}, 1<<20))
-	if _, err := Gunzip(bomb, 1<<10); err == nil || err.Error() != "gunzip: decompressed value exceeds 1024 bytes" {
+	if _, err := gunzip(bomb, 1<<10); err == nil || err.Error() != "gunzip: decompressed value exceeds 1024 bytes" {
 		t.Fatalf("err = %v", err)
 	}
-	if out, err := Gunzip(bomb, 1<<20); err != nil || len(out) != 1<<20 {
+	if out, err := gunzip(bomb, 1<<20); err != nil || len(out) != 1<<20 {
 		t.Fatalf("exact limit: %d bytes, %v", len(out), err)
 	}
 }
@@ -197,7 +197,7 @@ func TestResolveTaskSpec(t *testing.T) {
 		InitialStateFrom:   &evalv1.InitialStateSource{ConfigMapKeyRef: evalv1.ConfigMapKeyRef{Name: "state", Key: "t.gz", Gzip: true}},
 		InitialUserMessage: "hi",
 	}
-	rt, err := ResolveTaskSpec(ctx, c, "ns", spec)
+	rt, err := resolveTaskSpec(ctx, c, "ns", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,16 +210,16 @@ func TestResolveTaskSpec(t *testing.T) {
 	}
 
 	spec.InitialStateFrom.ConfigMapKeyRef.Name = "absent"
-	_, err = ResolveTaskSpec(ctx, c, "ns", spec)
-	te, ok := err.(*TaskError)
+	_, err = resolveTaskSpec(ctx, c, "ns", spec)
+	te, ok := err.(*taskError)
 	if !ok || te.Reason != evalv1.ReasonInitialStateUnavailable || !te.Transient ||
 		te.Error() != `initialStateFrom configMap ns/absent key "t.gz": configMap not found` {
 		t.Errorf("err = %#v", err)
 	}
 
 	bad := &evalv1.TaskSpec{Description: apiextensionsv1.JSON{Raw: []byte(`{"task_id":"x","agent_tools":[{"name":"a","nope":1}]}`)}}
-	_, err = ResolveTaskSpec(ctx, c, "ns", bad)
-	te, ok = err.(*TaskError)
+	_, err = resolveTaskSpec(ctx, c, "ns", bad)
+	te, ok = err.(*taskError)
 	if !ok || te.Reason != evalv1.ReasonInvalidDescription || te.Transient ||
 		te.Error() != "spec.description.agent_tools[0].nope: unknown key" {
 		t.Errorf("err = %#v", err)
@@ -227,14 +227,14 @@ func TestResolveTaskSpec(t *testing.T) {
 }
 
 func TestSummarize(t *testing.T) {
-	rt, err := DecodeDescription(shop.TaskJSON(), "spec.description")
+	rt, err := decodeDescription(shop.TaskJSON(), "spec.description")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := summarize(rt), (taskSummary{TaskID: "shop_orders_02", Category: "tool_use", AgentTools: 4, GoldenActions: 2}); got != want {
 		t.Errorf("summary = %+v, want %+v", got, want)
 	}
-	if _, err := DecodeDescription(nil, "spec.task"); err == nil || err.Error() != "spec.task is empty" {
+	if _, err := decodeDescription(nil, "spec.task"); err == nil || err.Error() != "spec.task is empty" {
 		t.Errorf("empty: %v", err)
 	}
 }

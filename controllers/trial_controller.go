@@ -270,12 +270,12 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 				return nil, fmt.Errorf("trial %s: %w", key, err)
 			}
 			if w.Missing == nil && w.KeyErr == nil {
-				w.KeyErr = CheckProviderKeys(ctx, r.APIReader, t)
+				w.KeyErr = checkProviderKeys(ctx, r.APIReader, t)
 			}
 			if w.Missing == nil && w.KeyErr == nil {
 				// Every attempt creates its credential Secret (and a judged
 				// Trial its gateway token) in the Trial's namespace.
-				w.KeyErr = CheckNamespaceGrant(ctx, r.APIReader, t)
+				w.KeyErr = checkNamespaceGrant(ctx, r.APIReader, t)
 			}
 		}
 	}
@@ -285,16 +285,16 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 // resolveTask finds the Trial's task: inline, or the referenced Task with
 // its ConfigMap merged in. A Task that is missing or unreadable is
 // transient; one that does not decode is final.
-func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*ResolvedTask, *TaskError) {
+func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*resolvedTask, *taskError) {
 	if t.Spec.Task != nil {
-		desc, err := DecodeDescription(t.Spec.Task.Raw, "spec.task")
+		desc, err := decodeDescription(t.Spec.Task.Raw, "spec.task")
 		if err != nil {
 			return nil, asTaskError(err)
 		}
-		return &ResolvedTask{Desc: desc}, nil
+		return &resolvedTask{Desc: desc}, nil
 	}
 	if t.Spec.TaskRef == nil {
-		return nil, &TaskError{Reason: string(evalv1.PhaseInvalid), Err: errors.New("spec names no task")}
+		return nil, &taskError{Reason: string(evalv1.PhaseInvalid), Err: errors.New("spec names no task")}
 	}
 	task := &evalv1.Task{}
 	tkey := types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.TaskRef.Name}
@@ -306,13 +306,13 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*Re
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true,
+			return nil, &taskError{Reason: evalv1.ReasonTaskNotFound, Transient: true,
 				Err:     fmt.Errorf("task %s/%s not found", t.Namespace, t.Spec.TaskRef.Name),
 				Missing: &refs.MissingRef{Reason: evalv1.ReasonTaskNotFound, Kind: "Task", Namespace: t.Namespace, Name: t.Spec.TaskRef.Name, Field: "spec.taskRef"}}
 		}
-		return nil, &TaskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
+		return nil, &taskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
 	}
-	rt, err := ResolveTaskSpec(ctx, r.APIReader, t.Namespace, &task.Spec)
+	rt, err := resolveTaskSpec(ctx, r.APIReader, t.Namespace, &task.Spec)
 	if err != nil {
 		te := asTaskError(err)
 		te.Err = fmt.Errorf("task %s: %w", task.Name, te.Err)
@@ -321,12 +321,12 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*Re
 	return rt, nil
 }
 
-func asTaskError(err error) *TaskError {
-	var te *TaskError
+func asTaskError(err error) *taskError {
+	var te *taskError
 	if errors.As(err, &te) {
 		return te
 	}
-	return &TaskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
+	return &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
 }
 
 // execute carries out a plan whose status is written.
@@ -407,11 +407,11 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 			return nil, err
 		}
 	}
-	if slices.Contains(p.CreatePod, evalv1.RoleRunner) && UsesGateway(t, r.Pods.GatewayURL) {
+	if slices.Contains(p.CreatePod, evalv1.RoleRunner) && usesGateway(t, r.Pods.GatewayURL) {
 		if err := r.ensureGatewaySecret(ctx, t); err != nil {
 			// The runner pod mounts the token: without it the pod could
 			// not start, so neither pod is created until it exists.
-			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt, err.Error())})
+			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, actionStartAttempt, err.Error())})
 			return nil, err
 		}
 	}
@@ -421,9 +421,9 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 	created := make([]error, len(p.CreatePod))
 	var wg sync.WaitGroup
 	for i, role := range p.CreatePod {
-		pods[i] = DBServicePod(r.Pods, ref)
+		pods[i] = dbServicePod(r.Pods, ref)
 		if role == evalv1.RoleRunner {
-			pods[i] = RunnerPod(r.Pods, ref)
+			pods[i] = runnerPod(r.Pods, ref)
 		}
 		wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
 	}
@@ -434,7 +434,7 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 			// Status was written before this create, so the refusal
 			// (quota, admission) is told in an event; the attempt stays
 			// PodsPending and the create is retried until podsReady.
-			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, ActionStartAttempt,
+			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, actionStartAttempt,
 				fmt.Sprintf("create pod %s: %v", pod.Name, err))})
 			createErrs = append(createErrs, fmt.Errorf("create pod %s: %w", pod.Name, err))
 			continue
@@ -454,7 +454,7 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 // has returned, its pods and network policy are deleted explicitly. Owner
 // references would get there too, but only where a garbage collector runs.
 func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.NamespacedName) (reconcile.Result, error) {
-	if r.Pool.Cancel(key, ErrTrialDeleted) {
+	if r.Pool.Cancel(key, errTrialDeleted) {
 		// The driver's done event brings us back.
 		return reconcile.Result{}, nil
 	}
@@ -499,7 +499,7 @@ func (r *TrialReconciler) ensureGatewaySecret(ctx context.Context, t *evalv1.Tri
 	if err != nil {
 		return err
 	}
-	err = r.Client.Create(ctx, GatewaySecret(t, tok), client.FieldOwner(evalv1.FieldManager))
+	err = r.Client.Create(ctx, gatewaySecret(t, tok), client.FieldOwner(evalv1.FieldManager))
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create gateway token secret %s/%s: %w", t.Namespace, gateway.SecretName(t.Name), err)
 	}

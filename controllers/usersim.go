@@ -7,14 +7,14 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// CheckUserSimulator refuses a Trial whose task asks for an LLM user simulator
+// checkUserSimulator refuses a Trial whose task asks for an LLM user simulator
 // (user_simulator.mode llm, the mode's default) while the Trial names no user
 // at all: the attempt would quietly run against a scripted user that says the
 // opening line and stops, and its grade would measure a conversation the task
 // never meant. A Trial that wants the scripted user says so with
 // spec.userSimulator (mode scripted, the default of that block). The oracle
 // holds no conversation, so it needs no user model.
-func CheckUserSimulator(t *evalv1.Trial, desc *task.TaskDescription) error {
+func checkUserSimulator(t *evalv1.Trial, desc *task.TaskDescription) error {
 	if t.Spec.Agent.Provider == evalv1.ProviderOracle || t.Spec.UserSimulator != nil {
 		return nil
 	}

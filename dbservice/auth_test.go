@@ -65,7 +65,7 @@ func TestRequestsWithoutTheCredentialAreRefusedAndChangeNothing(t *testing.T) {
 				}
 				_ = json.NewDecoder(resp.Body).Decode(&body)
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusUnauthorized || body.Error != ErrTypeUnauthenticated || !strings.Contains(body.Message, tc.why) {
+				if resp.StatusCode != http.StatusUnauthorized || body.Error != errTypeUnauthenticated || !strings.Contains(body.Message, tc.why) {
 					t.Errorf("%s %s = %d %s %q, want 401 Unauthenticated saying %q", r.method, r.path, resp.StatusCode, body.Error, body.Message, tc.why)
 				}
 				if resp.Header.Get("WWW-Authenticate") == "" {

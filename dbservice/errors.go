@@ -7,27 +7,27 @@ import (
 
 // Error types on the wire (the "error" field of an error body).
 const (
-	ErrTypeTrialNotFound      = "TrialNotFound"
-	ErrTypeTableNotFound      = "TableNotFound"
-	ErrTypeSnapshotNotFound   = "SnapshotNotFound"
-	ErrTypeTrialAlreadyExists = "TrialAlreadyExists"
-	ErrTypeVersionMismatch    = "VersionMismatch"
-	ErrTypeDuplicateKey       = "DuplicateKey"
-	ErrTypeInvalidJSON        = "InvalidJSON"
-	ErrTypeInvalidOperation   = "InvalidOperation"
-	ErrTypeInvalidTrialID     = "InvalidTrialID"
-	ErrTypeValidation         = "ValidationError"
-	ErrTypePayloadTooLarge    = "PayloadTooLarge"
-	// ErrTypeLimitExceeded is a configured limit other than the body size: 422 when the
+	errTypeTrialNotFound      = "TrialNotFound"
+	errTypeTableNotFound      = "TableNotFound"
+	errTypeSnapshotNotFound   = "SnapshotNotFound"
+	errTypeTrialAlreadyExists = "TrialAlreadyExists"
+	errTypeVersionMismatch    = "VersionMismatch"
+	errTypeDuplicateKey       = "DuplicateKey"
+	errTypeInvalidJSON        = "InvalidJSON"
+	errTypeInvalidOperation   = "InvalidOperation"
+	errTypeInvalidTrialID     = "InvalidTrialID"
+	errTypeValidation         = "ValidationError"
+	errTypePayloadTooLarge    = "PayloadTooLarge"
+	// errTypeLimitExceeded is a configured limit other than the body size: 422 when the
 	// request would take its trial over a per-trial limit or asks for too large a
 	// result, 507 when the process is full. details.limit names the limit.
-	ErrTypeLimitExceeded = "LimitExceeded"
-	// ErrTypeRequestTimeout is a body that did not arrive within the read timeout (408).
-	ErrTypeRequestTimeout = "RequestTimeout"
-	ErrTypeNotFound       = "NotFound"
-	// ErrTypeUnauthenticated is a request without the trial's credential (401).
-	ErrTypeUnauthenticated = "Unauthenticated"
-	ErrTypeInternal        = "InternalError"
+	errTypeLimitExceeded = "LimitExceeded"
+	// errTypeRequestTimeout is a body that did not arrive within the read timeout (408).
+	errTypeRequestTimeout = "RequestTimeout"
+	errTypeNotFound       = "NotFound"
+	// errTypeUnauthenticated is a request without the trial's credential (401).
+	errTypeUnauthenticated = "Unauthenticated"
+	errTypeInternal        = "InternalError"
 )
 
 // Error is a request failure with its HTTP status and wire type.
@@ -45,26 +45,26 @@ func newError(status int, typ string, details map[string]any, format string, arg
 }
 
 func errTrialNotFound(id string) *Error {
-	return newError(http.StatusNotFound, ErrTypeTrialNotFound, map[string]any{"trial_id": id},
+	return newError(http.StatusNotFound, errTypeTrialNotFound, map[string]any{"trial_id": id},
 		"trial %q not found", id)
 }
 
 func errTableNotFound(id, table string) *Error {
-	return newError(http.StatusNotFound, ErrTypeTableNotFound, map[string]any{"trial_id": id, "table": table},
+	return newError(http.StatusNotFound, errTypeTableNotFound, map[string]any{"trial_id": id, "table": table},
 		"table %q not found in trial %q", table, id)
 }
 
 func errSnapshotNotFound(id, name string) *Error {
-	return newError(http.StatusNotFound, ErrTypeSnapshotNotFound, map[string]any{"trial_id": id, "snapshot_name": name},
+	return newError(http.StatusNotFound, errTypeSnapshotNotFound, map[string]any{"trial_id": id, "snapshot_name": name},
 		"snapshot %q not found in trial %q", name, id)
 }
 
 func errValidation(path, format string, args ...any) *Error {
-	return newError(http.StatusBadRequest, ErrTypeValidation, map[string]any{"path": path},
+	return newError(http.StatusBadRequest, errTypeValidation, map[string]any{"path": path},
 		"%s: %s", path, fmt.Sprintf(format, args...))
 }
 
 func errInvalidOp(index int, format string, args ...any) *Error {
-	return newError(http.StatusBadRequest, ErrTypeInvalidOperation, map[string]any{"index": index},
+	return newError(http.StatusBadRequest, errTypeInvalidOperation, map[string]any{"index": index},
 		"operations[%d]: %s", index, fmt.Sprintf(format, args...))
 }

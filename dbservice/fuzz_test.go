@@ -13,7 +13,7 @@ import (
 
 // fuzzLimits are small enough for the fuzzer to cross.
 var fuzzLimits = func() Limits {
-	l := DefaultLimits
+	l := defaultLimits
 	l.MaxNumberDigits, l.MaxOpsPerPatch = 12, 4
 	return l
 }()
@@ -51,7 +51,7 @@ func FuzzDecodeRequests(f *testing.F) {
 				t.Fatalf("%s: rejection %+v is not described", kind, e)
 			}
 			if e.Status == http.StatusRequestEntityTooLarge {
-				if e.Type != ErrTypePayloadTooLarge || e.Details["limit"] != "max_operations_per_patch" ||
+				if e.Type != errTypePayloadTooLarge || e.Details["limit"] != "max_operations_per_patch" ||
 					!strings.Contains(e.Message, "(limit max_operations_per_patch=4)") {
 					t.Fatalf("%s: 413 %+v does not name its limit", kind, e)
 				}
@@ -64,7 +64,7 @@ func FuzzDecodeRequests(f *testing.F) {
 				t.Fatalf("%s: limit refusal %q does not name %v", kind, e.Message, l)
 			}
 			switch e.Type {
-			case ErrTypeInvalidJSON, ErrTypeValidation, ErrTypeInvalidOperation:
+			case errTypeInvalidJSON, errTypeValidation, errTypeInvalidOperation:
 			default:
 				t.Fatalf("%s: unexpected error type %q", kind, e.Type)
 			}
@@ -80,7 +80,7 @@ func FuzzDecodeRequests(f *testing.F) {
 			}
 		} else {
 			checkErr("patch", e)
-			if e.Type == ErrTypeInvalidOperation && !strings.HasPrefix(e.Message, "operations[") {
+			if e.Type == errTypeInvalidOperation && !strings.HasPrefix(e.Message, "operations[") {
 				t.Fatalf("InvalidOperation without an index: %q", e.Message)
 			}
 		}
@@ -208,7 +208,7 @@ func FuzzCappedEncoder(f *testing.F) {
 // rule; checkName never panics and agrees with nameProblem.
 func FuzzNames(f *testing.F) {
 	for _, s := range []string{"orders", "", ".", "..", "...", "../../x", `a\b`, "a\x00b", "a\nb", "\xff",
-		"\u200b", "é 字 😀", strings.Repeat("a", MaxNameBytes+1), strings.Repeat("é", 70)} {
+		"\u200b", "é 字 😀", strings.Repeat("a", maxNameBytes+1), strings.Repeat("é", 70)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
@@ -218,13 +218,13 @@ func FuzzNames(f *testing.F) {
 			t.Fatalf("nameProblem ok=%v but checkName %v", ok, e)
 		}
 		if ok {
-			if name == "" || len(name) > MaxNameBytes || name == "." || name == ".." || !utf8.ValidString(name) ||
+			if name == "" || len(name) > maxNameBytes || name == "." || name == ".." || !utf8.ValidString(name) ||
 				strings.ContainsAny(name, "/\\") || strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
 				t.Fatalf("accepted %q", name)
 			}
 			return
 		}
-		if rule == "" || why == "" || e.Status != http.StatusBadRequest || e.Type != ErrTypeValidation || e.Details["rule"] != rule {
+		if rule == "" || why == "" || e.Status != http.StatusBadRequest || e.Type != errTypeValidation || e.Details["rule"] != rule {
 			t.Fatalf("refusal of %q: %+v", name, e)
 		}
 		if len(e.Message) > 400 || !utf8.ValidString(e.Message) || !strings.HasPrefix(e.Message, "$.tables: table name ") {

@@ -202,13 +202,13 @@ func (s *Server) handlePatch(w http.ResponseWriter, r *http.Request) *Error {
 	var affected int
 	e = s.store.with(id, func(t *trial) *Error {
 		if req.ifVersion != nil && *req.ifVersion != t.version {
-			return newError(http.StatusConflict, ErrTypeVersionMismatch,
+			return newError(http.StatusConflict, errTypeVersionMismatch,
 				map[string]any{"trial_id": id, "expected_version": *req.ifVersion, "current_version": t.version},
 				"if_version %d does not match the current version %d", *req.ifVersion, t.version)
 		}
 		if req.etag != "" {
 			if full, _ := s.hashes(t, t.current); full != req.etag {
-				return newError(http.StatusConflict, ErrTypeVersionMismatch,
+				return newError(http.StatusConflict, errTypeVersionMismatch,
 					map[string]any{"trial_id": id, "etag": req.etag, "current_etag": full},
 					"etag %q does not match the current full hash %q", req.etag, full)
 			}
@@ -244,7 +244,7 @@ func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) *Error {
 	replaced := false
 	e = s.store.with(id, func(t *trial) *Error {
 		if _, exists := t.snapshots[name]; !exists && len(t.snapshots) >= s.limits.MaxSnapshotsPerTrial {
-			return errLimit(http.StatusUnprocessableEntity, ErrTypeLimitExceeded, "max_snapshots_per_trial",
+			return errLimit(http.StatusUnprocessableEntity, errTypeLimitExceeded, "max_snapshots_per_trial",
 				int64(s.limits.MaxSnapshotsPerTrial), int64(len(t.snapshots)+1),
 				"trial %q already holds %d snapshots; delete one or reuse its name", id, len(t.snapshots))
 		}
@@ -389,7 +389,7 @@ func (s *Server) handleSchema(w http.ResponseWriter, r *http.Request) *Error {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) *Error {
-	writeJSON(w, http.StatusOK, newJSONObject().str("status", "healthy").str("version", ServiceVersion).
+	writeJSON(w, http.StatusOK, newJSONObject().str("status", "healthy").str("version", serviceVersion).
 		int("active_trials", int64(s.store.count())).bytes())
 	return nil
 }

@@ -107,4 +107,4 @@ func dataCanon(t testing.TB, data map[string]json.RawMessage) string {
 func ptr[T any](v T) *T { return &v }
 
 // testLimits are the defaults, for tests that call the decoders and trials directly.
-var testLimits = DefaultLimits
+var testLimits = defaultLimits

@@ -39,9 +39,9 @@ type Limits struct {
 	BodyReadTimeout   time.Duration
 }
 
-// DefaultLimits are the limits a zero Limits field takes.
-var DefaultLimits = Limits{
-	MaxBodyBytes:          DefaultMaxBodyBytes,
+// defaultLimits are the limits a zero Limits field takes.
+var defaultLimits = Limits{
+	MaxBodyBytes:          defaultMaxBodyBytes,
 	MaxNumberDigits:       4300, // CPython's default int_max_str_digits
 	MaxOpsPerPatch:        10_000,
 	MaxQueryResponseBytes: 32 << 20,
@@ -57,7 +57,7 @@ var DefaultLimits = Limits{
 
 // withDefaults returns l with every zero field set to its default.
 func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	set := func(v *int64, def int64) {
 		if *v <= 0 {
 			*v = def
@@ -100,6 +100,6 @@ func errLimit(status int, typ, name string, limit, actual int64, format string, 
 
 // errTrialLimit refuses a change that would take a trial over one of its limits.
 func errTrialLimit(name string, limit, actual int64, what string) *Error {
-	return errLimit(http.StatusUnprocessableEntity, ErrTypeLimitExceeded, name, limit, actual,
+	return errLimit(http.StatusUnprocessableEntity, errTypeLimitExceeded, name, limit, actual,
 		"the trial would hold %d %s, more than allowed", actual, what)
 }

@@ -34,7 +34,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.SetOutput(out)
 	cfg := &config{}
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8000", "address to serve HTTP on (host:port; port 0 picks a free one)")
-	d, l := DefaultLimits, &cfg.limits
+	d, l := defaultLimits, &cfg.limits
 	fs.Int64Var(&l.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "largest accepted request body in bytes; larger bodies get 413")
 	fs.IntVar(&l.MaxNumberDigits, "max-number-digits", d.MaxNumberDigits, "most digits in one number literal of a request body")
 	fs.IntVar(&l.MaxOpsPerPatch, "max-operations-per-patch", d.MaxOpsPerPatch, "most operations in one PATCH")

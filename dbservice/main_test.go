@@ -14,8 +14,8 @@ import (
 )
 
 func TestParseFlags(t *testing.T) {
-	withBody := func(n int64) Limits { l := DefaultLimits; l.MaxBodyBytes = n; return l }
-	custom := DefaultLimits
+	withBody := func(n int64) Limits { l := defaultLimits; l.MaxBodyBytes = n; return l }
+	custom := defaultLimits
 	custom.MaxNumberDigits, custom.MaxOpsPerPatch, custom.MaxQueryResponseBytes = 10, 20, 30
 	custom.MaxTablesPerTrial, custom.MaxRecordsPerTrial, custom.MaxTrialBytes = 40, 50, 60
 	custom.MaxSnapshotsPerTrial, custom.MaxTrials, custom.MaxTotalBytes = 70, 80, 90
@@ -25,10 +25,10 @@ func TestParseFlags(t *testing.T) {
 		want    config
 		wantErr string
 	}{
-		{nil, config{listen: "127.0.0.1:8000", limits: DefaultLimits, logLevel: 0}, ""},
+		{nil, config{listen: "127.0.0.1:8000", limits: defaultLimits, logLevel: 0}, ""},
 		{[]string{"--listen", "0.0.0.0:9", "--max-body-bytes", "1024", "--log-level", "debug"}, config{listen: "0.0.0.0:9", limits: withBody(1024), logLevel: 1}, ""},
-		{[]string{"--log-level=error"}, config{listen: "127.0.0.1:8000", limits: DefaultLimits, logLevel: -1}, ""},
-		{[]string{"--log-level=3"}, config{listen: "127.0.0.1:8000", limits: DefaultLimits, logLevel: 3}, ""},
+		{[]string{"--log-level=error"}, config{listen: "127.0.0.1:8000", limits: defaultLimits, logLevel: -1}, ""},
+		{[]string{"--log-level=3"}, config{listen: "127.0.0.1:8000", limits: defaultLimits, logLevel: 3}, ""},
 		{[]string{"--max-number-digits=10", "--max-operations-per-patch=20", "--max-query-response-bytes=30",
 			"--max-tables-per-trial=40", "--max-records-per-trial=50", "--max-trial-bytes=60",
 			"--max-snapshots-per-trial=70", "--max-trials=80", "--max-total-bytes=90",

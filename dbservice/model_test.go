@@ -52,7 +52,7 @@ func (m *refModel) hasKey(recs []canonical.Object, pk string, rec canonical.Obje
 func (m *refModel) apply(table string, ops []operation) (int, string) {
 	recs, exists := m.tables[table]
 	if !exists && ops[0].op != "insert" && ops[0].op != "upsert" {
-		return 0, ErrTypeTableNotFound
+		return 0, errTypeTableNotFound
 	}
 	recs = slices.Clone(recs)
 	pk := m.pk[table]
@@ -61,7 +61,7 @@ func (m *refModel) apply(table string, ops []operation) (int, string) {
 		switch op.op {
 		case "insert":
 			if pk != "" && m.hasKey(recs, pk, op.record) {
-				return 0, ErrTypeDuplicateKey
+				return 0, errTypeDuplicateKey
 			}
 			recs = append(recs, op.record)
 			affected++
@@ -89,7 +89,7 @@ func (m *refModel) apply(table string, ops []operation) (int, string) {
 			}
 			kv, ok := op.record.Get(key)
 			if !ok {
-				return 0, ErrTypeInvalidOperation
+				return 0, errTypeInvalidOperation
 			}
 			idx := slices.IndexFunc(recs, func(r canonical.Object) bool {
 				return refMatches(r, canonical.NewObject(canonical.Member{Key: key, Value: kv}))
@@ -98,7 +98,7 @@ func (m *refModel) apply(table string, ops []operation) (int, string) {
 				recs[idx] = recs[idx].Merge(op.record)
 			} else {
 				if pk != "" && pk != key && m.hasKey(recs, pk, op.record) {
-					return 0, ErrTypeDuplicateKey
+					return 0, errTypeDuplicateKey
 				}
 				recs = append(recs, op.record)
 			}

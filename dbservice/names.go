@@ -8,13 +8,13 @@ import (
 	"unicode/utf8"
 )
 
-// MaxNameBytes bounds a table or snapshot name. Names are keys of the hashed state, and
+// maxNameBytes bounds a table or snapshot name. Names are keys of the hashed state, and
 // every error, log line and response that concerns a table or snapshot repeats its name;
 // pack tables and the runner's snapshots are short identifiers ("orders", "pre_golden"),
 // and 128 is the usual identifier bound of SQL databases (SQL Server's sysname), so a
 // legitimate name never comes near it while a hostile one cannot make every message
 // about it 100 kB long.
-const MaxNameBytes = 128
+const maxNameBytes = 128
 
 // nameQuoteBytes is how much of an offending name an error message repeats.
 const nameQuoteBytes = 64
@@ -38,8 +38,8 @@ func nameProblem(name string) (rule, why string, ok bool) {
 	switch {
 	case name == "":
 		return ruleEmpty, "must not be empty", false
-	case len(name) > MaxNameBytes:
-		return ruleTooLong, fmt.Sprintf("is %d bytes long, more than the limit of %d", len(name), MaxNameBytes), false
+	case len(name) > maxNameBytes:
+		return ruleTooLong, fmt.Sprintf("is %d bytes long, more than the limit of %d", len(name), maxNameBytes), false
 	case name == "." || name == "..":
 		return ruleDotName, `must not be "." or ".."`, false
 	}
@@ -83,7 +83,7 @@ func checkName(kind, path, name string) *Error {
 	if ok {
 		return nil
 	}
-	return newError(http.StatusBadRequest, ErrTypeValidation,
+	return newError(http.StatusBadRequest, errTypeValidation,
 		map[string]any{"path": path, "kind": kind, "name": quoteName(name), "name_bytes": len(name), "rule": rule},
 		"%s: %s name %s %s", path, kind, quoteName(name), why)
 }

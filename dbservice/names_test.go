@@ -22,9 +22,9 @@ func TestNameRules(t *testing.T) {
 		{"заказы", "", ""},
 		{"a.b-c_d:e", "", ""},
 		{"...", "", ""},
-		{strings.Repeat("x", MaxNameBytes), "", ""},
+		{strings.Repeat("x", maxNameBytes), "", ""},
 		{"", ruleEmpty, "must not be empty"},
-		{strings.Repeat("x", MaxNameBytes+1), ruleTooLong, "is 129 bytes long, more than the limit of 128"},
+		{strings.Repeat("x", maxNameBytes+1), ruleTooLong, "is 129 bytes long, more than the limit of 128"},
 		{long, ruleTooLong, "is 100000 bytes long, more than the limit of 128"},
 		{".", ruleDotName, `must not be "." or ".."`},
 		{"..", ruleDotName, `must not be "." or ".."`},
@@ -128,7 +128,7 @@ func TestBadNamesAreRefusedAndChangeNothing(t *testing.T) {
 			Error, Message string
 			Details        map[string]any
 		}
-		if err := json.Unmarshal([]byte(body), &e); err != nil || code != 400 || e.Error != ErrTypeValidation || e.Message != tt.msg || e.Details["rule"] != tt.rule {
+		if err := json.Unmarshal([]byte(body), &e); err != nil || code != 400 || e.Error != errTypeValidation || e.Message != tt.msg || e.Details["rule"] != tt.rule {
 			t.Errorf("%s: got %d %.300s\nwant 400 ValidationError %q (rule %s)", tt.name, code, body, tt.msg, tt.rule)
 		}
 		if len(body) > 1024 {

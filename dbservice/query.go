@@ -57,12 +57,12 @@ func (s *Server) handleQuery(w http.ResponseWriter, r *http.Request) *Error {
 		}
 		if err := enc.value(n); err != nil {
 			if errors.Is(err, errCapReached) {
-				return errLimit(http.StatusUnprocessableEntity, ErrTypeLimitExceeded, "max_query_response_bytes",
+				return errLimit(http.StatusUnprocessableEntity, errTypeLimitExceeded, "max_query_response_bytes",
 					s.limits.MaxQueryResponseBytes, -1,
 					"the results of %q (%d nodes) exceed the response size limit after %d of them; narrow the JSONPath",
 					req.jsonpath, len(nodes), i)
 			}
-			return newError(http.StatusInternalServerError, ErrTypeInternal, nil, "query result: %v", err)
+			return newError(http.StatusInternalServerError, errTypeInternal, nil, "query result: %v", err)
 		}
 	}
 	enc.buf = append(enc.buf, `],"count":`...)

@@ -32,19 +32,19 @@ func TestRefusedRequestIsAnsweredAtOnceAndClosed(t *testing.T) {
 		errType          string
 	}{
 		{"no credential, Content-Length not finished", "POST /trials/t1/init HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n",
-			`{"tables":`, 401, ErrTypeUnauthenticated},
+			`{"tables":`, 401, errTypeUnauthenticated},
 		{"wrong credential, chunked body not finished", "PATCH /trials/t1/state/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer nope\r\nTransfer-Encoding: chunked\r\n\r\n",
-			"5\r\n{\"ope\r\n", 401, ErrTypeUnauthenticated},
+			"5\r\n{\"ope\r\n", 401, errTypeUnauthenticated},
 		{"no credential, nothing of the body sent", "POST /trials/t2/init HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n",
-			"", 401, ErrTypeUnauthenticated},
+			"", 401, errTypeUnauthenticated},
 		{"bad trial id", "POST /trials/bad%20id/init HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 100000\r\n\r\n",
-			`{"tables":`, 400, ErrTypeInvalidTrialID},
+			`{"tables":`, 400, errTypeInvalidTrialID},
 		{"bad table name", "PATCH /trials/t1/state/..%2F..%2Fx HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 100000\r\n\r\n",
-			`{"operations":`, 400, ErrTypeValidation},
+			`{"operations":`, 400, errTypeValidation},
 		{"unknown endpoint", "POST /trials/t1/nothing HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 100000\r\n\r\n",
-			`{`, 404, ErrTypeNotFound},
+			`{`, 404, errTypeNotFound},
 		{"declared body over the limit", "POST /trials/t3/init HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 999999999999\r\n\r\n",
-			`{`, 413, ErrTypePayloadTooLarge},
+			`{`, 413, errTypePayloadTooLarge},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

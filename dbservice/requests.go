@@ -61,7 +61,7 @@ func parseBody(body []byte, l *Limits) (canonical.Value, *Error) {
 				details["limit"], details["limit_value"] = se.Limit, canonical.DefaultMaxDepth
 			}
 		}
-		return nil, newError(http.StatusBadRequest, ErrTypeInvalidJSON, details, "%s", err.Error())
+		return nil, newError(http.StatusBadRequest, errTypeInvalidJSON, details, "%s", err.Error())
 	}
 	return v, nil
 }
@@ -291,7 +291,7 @@ func decodePatch(body []byte, l *Limits) (*patchRequest, *Error) {
 		return nil, errValidation("$.operations", "must hold at least one operation")
 	}
 	if len(arr) > l.MaxOpsPerPatch {
-		return nil, errLimit(http.StatusRequestEntityTooLarge, ErrTypePayloadTooLarge, "max_operations_per_patch",
+		return nil, errLimit(http.StatusRequestEntityTooLarge, errTypePayloadTooLarge, "max_operations_per_patch",
 			int64(l.MaxOpsPerPatch), int64(len(arr)), "$.operations holds %d operations, more than allowed; split the PATCH", len(arr))
 	}
 	req.ops = make([]operation, 0, len(arr))

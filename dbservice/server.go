@@ -16,11 +16,11 @@ import (
 	"tolokaforge.io/operator/api/authn"
 )
 
-// ServiceVersion is reported by GET /health.
-const ServiceVersion = "1.0.0"
+// serviceVersion is reported by GET /health.
+const serviceVersion = "1.0.0"
 
-// DefaultMaxBodyBytes bounds request bodies unless Options says otherwise.
-const DefaultMaxBodyBytes int64 = 64 << 20
+// defaultMaxBodyBytes bounds request bodies unless Options says otherwise.
+const defaultMaxBodyBytes int64 = 64 << 20
 
 // Options configures a Server.
 type Options struct {
@@ -68,7 +68,7 @@ func New(opts Options) *Server {
 	s.metrics = newMetrics(func() float64 { return float64(s.store.count()) })
 	s.routes()
 	emptyID := s.wrap("empty trial id", func(w http.ResponseWriter, r *http.Request) *Error {
-		return newError(http.StatusBadRequest, ErrTypeInvalidTrialID, map[string]any{"trial_id": ""},
+		return newError(http.StatusBadRequest, errTypeInvalidTrialID, map[string]any{"trial_id": ""},
 			"trial id \"\" must match [A-Za-z0-9._:-]{1,253}")
 	})
 	unauthenticated := s.wrap("unauthenticated", func(w http.ResponseWriter, r *http.Request) *Error {
@@ -79,7 +79,7 @@ func New(opts Options) *Server {
 		if !errors.Is(err, authn.ErrMissing) {
 			msg = "the request's trial credential is not this DB service's"
 		}
-		return newError(http.StatusUnauthorized, ErrTypeUnauthenticated, nil, "%s", msg)
+		return newError(http.StatusUnauthorized, errTypeUnauthenticated, nil, "%s", msg)
 	})
 	s.root = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -165,7 +165,7 @@ func (s *Server) routes() {
 	})
 	// Anything else, including a known path with another method, gets a JSON 404.
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) *Error {
-		return newError(http.StatusNotFound, ErrTypeNotFound, map[string]any{"method": r.Method, "path": r.URL.Path},
+		return newError(http.StatusNotFound, errTypeNotFound, map[string]any{"method": r.Method, "path": r.URL.Path},
 			"no endpoint %s %s", r.Method, r.URL.Path)
 	})
 }
@@ -244,7 +244,7 @@ func (s *Server) wrap(route string, h handlerFunc) http.HandlerFunc {
 func (s *Server) serve(h handlerFunc, w http.ResponseWriter, r *http.Request) (e *Error) {
 	defer func() {
 		if p := recover(); p != nil {
-			e = newError(http.StatusInternalServerError, ErrTypeInternal, nil, "internal error: %v", p)
+			e = newError(http.StatusInternalServerError, errTypeInternal, nil, "internal error: %v", p)
 		}
 	}()
 	return h(w, r)
@@ -270,7 +270,7 @@ func validTrialID(id string) bool {
 func trialID(r *http.Request) (string, *Error) {
 	id := r.PathValue("id")
 	if !validTrialID(id) {
-		return "", newError(http.StatusBadRequest, ErrTypeInvalidTrialID, map[string]any{"trial_id": id},
+		return "", newError(http.StatusBadRequest, errTypeInvalidTrialID, map[string]any{"trial_id": id},
 			"trial id %q must match [A-Za-z0-9._:-]{1,253}", id)
 	}
 	return id, nil
@@ -295,7 +295,7 @@ func tableName(r *http.Request) (string, *Error) {
 
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
 	tooLarge := func() *Error {
-		return newError(http.StatusRequestEntityTooLarge, ErrTypePayloadTooLarge, map[string]any{"limit_bytes": s.maxBody},
+		return newError(http.StatusRequestEntityTooLarge, errTypePayloadTooLarge, map[string]any{"limit_bytes": s.maxBody},
 			"request body exceeds the limit of %d bytes", s.maxBody)
 	}
 	if r.ContentLength > s.maxBody {
@@ -312,11 +312,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Erro
 			return nil, tooLarge()
 		}
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-			return nil, errLimit(http.StatusRequestTimeout, ErrTypeRequestTimeout, "body_read_timeout_ms",
+			return nil, errLimit(http.StatusRequestTimeout, errTypeRequestTimeout, "body_read_timeout_ms",
 				s.limits.BodyReadTimeout.Milliseconds(), -1,
 				"the request body did not arrive within %s (%d of %d bytes read)", s.limits.BodyReadTimeout, len(body), r.ContentLength)
 		}
-		return nil, newError(http.StatusBadRequest, ErrTypeInvalidJSON, nil, "reading request body: %v", err)
+		return nil, newError(http.StatusBadRequest, errTypeInvalidJSON, nil, "reading request body: %v", err)
 	}
 	return body, nil
 }

@@ -351,7 +351,7 @@ func TestHealthAndMetrics(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t, Options{})
 	h, err := c.Health(ctx)
-	if err != nil || *h != (client.HealthResponse{Status: "healthy", Version: ServiceVersion, ActiveTrials: 0}) {
+	if err != nil || *h != (client.HealthResponse{Status: "healthy", Version: serviceVersion, ActiveTrials: 0}) {
 		t.Fatalf("health = %+v, %v", h, err)
 	}
 	if _, err := c.Init(ctx, "m", client.InitRequest{Tables: tablesOf(t, `{"a":[{"id":1}]}`)}); err != nil {

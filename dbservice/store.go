@@ -29,7 +29,7 @@ func (s *store) charge(delta int64) *Error {
 		cur := s.bytes.Load()
 		next := cur + delta
 		if delta > 0 && next > s.maxBytes {
-			return errLimit(http.StatusInsufficientStorage, ErrTypeLimitExceeded, "max_total_bytes", s.maxBytes, next,
+			return errLimit(http.StatusInsufficientStorage, errTypeLimitExceeded, "max_total_bytes", s.maxBytes, next,
 				"the trials of this service would hold %d bytes together, more than allowed", next)
 		}
 		if s.bytes.CompareAndSwap(cur, next) {
@@ -49,11 +49,11 @@ func (s *store) add(t *trial) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.trials[t.id]; ok {
-		return newError(http.StatusConflict, ErrTypeTrialAlreadyExists, map[string]any{"trial_id": t.id},
+		return newError(http.StatusConflict, errTypeTrialAlreadyExists, map[string]any{"trial_id": t.id},
 			"trial %q already exists; delete it before initializing it again", t.id)
 	}
 	if len(s.trials) >= s.maxTrials {
-		return errLimit(http.StatusInsufficientStorage, ErrTypeLimitExceeded, "max_trials", int64(s.maxTrials), int64(len(s.trials)+1),
+		return errLimit(http.StatusInsufficientStorage, errTypeLimitExceeded, "max_trials", int64(s.maxTrials), int64(len(s.trials)+1),
 			"the service already holds %d trials; delete finished trials first", len(s.trials))
 	}
 	if e := s.charge(t.accounted); e != nil {

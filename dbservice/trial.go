@@ -152,7 +152,7 @@ func (t *trial) filteredFields(s *dbState) []unstableField {
 }
 
 func errDuplicateKey(trialID, table, pk string, v canonical.Value, index int) *Error {
-	return newError(http.StatusConflict, ErrTypeDuplicateKey,
+	return newError(http.StatusConflict, errTypeDuplicateKey,
 		map[string]any{"trial_id": trialID, "table": table, "primary_key": pk, "value": string(canonical.Marshal(v)), "index": index},
 		"operations[%d]: table %q already holds a record with %s=%s", index, table, pk, canonical.Marshal(v))
 }

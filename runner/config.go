@@ -38,7 +38,7 @@ type Config struct {
 	DrainTimeout time.Duration
 	// MaxToolTimeout caps every tool call's budget, whatever the task's
 	// timeout_s, the trial default or the call's override ask for (default
-	// DefaultMaxToolTimeout): a pack cannot hold a runner slot for a day.
+	// defaultMaxToolTimeout): a pack cannot hold a runner slot for a day.
 	MaxToolTimeout time.Duration
 	// ExtraBuiltins are compiled-in tools in addition to package builtin's; a
 	// name here shadows a catalog tool of the same name. Embedders and tests
@@ -81,10 +81,10 @@ func (c *Config) DBToken() string {
 
 // Defaults.
 const (
-	DefaultListen       = "127.0.0.1:50051"
-	DefaultDrainTimeout = 10 * time.Second
-	// DefaultMaxToolTimeout is the longest one tool call may run.
-	DefaultMaxToolTimeout = 10 * time.Minute
+	defaultListen       = "127.0.0.1:50051"
+	defaultDrainTimeout = 10 * time.Second
+	// defaultMaxToolTimeout is the longest one tool call may run.
+	defaultMaxToolTimeout = 10 * time.Minute
 	// maxMessageBytes matches the Python runner's 50 MiB gRPC limit with room
 	// for large initial states.
 	maxMessageBytes = 64 << 20
@@ -115,10 +115,10 @@ func (c *Config) withDefaults() (Config, error) {
 		out.Version = "dev"
 	}
 	if out.DrainTimeout <= 0 {
-		out.DrainTimeout = DefaultDrainTimeout
+		out.DrainTimeout = defaultDrainTimeout
 	}
 	if out.MaxToolTimeout <= 0 {
-		out.MaxToolTimeout = DefaultMaxToolTimeout
+		out.MaxToolTimeout = defaultMaxToolTimeout
 	}
 	if out.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

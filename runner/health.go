@@ -15,9 +15,9 @@ const healthProbeTimeout = 2 * time.Second
 
 // Health statuses.
 const (
-	StatusHealthy   = "healthy"
-	StatusDegraded  = "degraded"
-	StatusUnhealthy = "unhealthy"
+	statusHealthy   = "healthy"
+	statusDegraded  = "degraded"
+	statusUnhealthy = "unhealthy"
 )
 
 // HealthCheck implements RunnerService.HealthCheck: "healthy" when every DB
@@ -32,11 +32,11 @@ func (s *Server) HealthCheck(ctx context.Context, _ *runnerpb.HealthCheckRequest
 	resp.DbServiceConnected = s.dbReachable(ctx)
 	switch {
 	case s.draining.Load():
-		resp.Status = StatusUnhealthy
+		resp.Status = statusUnhealthy
 	case resp.DbServiceConnected:
-		resp.Status = StatusHealthy
+		resp.Status = statusHealthy
 	default:
-		resp.Status = StatusDegraded
+		resp.Status = statusDegraded
 	}
 	return resp, nil
 }

@@ -56,12 +56,12 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(out)
 	f := &flags{}
-	fs.StringVar(&f.listen, "listen", DefaultListen, "address to serve gRPC on (host:port; port 0 picks a free one)")
+	fs.StringVar(&f.listen, "listen", defaultListen, "address to serve gRPC on (host:port; port 0 picks a free one)")
 	fs.StringVar(&f.dbURL, "db-service-url", "", "DB service base URL, used when a trial spec names none (e.g. http://127.0.0.1:8000)")
 	fs.IntVar(&f.minProtocol, "min-engine-protocol", task.EngineProtocolVersion, "lowest engine_protocol_version RegisterTrial accepts")
 	fs.StringVar(&f.workDir, "work-dir", "", "directory for per-trial directories (default: the system temp dir)")
-	fs.DurationVar(&f.drainTimeout, "drain-timeout", DefaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
-	fs.DurationVar(&f.maxTool, "max-tool-timeout", DefaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
+	fs.DurationVar(&f.drainTimeout, "drain-timeout", defaultDrainTimeout, "how long in-flight calls may finish on shutdown before they are cut")
+	fs.DurationVar(&f.maxTool, "max-tool-timeout", defaultMaxToolTimeout, "cap on one tool call's budget, whatever the task or the call asks for")
 	fs.StringVar(&f.secretsDir, "secrets-dir", judge.DefaultSecretsDir, "directory of mounted secret files; a trial's judge.api_key_env names the judge's key file in it (keys are never read from the environment)")
 	fs.StringVar(&f.authFile, "auth-token-file", "", "file holding the trial's credential; every RunnerService call must carry it as 'authorization: Bearer <token>' and the DB client sends it (default: none, calls are not authenticated)")
 	d := proc.DefaultLimits

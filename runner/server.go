@@ -23,8 +23,8 @@ import (
 	"tolokaforge.io/operator/runner/proc"
 )
 
-// ServiceName is the gRPC service the health server reports on (besides "").
-var ServiceName = runnerpb.RunnerService_ServiceDesc.ServiceName
+// serviceName is the gRPC service the health server reports on (besides "").
+var serviceName = runnerpb.RunnerService_ServiceDesc.ServiceName
 
 // Server is a runner: the RunnerService implementation, its health service and
 // the trial registry. Create it with New and run it with Serve.
@@ -109,7 +109,7 @@ func (s *Server) setServing(ok bool) {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
 	s.health.SetServingStatus("", st)
-	s.health.SetServingStatus(ServiceName, st)
+	s.health.SetServingStatus(serviceName, st)
 }
 
 // guard refuses RunnerService calls while draining (health answers stay

@@ -85,7 +85,7 @@ func TestGradeDoc(t *testing.T) {
 
 func TestMetricsToolUsage(t *testing.T) {
 	m := metricsDoc(sample())
-	if len(m.ToolUsage) != 1 || m.ToolUsage[0] != (ToolUsage{ToolName: "x", CallCount: 2, SuccessCount: 1, ErrorCount: 1, TotalDurationS: 2}) {
+	if len(m.ToolUsage) != 1 || m.ToolUsage[0] != (toolUsage{ToolName: "x", CallCount: 2, SuccessCount: 1, ErrorCount: 1, TotalDurationS: 2}) {
 		t.Fatalf("tool usage = %+v", m.ToolUsage)
 	}
 	if m.Latency.TotalS != 2 {

@@ -19,13 +19,13 @@ type Metrics struct {
 	Turns             int            `json:"turns"`
 	Messages          int            `json:"messages"`
 	ToolCalls         int            `json:"tool_calls"`
-	Latency           MetricsLatency `json:"latency"`
-	Tokens            MetricsTokens  `json:"tokens"`
-	ToolUsage         []ToolUsage    `json:"tool_usage"`
+	Latency           metricsLatency `json:"latency"`
+	Tokens            metricsTokens  `json:"tokens"`
+	ToolUsage         []toolUsage    `json:"tool_usage"`
 }
 
-// MetricsLatency is where an attempt's wall clock went, in seconds.
-type MetricsLatency struct {
+// metricsLatency is where an attempt's wall clock went, in seconds.
+type metricsLatency struct {
 	TotalS        float64 `json:"total_s"`
 	RegistrationS float64 `json:"registration_s"`
 	AgentLLMS     float64 `json:"agent_llm_s"`
@@ -36,8 +36,8 @@ type MetricsLatency struct {
 	AgentLLMPerTurnS float64 `json:"agent_llm_per_turn_s"`
 }
 
-// MetricsTokens is an attempt's spend per actor and in total.
-type MetricsTokens struct {
+// metricsTokens is an attempt's spend per actor and in total.
+type metricsTokens struct {
 	Agent         Usage   `json:"agent"`
 	UserSimulator Usage   `json:"user_simulator"`
 	Judge         Usage   `json:"judge"`
@@ -45,9 +45,9 @@ type MetricsTokens struct {
 	TotalCostUSD  float64 `json:"total_cost_usd"`
 }
 
-// ToolUsage is one tool's line of metrics.yaml; it keeps Tolokaforge's metrics.yaml keys (the code's, not
+// toolUsage is one tool's line of metrics.yaml; it keeps Tolokaforge's metrics.yaml keys (the code's, not
 // OUTPUT_FORMAT.md's tool/count/success/fail).
-type ToolUsage struct {
+type toolUsage struct {
 	ToolName       string  `json:"tool_name"`
 	CallCount      int     `json:"call_count"`
 	SuccessCount   int     `json:"success_count"`
@@ -60,7 +60,7 @@ func metricsDoc(a *Attempt) Metrics {
 		TrialID: a.TrialID, TaskID: a.TaskID, TrialIndex: a.TrialIndex, Attempt: a.AttemptNumber,
 		Outcome: a.Outcome, TerminationReason: a.TerminationReason,
 		Turns: a.Turns, Messages: len(a.Messages), ToolCalls: len(a.ToolCalls),
-		Latency: MetricsLatency{
+		Latency: metricsLatency{
 			TotalS:        a.EndTime.Sub(a.StartTime).Seconds(),
 			RegistrationS: a.Timings.Registration.Seconds(),
 			AgentLLMS:     a.Timings.AgentLLM.Seconds(),
@@ -68,7 +68,7 @@ func metricsDoc(a *Attempt) Metrics {
 			ToolsS:        a.Timings.Tools.Seconds(),
 			GradingS:      a.Timings.Grading.Seconds(),
 		},
-		Tokens: MetricsTokens{Agent: a.AgentUsage, UserSimulator: a.UserUsage, Judge: a.JudgeUsage},
+		Tokens: metricsTokens{Agent: a.AgentUsage, UserSimulator: a.UserUsage, Judge: a.JudgeUsage},
 	}
 	if a.Turns > 0 {
 		m.Latency.AgentLLMPerTurnS = a.Timings.AgentLLM.Seconds() / float64(a.Turns)
@@ -77,17 +77,17 @@ func metricsDoc(a *Attempt) Metrics {
 		m.Tokens.TotalTokens += u.PromptTokens + u.CompletionTokens
 		m.Tokens.TotalCostUSD += u.CostUSD
 	}
-	m.ToolUsage = AggregateToolUsage(a.ToolCalls)
+	m.ToolUsage = aggregateToolUsage(a.ToolCalls)
 	return m
 }
 
-// AggregateToolUsage aggregates the record per tool name, sorted by name.
-func AggregateToolUsage(calls []task.RecordedToolCall) []ToolUsage {
-	by := map[string]*ToolUsage{}
+// aggregateToolUsage aggregates the record per tool name, sorted by name.
+func aggregateToolUsage(calls []task.RecordedToolCall) []toolUsage {
+	by := map[string]*toolUsage{}
 	for _, c := range calls {
 		u := by[c.ToolName]
 		if u == nil {
-			u = &ToolUsage{ToolName: c.ToolName}
+			u = &toolUsage{ToolName: c.ToolName}
 			by[c.ToolName] = u
 		}
 		u.CallCount++
@@ -98,7 +98,7 @@ func AggregateToolUsage(calls []task.RecordedToolCall) []ToolUsage {
 		}
 		u.TotalDurationS += c.LatencySeconds
 	}
-	out := make([]ToolUsage, 0, len(by))
+	out := make([]toolUsage, 0, len(by))
 	for _, u := range by {
 		out = append(out, *u)
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 const (
-	// TokenBytes is the entropy of a token.
-	TokenBytes = 32
+	// tokenBytes is the entropy of a token.
+	tokenBytes = 32
 	// MetadataKey is the gRPC metadata key carrying the token (gRPC keys are
 	// lower case).
 	MetadataKey = "authorization"
@@ -40,7 +40,7 @@ var (
 // NewToken returns a fresh random token (TokenBytes from crypto/rand,
 // base64url without padding, so it is a valid header value as is).
 func NewToken() (string, error) {
-	b := make([]byte, TokenBytes)
+	b := make([]byte, tokenBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("authn: generate token: %w", err)
 	}

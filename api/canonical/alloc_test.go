@@ -14,7 +14,7 @@ func TestWriteToReusesItsBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := testing.AllocsPerRun(200, func() {
-		if err := WriteTo(io.Discard, v); err != nil {
+		if err := writeTo(io.Discard, v); err != nil {
 			t.Fatal(err)
 		}
 	}); n != 0 {
@@ -26,10 +26,10 @@ func TestWriteToReusesItsBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteTo(&a, big); err != nil {
+	if err := writeTo(&a, big); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteTo(&b, v); err != nil {
+	if err := writeTo(&b, v); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := b.String(), string(Marshal(v)); got != want {

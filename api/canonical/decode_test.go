@@ -86,7 +86,7 @@ func TestParseKinds(t *testing.T) {
 		{"1e-400", KindFloat, "0.0"},
 		{"123456789012345678901234567890", KindInt, "123456789012345678901234567890"},
 		{" \t\n\r null \n", KindNull, "null"},
-		{`"\/"`, KindString, `"/"`},
+		{`"\/"`, kindString, `"/"`},
 		{`{"b":1,"a":2,"b":3}`, KindObject, `{"a":2,"b":3}`},
 		{`[{"z":[]},{}]`, KindArray, `[{"z":[]},{}]`},
 	}

@@ -13,10 +13,10 @@ type DumpOptions struct {
 
 // Dump returns v as Python's json.dumps writes it with opts. Dump(v,
 // DumpOptions{Compact: true, SortKeys: true}) is Marshal(v); Indent covers indent=2.
-func Dump(v Value, opts DumpOptions) []byte { return AppendDump(nil, v, opts) }
+func Dump(v Value, opts DumpOptions) []byte { return appendDump(nil, v, opts) }
 
-// AppendDump appends Dump(v, opts) to dst.
-func AppendDump(dst []byte, v Value, opts DumpOptions) []byte {
+// appendDump appends Dump(v, opts) to dst.
+func appendDump(dst []byte, v Value, opts DumpOptions) []byte {
 	e := encoder{buf: dst, spaced: !opts.Compact, inOrder: !opts.SortKeys}
 	e.value(v)
 	return e.buf

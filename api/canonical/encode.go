@@ -20,9 +20,9 @@ func Append(dst []byte, v Value) []byte {
 	return e.buf
 }
 
-// WriteTo streams the canonical bytes of v to w through a small buffer, so a large
+// writeTo streams the canonical bytes of v to w through a small buffer, so a large
 // state is never held as one byte slice.
-func WriteTo(w io.Writer, v Value) error {
+func writeTo(w io.Writer, v Value) error {
 	// The buffer is pooled: a fresh 64 KiB per call made hashing small tables
 	// (every MCP write-back, every grade) the largest allocator of a trial.
 	bp := streamBufs.Get().(*[]byte)
@@ -42,11 +42,11 @@ var streamBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// Sum returns the sha256 of v's canonical bytes.
-func Sum(v Value) [sha256.Size]byte {
+// sum returns the sha256 of v's canonical bytes.
+func sum(v Value) [sha256.Size]byte {
 	h := sha256.New()
 	// Writes to a hash never fail.
-	_ = WriteTo(h, v)
+	_ = writeTo(h, v)
 	var out [sha256.Size]byte
 	h.Sum(out[:0])
 	return out
@@ -54,7 +54,7 @@ func Sum(v Value) [sha256.Size]byte {
 
 // Hash returns the canonical hash of v: the lowercase hex sha256 of its canonical bytes.
 func Hash(v Value) string {
-	s := Sum(v)
+	s := sum(v)
 	return hex.EncodeToString(s[:])
 }
 

@@ -22,9 +22,9 @@ func Equal(a, b Value) bool {
 	switch ka {
 	case KindNull:
 		return true
-	case KindBool:
+	case kindBool:
 		return a.(Bool) == b.(Bool)
-	case KindString:
+	case kindString:
 		return a.(String) == b.(String)
 	case KindArray:
 		x, y := a.(Array), b.(Array)

@@ -13,10 +13,10 @@ type Kind uint8
 // The JSON kinds. Int and Float are separate kinds because Python keeps them apart.
 const (
 	KindNull Kind = iota
-	KindBool
+	kindBool
 	KindInt
 	KindFloat
-	KindString
+	kindString
 	KindArray
 	KindObject
 )
@@ -77,8 +77,8 @@ type Object struct {
 }
 
 func (Null) Kind() Kind   { return KindNull }
-func (Bool) Kind() Kind   { return KindBool }
-func (String) Kind() Kind { return KindString }
+func (Bool) Kind() Kind   { return kindBool }
+func (String) Kind() Kind { return kindString }
 func (Float) Kind() Kind  { return KindFloat }
 func (Int) Kind() Kind    { return KindInt }
 func (Array) Kind() Kind  { return KindArray }

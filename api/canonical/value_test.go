@@ -233,7 +233,7 @@ func TestWriteToStreams(t *testing.T) {
 		arr[i] = NewObject(Member{"k", String(strings.Repeat("é", 20))}, Member{"n", Float(float64(i) / 3)})
 	}
 	var buf bytes.Buffer
-	if err := WriteTo(&buf, arr); err != nil {
+	if err := writeTo(&buf, arr); err != nil {
 		t.Fatal(err)
 	}
 	if want := Marshal(arr); !bytes.Equal(buf.Bytes(), want) || len(want) < 4*flushAt {
@@ -243,7 +243,7 @@ func TestWriteToStreams(t *testing.T) {
 		t.Fatalf("Hash %s != sha256(Marshal) %s", got, want)
 	}
 	fw := &failingWriter{}
-	if err := WriteTo(fw, arr); err == nil || err.Error() != "disk full" || fw.n != 1 {
+	if err := writeTo(fw, arr); err == nil || err.Error() != "disk full" || fw.n != 1 {
 		t.Fatalf("WriteTo into a failing writer = %v after %d writes", err, fw.n)
 	}
 }

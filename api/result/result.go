@@ -34,13 +34,13 @@ const (
 // so neither has a score of its own on the wire.
 const (
 	JSONPath      = "jsonpath"
-	TestExecution = "test_execution"
+	testExecution = "test_execution"
 )
 
 // Order is every component and part a Grade may hold, in display order.
 var Order = []string{
 	task.ComponentStateChecks, JSONPath, task.ComponentTranscriptRules, task.ComponentTraceChecks,
-	task.ComponentLLMJudge, task.ComponentCustomChecks, TestExecution,
+	task.ComponentLLMJudge, task.ComponentCustomChecks, testExecution,
 }
 
 // Component is one component's result in one grade.
@@ -212,7 +212,7 @@ var segmentOwners = []struct{ prefix, component string }{
 	{"FAILED trace gates", task.ComponentTraceChecks}, {"trace_checks.", task.ComponentTraceChecks},
 	{"Judge:", task.ComponentLLMJudge}, {"llm_judge", task.ComponentLLMJudge},
 	{"Custom checks:", task.ComponentCustomChecks}, {"custom_checks.", task.ComponentCustomChecks},
-	{"Test execution:", TestExecution},
+	{"Test execution:", testExecution},
 }
 
 // segmentOwner is the component a reasons segment belongs to, "" for none.
@@ -225,8 +225,8 @@ func segmentOwner(seg string) string {
 	return ""
 }
 
-// Segments splits Grade.reasons into its " | "-joined segments.
-func Segments(reasons string) []string {
+// segments splits Grade.reasons into its " | "-joined segments.
+func segments(reasons string) []string {
 	var out []string
 	for _, s := range strings.Split(reasons, " | ") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -250,7 +250,7 @@ func derive(ev evidence) *Grade {
 	g := &Grade{Pass: ev.pass, Score: ev.score, Reasons: ev.reasons, JudgeErrored: ev.judgeErrored,
 		DiffSummary: diffSummary(ev.stateDiff)}
 	reasons := map[string][]string{}
-	for _, seg := range Segments(ev.reasons) {
+	for _, seg := range segments(ev.reasons) {
 		if owner := segmentOwner(seg); owner != "" {
 			reasons[owner] = append(reasons[owner], seg)
 		} else {
@@ -284,7 +284,7 @@ func derive(ev evidence) *Grade {
 				continue
 			}
 			reasons[JSONPath] = own
-		case name == TestExecution:
+		case name == testExecution:
 			// test_execution grades the whole trial: its score is the grade's.
 			if len(reasons[name]) == 0 {
 				continue

@@ -71,14 +71,14 @@ func (e *EscapeError) Error() string {
 	return fmt.Sprintf("%s: %s is a symbolic link to %s, %s; refused", e.Name, e.Link, e.Target, where)
 }
 
-// NotRegularError is a path that names something other than a regular file
+// notRegularError is a path that names something other than a regular file
 // (a directory, a FIFO, a device).
-type NotRegularError struct {
+type notRegularError struct {
 	Name string
 	Mode fs.FileMode
 }
 
-func (e *NotRegularError) Error() string {
+func (e *notRegularError) Error() string {
 	return fmt.Sprintf("%s is not a regular file (%s)", e.Name, kind(e.Mode))
 }
 
@@ -96,14 +96,14 @@ func kind(m fs.FileMode) string {
 	return m.Type().String()
 }
 
-// TooLargeError is a file over the reader's size limit.
-type TooLargeError struct {
+// tooLargeError is a file over the reader's size limit.
+type tooLargeError struct {
 	Name  string
 	Size  int64
 	Limit int64
 }
 
-func (e *TooLargeError) Error() string {
+func (e *tooLargeError) Error() string {
 	return fmt.Sprintf("%s is %d bytes, over the limit of %d bytes", e.Name, e.Size, e.Limit)
 }
 
@@ -241,7 +241,7 @@ func (r *Root) ReadFile(name string, limit int64) ([]byte, error) {
 		return nil, r.explain(name, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &NotRegularError{Name: name, Mode: fi.Mode()}
+		return nil, &notRegularError{Name: name, Mode: fi.Mode()}
 	}
 	f, err := r.root.Open(name)
 	if err != nil {
@@ -253,10 +253,10 @@ func (r *Root) ReadFile(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &NotRegularError{Name: name, Mode: fi.Mode()}
+		return nil, &notRegularError{Name: name, Mode: fi.Mode()}
 	}
 	if limit > 0 && fi.Size() > limit {
-		return nil, &TooLargeError{Name: name, Size: fi.Size(), Limit: limit}
+		return nil, &tooLargeError{Name: name, Size: fi.Size(), Limit: limit}
 	}
 	var rd io.Reader = f
 	if limit > 0 {
@@ -268,7 +268,7 @@ func (r *Root) ReadFile(name string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if limit > 0 && int64(len(data)) > limit {
-		return nil, &TooLargeError{Name: name, Size: int64(len(data)), Limit: limit}
+		return nil, &tooLargeError{Name: name, Size: int64(len(data)), Limit: limit}
 	}
 	return data, nil
 }

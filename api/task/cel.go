@@ -38,14 +38,14 @@ var customCheckEnv = sync.OnceValues(func() (*cel.Env, error) {
 // CustomCheckEnv returns the CEL environment custom checks compile and run in.
 func CustomCheckEnv() (*cel.Env, error) { return customCheckEnv() }
 
-// CELCompileError is an expression that does not compile, with every issue's position
+// celCompileError is an expression that does not compile, with every issue's position
 // (1-based line and column).
-type CELCompileError struct {
+type celCompileError struct {
 	Expr   string
 	Issues []string // "line L, column C: message"
 }
 
-func (e *CELCompileError) Error() string {
+func (e *celCompileError) Error() string {
 	return fmt.Sprintf("CEL expression %q does not compile: %s", e.Expr, strings.Join(e.Issues, "; "))
 }
 
@@ -58,14 +58,14 @@ func CompileCustomCheck(expr string) (*cel.Ast, error) {
 	}
 	ast, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
-		ce := &CELCompileError{Expr: expr}
+		ce := &celCompileError{Expr: expr}
 		for _, e := range iss.Errors() {
 			ce.Issues = append(ce.Issues, fmt.Sprintf("line %d, column %d: %s", e.Location.Line(), e.Location.Column()+1, e.Message))
 		}
 		return nil, ce
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-		return nil, &CELCompileError{Expr: expr, Issues: []string{fmt.Sprintf("line 1, column 1: yields %s, not bool", t)}}
+		return nil, &celCompileError{Expr: expr, Issues: []string{fmt.Sprintf("line 1, column 1: yields %s, not bool", t)}}
 	}
 	return ast, nil
 }

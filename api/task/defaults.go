@@ -5,7 +5,7 @@ import "encoding/json"
 // Defaults of the wire, in one place so the decoder, the pack importer and tests
 // agree on them.
 const (
-	DefaultSchemaVersion   = "1.0.0"
+	defaultSchemaVersion   = "1.0.0"
 	DefaultToolTimeoutS    = 30.0
 	DefaultPrimaryKey      = "id"
 	DefaultPersona         = "cooperative"
@@ -35,7 +35,7 @@ func (s *TrialSpec) ApplyDefaults() {
 // (agent_tools, user_tools, initialization_actions) become empty, never nil.
 func (t *TaskDescription) ApplyDefaults() {
 	if t.SchemaVersion == "" {
-		t.SchemaVersion = DefaultSchemaVersion
+		t.SchemaVersion = defaultSchemaVersion
 	}
 	if t.AgentTools == nil {
 		t.AgentTools = []ToolSchema{}
@@ -119,7 +119,7 @@ func (st *InitialState) applyDefaults() {
 	}
 	for i := range st.UnstableFields {
 		if st.UnstableFields[i].Reason == "" {
-			st.UnstableFields[i].Reason = ReasonAutoID
+			st.UnstableFields[i].Reason = reasonAutoID
 		}
 	}
 }
@@ -138,7 +138,7 @@ func (g *GradingConfig) ApplyDefaults() {
 		g.PassThreshold = ptr(DefaultPassThreshold)
 	}
 	if g.GradingMethod == "" {
-		g.GradingMethod = GradingComponents
+		g.GradingMethod = gradingComponents
 	}
 	if sc := g.StateChecks; sc != nil {
 		for i := range sc.GoldenActions {
@@ -219,7 +219,7 @@ func (c *TraceConstraint) applyDefaults() {
 		c.Weight = ptr(DefaultTraceWeight)
 	}
 	if c.OnUnbound == "" {
-		c.OnUnbound = OnUnboundFail
+		c.OnUnbound = onUnboundFail
 	}
 	// A binding constraint is decided by its require tree, so only a plain
 	// occurs/between reads min.

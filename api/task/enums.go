@@ -27,20 +27,20 @@ func isMember(value string, members []string) bool {
 	return false
 }
 
-func (AdapterType) members() []string {
-	return []string{string(AdapterNative), string(AdapterTau), string(AdapterTlkMcpCore), string(AdapterTerminalBench)}
+func (adapterType) members() []string {
+	return []string{string(AdapterNative), string(adapterTau), string(adapterTlkMcpCore), string(adapterTerminalBench)}
 }
 
 func (ToolCategory) members() []string {
 	return []string{string(CategoryRead), string(CategoryWrite), string(CategoryCompute)}
 }
 
-func (InvocationStyle) members() []string {
-	return []string{string(InvocationTauSync), string(InvocationMCPAsync), string(InvocationMCPServer), string(InvocationDockerComposeExec)}
+func (invocationStyle) members() []string {
+	return []string{string(InvocationTauSync), string(invocationMCPAsync), string(InvocationMCPServer), string(invocationDockerComposeExec)}
 }
 
-func (UnstableReason) members() []string {
-	return []string{string(ReasonAutoID), string(ReasonTimestamp), string(ReasonLLMGenerated), string(ReasonRandom)}
+func (unstableReason) members() []string {
+	return []string{string(reasonAutoID), string(ReasonTimestamp), string(reasonLLMGenerated), string(reasonRandom)}
 }
 
 func (EnvType) members() []string { return []string{string(EnvAssistant), string(EnvUser)} }
@@ -51,8 +51,8 @@ func (CombineMethod) members() []string {
 	return []string{string(CombineWeighted), string(CombineAll), string(CombineAny)}
 }
 
-func (GradingMethod) members() []string {
-	return []string{string(GradingComponents), string(GradingTestExecution)}
+func (gradingMethod) members() []string {
+	return []string{string(gradingComponents), string(GradingTestExecution)}
 }
 
 func (Requestor) members() []string {
@@ -71,8 +71,8 @@ func (TraceSeverity) members() []string {
 	return []string{string(SeverityScored), string(SeverityGate)}
 }
 
-func (OnUnbound) members() []string {
-	return []string{string(OnUnboundFail), string(OnUnboundPass), string(OnUnboundUndecided)}
+func (onUnbound) members() []string {
+	return []string{string(onUnboundFail), string(OnUnboundPass), string(OnUnboundUndecided)}
 }
 
 func (EventKind) members() []string { return []string{string(EventMessage), string(EventToolCall)} }

@@ -71,7 +71,7 @@ func FuzzDecodeTranscriptWire(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		first, err := DecodeTranscriptWire(data)
 		if err != nil {
-			if _, ok := err.(*TranscriptError); !ok {
+			if _, ok := err.(*transcriptError); !ok {
 				t.Fatalf("error %T is not *TranscriptError: %v", err, err)
 			}
 			return

@@ -7,7 +7,7 @@ type GradingConfig struct {
 	CombineMethod   CombineMethod      `json:"combine_method,omitempty"` // default weighted
 	Weights         map[string]float64 `json:"weights"`                  // default {}; keys are component names
 	PassThreshold   *float64           `json:"pass_threshold,omitempty"` // default 1.0
-	GradingMethod   GradingMethod      `json:"grading_method,omitempty"` // default components
+	GradingMethod   gradingMethod      `json:"grading_method,omitempty"` // default components
 	StateChecks     *StateChecks       `json:"state_checks,omitempty"`
 	TranscriptRules *TranscriptRules   `json:"transcript_rules,omitempty"`
 	TraceChecks     *TraceChecks       `json:"trace_checks,omitempty"`
@@ -25,12 +25,12 @@ const (
 	CombineAny      CombineMethod = "any"
 )
 
-// GradingMethod is a closed set: components | test_execution.
-type GradingMethod string
+// gradingMethod is a closed set: components | test_execution.
+type gradingMethod string
 
 const (
-	GradingComponents    GradingMethod = "components"
-	GradingTestExecution GradingMethod = "test_execution"
+	gradingComponents    gradingMethod = "components"
+	GradingTestExecution gradingMethod = "test_execution"
 )
 
 // Component names: the keys of GradingConfig.Weights and of GradeComponents.
@@ -135,11 +135,11 @@ type CommunicateInfo struct {
 // TraceChecks are temporal constraints over the timeline.
 type TraceChecks struct {
 	Constraints  []TraceConstraint  `json:"constraints,omitempty"`
-	Alternatives []TraceAlternative `json:"alternatives,omitempty"`
+	Alternatives []traceAlternative `json:"alternatives,omitempty"`
 }
 
-// TraceAlternative is one route; the trial is scored on its best route.
-type TraceAlternative struct {
+// traceAlternative is one route; the trial is scored on its best route.
+type traceAlternative struct {
 	ID          string            `json:"id"`
 	Constraints []TraceConstraint `json:"constraints"`
 }
@@ -165,9 +165,9 @@ type TraceConstraint struct {
 	After     *Selector        `json:"after,omitempty"`
 	Before    *Selector        `json:"before,omitempty"`
 	By        []string         `json:"by,omitempty"`
-	Bind      *TraceBinding    `json:"bind,omitempty"`
+	Bind      *traceBinding    `json:"bind,omitempty"`
 	Require   *TraceConstraint `json:"require,omitempty"`
-	OnUnbound OnUnbound        `json:"on_unbound,omitempty"` // default fail
+	OnUnbound onUnbound        `json:"on_unbound,omitempty"` // default fail
 }
 
 // TraceKind is a closed set of the ten constraint kinds.
@@ -194,13 +194,13 @@ const (
 	SeverityGate   TraceSeverity = "gate"
 )
 
-// OnUnbound is a closed set: fail | pass | undecided.
-type OnUnbound string
+// onUnbound is a closed set: fail | pass | undecided.
+type onUnbound string
 
 const (
-	OnUnboundFail      OnUnbound = "fail"
-	OnUnboundPass      OnUnbound = "pass"
-	OnUnboundUndecided OnUnbound = "undecided"
+	onUnboundFail      onUnbound = "fail"
+	OnUnboundPass      onUnbound = "pass"
+	OnUnboundUndecided onUnbound = "undecided"
 )
 
 // Selector matches timeline events; every key given must match.
@@ -223,8 +223,8 @@ const (
 	EventToolCall EventKind = "tool_call"
 )
 
-// TraceBinding binds a variable from the events a selector matches.
-type TraceBinding struct {
+// traceBinding binds a variable from the events a selector matches.
+type traceBinding struct {
 	Var   string   `json:"var"`
 	From  Selector `json:"from"`
 	Value string   `json:"value"` // "result.<path>" | "args.<key>"

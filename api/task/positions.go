@@ -2,12 +2,12 @@ package task
 
 import "sort"
 
-// Positions is where a trial's events sit on its timeline (grading-config.md,
+// positions is where a trial's events sit on its timeline (grading-config.md,
 // "Trace checks"): the numbering every trace check's matched_positions and
 // every custom check's timeline[i].position use, so trajectory.yaml can write
 // it beside each message and tool call and a reader can resolve a position
 // without re-deriving the runner's join.
-type Positions struct {
+type positions struct {
 	// Messages[i] is the position of transcript message i, or -1 for a
 	// message that is not an event (the leading system message, a tool
 	// result, a later system message).
@@ -28,10 +28,10 @@ type Positions struct {
 //   - otherwise (hash-only grading may send no transcript) the events are the
 //     recorded calls in sequence order.
 //
-// Positions are 0-based and dense. The runner checks the two views agree
+// positions are 0-based and dense. The runner checks the two views agree
 // before it grades; this function only numbers them.
-func TimelinePositions(msgs []Message, records []RecordedToolCall) Positions {
-	p := Positions{Messages: make([]int, len(msgs)), Calls: map[string]int{}}
+func TimelinePositions(msgs []Message, records []RecordedToolCall) positions {
+	p := positions{Messages: make([]int, len(msgs)), Calls: map[string]int{}}
 	for i := range p.Messages {
 		p.Messages[i] = -1
 	}

@@ -105,7 +105,7 @@ func TestRoundTripTauExample(t *testing.T) {
 	}
 	// Spot-check what the example says and what defaults filled in.
 	tool := task.AgentTools[0]
-	if task.AdapterType != AdapterTau || tool.Name != "book_reservation" || tool.Category != CategoryCompute ||
+	if task.AdapterType != adapterTau || tool.Name != "book_reservation" || tool.Category != CategoryCompute ||
 		tool.TimeoutS != 30 || tool.Source.InvocationStyle != InvocationTauSync || tool.Source.ClassName != "BookReservation" {
 		t.Fatalf("decoded task = %+v", task)
 	}
@@ -188,17 +188,17 @@ func TestRoundTripTBenchEchoHello(t *testing.T) {
 	}
 	g := task.Grading
 	switch {
-	case task.AdapterType != AdapterTerminalBench || task.TaskID != "echo-hello":
+	case task.AdapterType != adapterTerminalBench || task.TaskID != "echo-hello":
 		t.Fatalf("task = %+v", task)
 	case g.StateChecks != nil || g.TranscriptRules != nil || g.LLMJudge != nil || g.CustomChecks != nil:
 		t.Fatalf("null grading blocks not absent: %+v", g)
-	case !reflect.DeepEqual(g.Weights, map[string]float64{"custom_checks": 1}) || *g.PassThreshold != 0.5 || g.GradingMethod != GradingComponents:
+	case !reflect.DeepEqual(g.Weights, map[string]float64{"custom_checks": 1}) || *g.PassThreshold != 0.5 || g.GradingMethod != gradingComponents:
 		t.Fatalf("grading = %+v", g)
 	case task.UserSimulator.Mode != UserSimScripted || task.UserSimulator.ScriptedFlow != nil:
 		t.Fatalf("user_simulator = %+v", task.UserSimulator)
 	case task.Search.Enabled || task.Search.APIKey != nil || task.Search.Port != nil:
 		t.Fatalf("search = %+v", task.Search)
-	case task.AgentTools[0].Source.InvocationStyle != InvocationDockerComposeExec || task.AgentTools[0].TimeoutS != 120:
+	case task.AgentTools[0].Source.InvocationStyle != invocationDockerComposeExec || task.AgentTools[0].TimeoutS != 120:
 		t.Fatalf("tool = %+v", task.AgentTools[0])
 	case task.GeneratedAt != nil || string(task.Metadata["verifier_timeout_sec"]) != "30.0":
 		t.Fatalf("generated_at/metadata = %v %s", task.GeneratedAt, task.Metadata["verifier_timeout_sec"])

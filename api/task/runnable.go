@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// ToolsetBuiltin is the toolset name of the runner's builtin tools.
-const ToolsetBuiltin = "builtin"
+// toolsetBuiltin is the toolset name of the runner's builtin tools.
+const toolsetBuiltin = "builtin"
 
 // CheckRunnable refuses a tool whose implementation the Go runner cannot
 // load: tau_sync and mcp_async name Python classes, docker_compose_exec runs
@@ -16,17 +16,17 @@ const ToolsetBuiltin = "builtin"
 // words everywhere.
 func (ts *ToolSchema) CheckRunnable() error {
 	src := ts.Source
-	if src == nil || src.Toolset == ToolsetBuiltin || src.InvocationStyle == InvocationMCPServer {
+	if src == nil || src.Toolset == toolsetBuiltin || src.InvocationStyle == InvocationMCPServer {
 		return nil
 	}
 	what := "loads a Python class, which this Go runner cannot run"
-	if src.InvocationStyle == InvocationDockerComposeExec {
+	if src.InvocationStyle == invocationDockerComposeExec {
 		// Not a class: the tool is a command run in a compose service's container,
 		// and the runner has no container runtime to start one.
 		what = "runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers"
 	}
 	return fmt.Errorf("source.invocation_style %q %s; supported styles: %s (source null or toolset %q) and %s",
-		src.InvocationStyle, what, ToolsetBuiltin, ToolsetBuiltin, InvocationMCPServer)
+		src.InvocationStyle, what, toolsetBuiltin, toolsetBuiltin, InvocationMCPServer)
 }
 
 // CheckRunnable is ToolSchema.CheckRunnable over every agent and user tool,

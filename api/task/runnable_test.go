@@ -17,9 +17,9 @@ func TestCheckRunnable(t *testing.T) {
 		{"mcp server", &ToolSource{InvocationStyle: InvocationMCPServer, MCPServerScript: &script}, ""},
 		{"tau_sync", &ToolSource{Toolset: "tau", InvocationStyle: InvocationTauSync, ClassName: "GetOrder"},
 			`task.agent_tools[0] (get_order): source.invocation_style "tau_sync" loads a Python class, which this Go runner cannot run; supported styles: builtin (source null or toolset "builtin") and mcp_server`},
-		{"mcp_async", &ToolSource{Toolset: "x", InvocationStyle: InvocationMCPAsync},
+		{"mcp_async", &ToolSource{Toolset: "x", InvocationStyle: invocationMCPAsync},
 			`task.agent_tools[0] (get_order): source.invocation_style "mcp_async" loads a Python class`},
-		{"docker_compose_exec", &ToolSource{Toolset: "x", InvocationStyle: InvocationDockerComposeExec},
+		{"docker_compose_exec", &ToolSource{Toolset: "x", InvocationStyle: invocationDockerComposeExec},
 			`task.agent_tools[0] (get_order): source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; supported styles: builtin (source null or toolset "builtin") and mcp_server`},
 	}
 	for _, tc := range cases {
@@ -36,7 +36,7 @@ func TestCheckRunnable(t *testing.T) {
 	}
 	both := &TaskDescription{
 		AgentTools: []ToolSchema{{Name: "a", Source: &ToolSource{InvocationStyle: InvocationTauSync}}},
-		UserTools:  []ToolSchema{{Name: "u", Source: &ToolSource{InvocationStyle: InvocationMCPAsync}}},
+		UserTools:  []ToolSchema{{Name: "u", Source: &ToolSource{InvocationStyle: invocationMCPAsync}}},
 	}
 	if err := both.CheckRunnable(); err == nil || !strings.Contains(err.Error(), "task.agent_tools[0] (a)") || !strings.Contains(err.Error(), "task.user_tools[0] (u)") {
 		t.Fatalf("both sides: %v", err)

@@ -342,7 +342,7 @@ func TestDecodeTrialSpecDefaults(t *testing.T) {
 	if got := task.InitialState.Schemas[0].PrimaryKey; got != "id" {
 		t.Errorf("primary_key = %q", got)
 	}
-	if got := task.InitialState.UnstableFields[0].Reason; got != ReasonAutoID {
+	if got := task.InitialState.UnstableFields[0].Reason; got != reasonAutoID {
 		t.Errorf("reason = %q", got)
 	}
 	if got := string(task.InitializationActions[0].Arguments); got != "{}" {
@@ -352,7 +352,7 @@ func TestDecodeTrialSpecDefaults(t *testing.T) {
 		t.Errorf("user_simulator = %+v", u)
 	}
 	g := task.Grading
-	if g.CombineMethod != CombineWeighted || g.GradingMethod != GradingComponents || *g.PassThreshold != 1.0 {
+	if g.CombineMethod != CombineWeighted || g.GradingMethod != gradingComponents || *g.PassThreshold != 1.0 {
 		t.Errorf("grading = %q %q %v", g.CombineMethod, g.GradingMethod, *g.PassThreshold)
 	}
 	// Only the configured components need a share; none is invented for the rest.
@@ -369,7 +369,7 @@ func TestDecodeTrialSpecDefaults(t *testing.T) {
 		t.Errorf("communicate_info.required = %v", r)
 	}
 	for i, c := range g.TraceChecks.Constraints {
-		if c.Severity != SeverityScored || *c.Weight != 1 || c.OnUnbound != OnUnboundFail {
+		if c.Severity != SeverityScored || *c.Weight != 1 || c.OnUnbound != onUnboundFail {
 			t.Errorf("constraint %d = %q %v %q", i, c.Severity, *c.Weight, c.OnUnbound)
 		}
 	}

@@ -7,16 +7,16 @@ import (
 	"strings"
 )
 
-// TranscriptError is a rejection of llm_messages_json. Its text starts with
+// transcriptError is a rejection of llm_messages_json. Its text starts with
 // "ValueError: " so the runner reports it on the spec's
 // "Trial '<id>' is not gradeable: <ValueError subclass>: …" row unchanged.
-type TranscriptError struct {
+type transcriptError struct {
 	MessageIndex  int // -1: the payload as a whole
 	ToolCallIndex int // -1: the message itself
 	Msg           string
 }
 
-func (e *TranscriptError) Error() string {
+func (e *transcriptError) Error() string {
 	var b strings.Builder
 	b.WriteString("ValueError: ")
 	if e.MessageIndex >= 0 {
@@ -30,8 +30,8 @@ func (e *TranscriptError) Error() string {
 	return b.String()
 }
 
-func transcriptErr(msg, call int, format string, args ...any) *TranscriptError {
-	return &TranscriptError{MessageIndex: msg, ToolCallIndex: call, Msg: fmt.Sprintf(format, args...)}
+func transcriptErr(msg, call int, format string, args ...any) *transcriptError {
+	return &transcriptError{MessageIndex: msg, ToolCallIndex: call, Msg: fmt.Sprintf(format, args...)}
 }
 
 var wireRoles = []string{RoleSystem, RoleUser, RoleAssistant, RoleTool}

@@ -52,7 +52,7 @@ func TestDecodeTranscriptWireRejections(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted: %+v", msgs)
 			}
-			var te *TranscriptError
+			var te *transcriptError
 			if !errors.As(err, &te) {
 				t.Fatalf("error %T is not *TranscriptError", err)
 			}

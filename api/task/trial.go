@@ -19,9 +19,9 @@ type TrialSpec struct {
 	RuntimeContext     map[string]json.RawMessage `json:"runtime_context,omitempty"`
 }
 
-// TrialID is the trial_id the runner sees: "<task_id>:<trialIndex>", the
+// trialID is the trial_id the runner sees: "<task_id>:<trialIndex>", the
 // protocol's documented format.
-func TrialID(taskID string, trialIndex int) string {
+func trialID(taskID string, trialIndex int) string {
 	return taskID + ":" + strconv.Itoa(trialIndex)
 }
 
@@ -44,7 +44,7 @@ type TrialSpecParams struct {
 // each sets on the result, where it can be seen.
 func NewTrialSpec(p TrialSpecParams) *TrialSpec {
 	s := &TrialSpec{
-		TrialID:   TrialID(p.Task.TaskID, p.TrialIndex),
+		TrialID:   trialID(p.Task.TaskID, p.TrialIndex),
 		RunID:     p.RunID,
 		AttemptID: p.AttemptID,
 		Task:      p.Task,

@@ -8,7 +8,7 @@ type TaskDescription struct {
 	Name                  string                     `json:"name"`
 	Category              string                     `json:"category"`
 	Description           string                     `json:"description"`
-	AdapterType           AdapterType                `json:"adapter_type"`
+	AdapterType           adapterType                `json:"adapter_type"`
 	SchemaVersion         string                     `json:"schema_version,omitempty"`
 	SystemPrompt          string                     `json:"system_prompt"`
 	AgentTools            []ToolSchema               `json:"agent_tools"`
@@ -16,7 +16,7 @@ type TaskDescription struct {
 	InitializationActions []InitializationAction     `json:"initialization_actions,omitempty"`
 	InitialState          *InitialState              `json:"initial_state,omitempty"`
 	UserSimulator         *UserSimulatorConfig       `json:"user_simulator,omitempty"`
-	Search                *SearchConfig              `json:"search,omitempty"`
+	Search                *searchConfig              `json:"search,omitempty"`
 	Grading               *GradingConfig             `json:"grading,omitempty"`
 	SourceFiles           map[string]string          `json:"source_files,omitempty"`
 	GeneratedAt           *string                    `json:"generated_at,omitempty"`
@@ -26,14 +26,14 @@ type TaskDescription struct {
 	ToolArtifacts map[string]string `json:"tool_artifacts,omitempty"`
 }
 
-// AdapterType is a closed set: native | tau | tlk_mcp_core | terminal_bench.
-type AdapterType string
+// adapterType is a closed set: native | tau | tlk_mcp_core | terminal_bench.
+type adapterType string
 
 const (
-	AdapterNative        AdapterType = "native"
-	AdapterTau           AdapterType = "tau"
-	AdapterTlkMcpCore    AdapterType = "tlk_mcp_core"
-	AdapterTerminalBench AdapterType = "terminal_bench"
+	AdapterNative        adapterType = "native"
+	adapterTau           adapterType = "tau"
+	adapterTlkMcpCore    adapterType = "tlk_mcp_core"
+	adapterTerminalBench adapterType = "terminal_bench"
 )
 
 // ToolSchema is one tool offered to an actor.
@@ -66,19 +66,19 @@ type ToolSource struct {
 	Toolset         string                     `json:"toolset"`
 	ModulePath      string                     `json:"module_path"`
 	ClassName       string                     `json:"class_name"`
-	InvocationStyle InvocationStyle            `json:"invocation_style,omitempty"` // default tau_sync
+	InvocationStyle invocationStyle            `json:"invocation_style,omitempty"` // default tau_sync
 	MCPServerScript *string                    `json:"mcp_server_script,omitempty"`
 	Extra           map[string]json.RawMessage `json:"extra,omitempty"`
 }
 
-// InvocationStyle is a closed set: tau_sync | mcp_async | mcp_server | docker_compose_exec.
-type InvocationStyle string
+// invocationStyle is a closed set: tau_sync | mcp_async | mcp_server | docker_compose_exec.
+type invocationStyle string
 
 const (
-	InvocationTauSync           InvocationStyle = "tau_sync"
-	InvocationMCPAsync          InvocationStyle = "mcp_async"
-	InvocationMCPServer         InvocationStyle = "mcp_server"
-	InvocationDockerComposeExec InvocationStyle = "docker_compose_exec"
+	InvocationTauSync           invocationStyle = "tau_sync"
+	invocationMCPAsync          invocationStyle = "mcp_async"
+	InvocationMCPServer         invocationStyle = "mcp_server"
+	invocationDockerComposeExec invocationStyle = "docker_compose_exec"
 )
 
 // InitialState is what RegisterTrial provisions in the DB service.
@@ -130,17 +130,17 @@ type TableSchema struct {
 type UnstableField struct {
 	TableName string         `json:"table_name"`
 	FieldName string         `json:"field_name"`
-	Reason    UnstableReason `json:"reason,omitempty"` // default auto_id
+	Reason    unstableReason `json:"reason,omitempty"` // default auto_id
 }
 
-// UnstableReason is a closed set: auto_id | timestamp | llm_generated | random.
-type UnstableReason string
+// unstableReason is a closed set: auto_id | timestamp | llm_generated | random.
+type unstableReason string
 
 const (
-	ReasonAutoID       UnstableReason = "auto_id"
-	ReasonTimestamp    UnstableReason = "timestamp"
-	ReasonLLMGenerated UnstableReason = "llm_generated"
-	ReasonRandom       UnstableReason = "random"
+	reasonAutoID       unstableReason = "auto_id"
+	ReasonTimestamp    unstableReason = "timestamp"
+	reasonLLMGenerated unstableReason = "llm_generated"
+	reasonRandom       unstableReason = "random"
 )
 
 // InitializationAction runs at RegisterTrial (and ResetTrial with
@@ -184,8 +184,8 @@ type ScriptedLine struct {
 	IfAssistantContains string `json:"if_assistant_contains,omitempty"`
 }
 
-// SearchConfig is carried for compatibility; the Go runner has no RAG service.
-type SearchConfig struct {
+// searchConfig is carried for compatibility; the Go runner has no RAG service.
+type searchConfig struct {
 	Enabled       bool    `json:"enabled"`
 	DomainName    *string `json:"domain_name,omitempty"`
 	DocumentsPath *string `json:"documents_path,omitempty"`

@@ -236,8 +236,8 @@ func TestNonFiniteRefused(t *testing.T) {
 				StateChecks: &StateChecks{HashEnabled: true, ExpectedHash: &hash},
 				TraceChecks: &TraceChecks{
 					Constraints: []TraceConstraint{{ID: "c", Kind: TraceAbsent, Match: &Selector{Tool: "t"}}},
-					Alternatives: []TraceAlternative{{ID: "r", Constraints: []TraceConstraint{{ID: "b", Kind: TraceOccurs,
-						Bind:    &TraceBinding{Var: "v", Value: "args.id"},
+					Alternatives: []traceAlternative{{ID: "r", Constraints: []TraceConstraint{{ID: "b", Kind: TraceOccurs,
+						Bind:    &traceBinding{Var: "v", Value: "args.id"},
 						Require: &TraceConstraint{Kind: TraceAbsent, Match: &Selector{Tool: "t"}}}}}},
 				},
 				LLMJudge:     &LLMJudge{ModelRef: "j", Rubric: Rubric{Criteria: []Criterion{{ID: "a", Description: "d", Kind: CriterionGraded}}}},

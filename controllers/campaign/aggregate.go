@@ -158,10 +158,10 @@ func PassHatCurve(cells []*CellStats, maxK int) []*float64 {
 	return out
 }
 
-// Aggregates are the overall, per-agent (in agents' order) and per-task (in
+// aggregates are the overall, per-agent (in agents' order) and per-task (in
 // tasks' order) summaries of outcomes. An agent or task without outcomes
 // still gets its line, with zero counts and absent estimators.
-func Aggregates(outcomes []Outcome, k int, agents, tasks []string) (evalv1.Aggregate, []evalv1.KeyedAggregate, []evalv1.KeyedAggregate) {
+func aggregates(outcomes []Outcome, k int, agents, tasks []string) (evalv1.Aggregate, []evalv1.KeyedAggregate, []evalv1.KeyedAggregate) {
 	cells := Cells(outcomes)
 	byAgent := map[string][]*CellStats{}
 	byTask := map[string][]*CellStats{}

@@ -60,7 +60,7 @@ func TestAggregatesCampaignByHand(t *testing.T) {
 		}
 		all = append(all, outcomes("llm", task, repeat(p, 4)...)...)
 	}
-	overall, perAgent, perTask := Aggregates(all, 4, []string{"oracle", "llm"}, []string{"a", "b", "c"})
+	overall, perAgent, perTask := aggregates(all, 4, []string{"oracle", "llm"}, []string{"a", "b", "c"})
 
 	if overall.Trials != 24 || overall.Passes != 20 || overall.KCells != 6 {
 		t.Fatalf("overall trials/passes/kCells = %d/%d/%d, want 24/20/6", overall.Trials, overall.Passes, overall.KCells)
@@ -144,7 +144,7 @@ func TestSummarizeMixed(t *testing.T) {
 
 // An agent or task with no trials keeps its line.
 func TestAggregatesKeepsEmptyLines(t *testing.T) {
-	_, perAgent, perTask := Aggregates(nil, 2, []string{"x"}, []string{"t"})
+	_, perAgent, perTask := aggregates(nil, 2, []string{"x"}, []string{"t"})
 	if len(perAgent) != 1 || perAgent[0].Name != "x" || perAgent[0].Trials != 0 || perAgent[0].PassAt1 != nil {
 		t.Fatalf("per agent %+v", perAgent)
 	}

@@ -34,7 +34,7 @@ func TestTrialEventsAreBatchedPerCampaign(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
-			h := (&Reconciler{trialEventDelay: tc.delay}).trialEvents()
+			h := (&reconciler{trialEventDelay: tc.delay}).trialEvents()
 			ctx := context.Background()
 			for i, name := range []string{"a", "b", "c", "d", "e"} {
 				tr := ownedTrial(name, "c1")
@@ -93,7 +93,7 @@ func TestFinishedTrialWakesItsCampaignSooner(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
-			(&Reconciler{trialEventDelay: delay}).trialEvents().Update(context.Background(), event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}, q)
+			(&reconciler{trialEventDelay: delay}).trialEvents().Update(context.Background(), event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}, q)
 			time.Sleep(3 * delay / 4)
 			if got, want := q.Len(), map[bool]int{true: 1, false: 0}[tc.wantBy > 0]; got != want {
 				t.Errorf("after %s: %d requests queued, want %d", 3*delay/4, got, want)

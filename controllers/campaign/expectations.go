@@ -8,11 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// DefaultExpectationTTL bounds how long a creation the cache never showed is
+// defaultExpectationTTL bounds how long a creation the cache never showed is
 // counted as running. A watch delivers a created Trial within moments; the
 // bound only matters when a create's response was lost and the object never
 // existed.
-const DefaultExpectationTTL = 2 * time.Minute
+const defaultExpectationTTL = 2 * time.Minute
 
 // expectations remember the Trials this process created until the informer
 // cache shows them. Without them a reconcile that runs before the cache
@@ -34,7 +34,7 @@ type expected struct {
 
 func newExpectations(ttl time.Duration, now func() time.Time) *expectations {
 	if ttl <= 0 {
-		ttl = DefaultExpectationTTL
+		ttl = defaultExpectationTTL
 	}
 	if now == nil {
 		now = time.Now
@@ -73,18 +73,18 @@ func (e *expectations) clear(campaign types.UID) {
 
 // pending drops the creations the cache shows (seen) or that expired and
 // returns the rest, sorted by name.
-func (e *expectations) pending(campaign types.UID, seen func(name string) bool) []InFlight {
+func (e *expectations) pending(campaign types.UID, seen func(name string) bool) []inFlight {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	byName := e.m[campaign]
 	now := e.now()
-	var out []InFlight
+	var out []inFlight
 	for name, x := range byName {
 		if seen(name) || now.Sub(x.at) > e.ttl {
 			delete(byName, name)
 			continue
 		}
-		out = append(out, InFlight{Name: name, Cell: x.cell})
+		out = append(out, inFlight{Name: name, Cell: x.cell})
 	}
 	if len(byName) == 0 {
 		delete(e.m, campaign)

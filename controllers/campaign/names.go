@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// MaxTrialNameLength keeps Trial names usable as label values (the Trial
+// maxTrialNameLength keeps Trial names usable as label values (the Trial
 // controller labels pods with the Trial's name) and as DNS-1123 labels.
-const MaxTrialNameLength = validation.DNS1123LabelMaxLength
+const maxTrialNameLength = validation.DNS1123LabelMaxLength
 
 // hashLen is the number of hex digits of the disambiguating hash.
 const hashLen = 10
@@ -33,18 +33,18 @@ func shortHash(parts ...string) string {
 // index, so it stays unique and the index stays readable.
 func TrialName(campaign, agent, taskName string, index int32) string {
 	plain := campaign + "-" + agent + "-" + taskName + "-" + strconv.Itoa(int(index))
-	if len(plain) <= MaxTrialNameLength {
+	if len(plain) <= maxTrialNameLength {
 		return plain
 	}
-	return HashedTrialName(campaign, agent, taskName, index)
+	return hashedTrialName(campaign, agent, taskName, index)
 }
 
-// HashedTrialName is TrialName's long form, also used when two cells'
+// hashedTrialName is TrialName's long form, also used when two cells'
 // plain names collide ("a-b"+"c" and "a"+"b-c").
-func HashedTrialName(campaign, agent, taskName string, index int32) string {
+func hashedTrialName(campaign, agent, taskName string, index int32) string {
 	suffix := "-" + shortHash(campaign, agent, taskName) + "-" + strconv.Itoa(int(index))
 	prefix := campaign + "-" + agent + "-" + taskName
-	if room := MaxTrialNameLength - len(suffix); len(prefix) > room {
+	if room := maxTrialNameLength - len(suffix); len(prefix) > room {
 		prefix = prefix[:room]
 	}
 	prefix = strings.TrimRight(prefix, "-.")

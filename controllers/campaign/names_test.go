@@ -38,7 +38,7 @@ func TestTrialName(t *testing.T) {
 				}
 				return
 			}
-			if len(got) > MaxTrialNameLength || !strings.HasPrefix(got, tc.wantPrefix) || !strings.HasSuffix(got, tc.wantSuffix) {
+			if len(got) > maxTrialNameLength || !strings.HasPrefix(got, tc.wantPrefix) || !strings.HasSuffix(got, tc.wantSuffix) {
 				t.Fatalf("got %q (len %d), want prefix %q and suffix %q within 63", got, len(got), tc.wantPrefix, tc.wantSuffix)
 			}
 			if strings.Contains(got, "--") || strings.Contains(got, "-x") && tc.index == 7 {
@@ -64,7 +64,7 @@ func TestTrialNameShortenedNamesStayDistinct(t *testing.T) {
 		}
 	}
 	// Cells whose plain names collide get distinct hashed names.
-	a, b := HashedTrialName("x", "a-b", "c", 0), HashedTrialName("x", "a", "b-c", 0)
+	a, b := hashedTrialName("x", "a-b", "c", 0), hashedTrialName("x", "a", "b-c", 0)
 	if TrialName("x", "a-b", "c", 0) != TrialName("x", "a", "b-c", 0) || a == b {
 		t.Fatalf("collision case: plain names should collide and hashed ones differ, got %q and %q", a, b)
 	}

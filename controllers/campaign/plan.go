@@ -11,8 +11,8 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// InFlight is a creation the cache has not shown yet.
-type InFlight struct {
+// inFlight is a creation the cache has not shown yet.
+type inFlight struct {
 	Name string
 	Cell Cell
 }
@@ -33,9 +33,9 @@ type World struct {
 	// was about to be created); otherwise ReferencesResolved stays as it was.
 	RefsChecked bool
 	// Trials are the Trials the Campaign controls (from the cache).
-	Trials []TrialView
-	// InFlight are creations not yet in Trials.
-	InFlight []InFlight
+	Trials []trialView
+	// inFlight are creations not yet in Trials.
+	InFlight []inFlight
 	Now      metav1.Time
 
 	// memo, when set, keeps the expansion of the spec between plans: a
@@ -83,17 +83,17 @@ func (w *World) expansion() planned {
 	return *w.memo.exp
 }
 
-// Creation is a Trial to create.
-type Creation struct {
+// creation is a Trial to create.
+type creation struct {
 	Name string
 	Cell Cell
 }
 
-// Plan is what one reconcile does and the status it writes.
-type Plan struct {
+// plan is what one reconcile does and the status it writes.
+type plan struct {
 	// Creates are in creation order (trial index first, then task, then
 	// agent), so a budget cut leaves every cell with about the same n.
-	Creates []Creation
+	Creates []creation
 	// Deletes are the retired Trials to delete (those not already deleting).
 	Deletes []evalv1.RetiredTrial
 	// RerunStarted: Status records a new rerun and must be written (under
@@ -135,19 +135,19 @@ func expand(c *evalv1.Campaign, tasks []string) planned {
 			continue
 		}
 		for _, cell := range cells {
-			p.names[cell] = HashedTrialName(c.Name, cell.Agent, cell.Task, cell.Index)
+			p.names[cell] = hashedTrialName(c.Name, cell.Agent, cell.Task, cell.Index)
 		}
 	}
 	return p
 }
 
-// Plan plans one reconcile. It is pure: same world, same plan.
-func (w *World) Plan() *Plan {
+// plan plans one reconcile. It is pure: same world, same plan.
+func (w *World) Plan() *plan {
 	c := w.Campaign
 	exp := w.expansion()
-	p := &Plan{}
+	p := &plan{}
 
-	present := map[types.UID]*TrialView{}
+	present := map[types.UID]*trialView{}
 	for i := range w.Trials {
 		present[w.Trials[i].UID] = &w.Trials[i]
 	}
@@ -171,7 +171,7 @@ func (w *World) Plan() *Plan {
 		held, g.create, g.rest, g.heldByBudget, g.heldByParallel = len(missing), 0, len(missing), 0, 0
 	}
 	for _, cell := range missing[:g.create] {
-		p.Creates = append(p.Creates, Creation{Name: exp.names[cell], Cell: cell})
+		p.Creates = append(p.Creates, creation{Name: exp.names[cell], Cell: cell})
 	}
 	p.HeldByBudget, p.HeldByParallel = g.heldByBudget, g.heldByParallel
 
@@ -267,7 +267,7 @@ func (w *World) status(exp planned, rr rerunPlan, spent evalv1.Spend, creates in
 	for i, a := range c.Spec.Agents {
 		agents[i] = a.Name
 	}
-	st.Overall, st.PerAgent, st.PerTask = Aggregates(outcomes, int(c.Spec.TrialsPerTask), agents, w.Tasks)
+	st.Overall, st.PerAgent, st.PerTask = aggregates(outcomes, int(c.Spec.TrialsPerTask), agents, w.Tasks)
 	return st
 }
 

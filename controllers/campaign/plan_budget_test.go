@@ -15,24 +15,24 @@ func TestPlanBudget(t *testing.T) {
 	cases := []struct {
 		name        string
 		budget      *evalv1.Budget
-		trials      []TrialView
+		trials      []trialView
 		wantCreates int
 		exceeded    bool
 		completed   bool
 	}{
 		// $0.25 spent, $0.25 a Trial: 0.25, 0.5 and 0.75 projected are under $1.
-		{"under budget: as many as the projection allows", usd(1), []TrialView{withCost(tv("a", "t", 0, evalv1.PhasePassed), 0.25, 10)}, 3, false, false},
-		{"spend equals budget: stop", usd(0.5), []TrialView{
+		{"under budget: as many as the projection allows", usd(1), []trialView{withCost(tv("a", "t", 0, evalv1.PhasePassed), 0.25, 10)}, 3, false, false},
+		{"spend equals budget: stop", usd(0.5), []trialView{
 			withCost(tv("a", "t", 0, evalv1.PhasePassed), 0.25, 10), withCost(tv("a", "t", 1, evalv1.PhaseFailed), 0.25, 10),
 		}, 0, true, true},
-		{"reached while one runs: not complete yet", usd(0.25), []TrialView{
+		{"reached while one runs: not complete yet", usd(0.25), []trialView{
 			withCost(tv("a", "t", 0, evalv1.PhasePassed), 0.25, 10), tv("a", "t", 1, evalv1.PhaseRunning),
 		}, 0, true, false},
-		{"tokens", tok(20), []TrialView{withCost(tv("a", "t", 0, evalv1.PhasePassed), 0, 20)}, 0, true, true},
+		{"tokens", tok(20), []trialView{withCost(tv("a", "t", 0, evalv1.PhasePassed), 0, 20)}, 0, true, true},
 		{"zero budget creates nothing", usd(0), nil, 0, true, true},
 		// 2 finished at $0.25, 1 running: projected 0.5+0.25 < 1 allows one
 		// more, 0.5+0.5 does not.
-		{"projection holds creations", usd(1), []TrialView{
+		{"projection holds creations", usd(1), []trialView{
 			withCost(tv("a", "t", 0, evalv1.PhasePassed), 0.25, 0), withCost(tv("a", "t", 1, evalv1.PhasePassed), 0.25, 0),
 			tv("a", "t", 2, evalv1.PhaseRunning),
 		}, 1, false, false},

@@ -11,7 +11,7 @@ import (
 )
 
 func TestPlanCompletes(t *testing.T) {
-	w := &World{Campaign: campaign(2, 5, "a"), Tasks: []string{"t"}, Now: now, Trials: []TrialView{
+	w := &World{Campaign: campaign(2, 5, "a"), Tasks: []string{"t"}, Now: now, Trials: []trialView{
 		tv("a", "t", 0, evalv1.PhasePassed), tv("a", "t", 1, evalv1.PhaseInfraFailed),
 	}}
 	p := w.Plan()
@@ -35,7 +35,7 @@ func TestPlanCompletes(t *testing.T) {
 
 func TestPlanMissingTasksNeverComplete(t *testing.T) {
 	p := (&World{Campaign: campaign(1, 1, "a"), Tasks: []string{"t"}, Missing: []string{"x", "y"},
-		Trials: []TrialView{tv("a", "t", 0, evalv1.PhasePassed)}, Now: now}).Plan()
+		Trials: []trialView{tv("a", "t", 0, evalv1.PhasePassed)}, Now: now}).Plan()
 	wantCond(t, &p.Status, evalv1.CampaignTasksResolved, metav1.ConditionFalse, evalv1.ReasonTaskNotFound)
 	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionFalse, evalv1.ReasonRunning)
 	if msg := cond(&p.Status, evalv1.CampaignTasksResolved).Message; !strings.Contains(msg, "Task x, y not found in namespace ns") {
@@ -52,7 +52,7 @@ func TestPlanKeepsTransitionTimes(t *testing.T) {
 	w := &World{Campaign: c, Tasks: []string{"t"}, Now: now}
 	c.Status = w.Plan().Status
 	w.Now = metav1.NewTime(now.Add(time.Hour))
-	w.InFlight = []InFlight{{Name: "c-a-t-0", Cell: Cell{Agent: "a", Task: "t"}}}
+	w.InFlight = []inFlight{{Name: "c-a-t-0", Cell: Cell{Agent: "a", Task: "t"}}}
 	st := w.Plan().Status
 	if got := cond(&st, evalv1.CampaignProgressing).LastTransitionTime; !got.Equal(&now) {
 		t.Fatalf("transition time moved to %v", got)

@@ -13,7 +13,7 @@ func TestPlanExpansionMemo(t *testing.T) {
 	memo := &expansionMemo{}
 	world := func(c *evalv1.Campaign, tasks []string, m *expansionMemo) *World {
 		return &World{Campaign: c, Tasks: tasks, Now: now, memo: m,
-			Trials: []TrialView{tv("a", "t1", 0, evalv1.PhasePassed)}}
+			Trials: []trialView{tv("a", "t1", 0, evalv1.PhasePassed)}}
 	}
 	c := campaign(3, 0, "a")
 	fresh := world(c, []string{"t1", "t2"}, nil).Plan()

@@ -27,7 +27,7 @@ type rerunPlan struct {
 // this generation asks for one and has not had it: every terminal Trial of
 // ours in a phase spec.rerun names, created by an older generation and
 // still in the plan, is retired and its spend moves to retiredSpend.
-func (w *World) planRerun(exp planned, present map[types.UID]*TrialView) rerunPlan {
+func (w *World) planRerun(exp planned, present map[types.UID]*trialView) rerunPlan {
 	c := w.Campaign
 	gen := c.Generation
 	var rr rerunPlan

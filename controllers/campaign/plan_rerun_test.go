@@ -15,7 +15,7 @@ func TestPlanRerun(t *testing.T) {
 	lost := withCost(tv("a", "t", 0, evalv1.PhaseInfraFailed), 0.5, 100)
 	newer := tv("a", "t", 2, evalv1.PhaseInfraFailed)
 	newer.CreatedGeneration = 2
-	w := &World{Campaign: c, Tasks: []string{"t"}, Now: now, Trials: []TrialView{
+	w := &World{Campaign: c, Tasks: []string{"t"}, Now: now, Trials: []trialView{
 		lost, withCost(tv("a", "t", 1, evalv1.PhasePassed), 0.25, 50), newer,
 	}}
 	p := w.Plan()

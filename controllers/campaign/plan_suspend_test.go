@@ -16,7 +16,7 @@ import (
 func TestPlanSuspendAndResume(t *testing.T) {
 	c := campaign(2, 10, "a")
 	c.Spec.Suspend = ptr.To(true)
-	w := &World{Campaign: c, Tasks: []string{"t", "u"}, Now: now, Trials: []TrialView{tv("a", "t", 0, evalv1.PhaseRunning)}}
+	w := &World{Campaign: c, Tasks: []string{"t", "u"}, Now: now, Trials: []trialView{tv("a", "t", 0, evalv1.PhaseRunning)}}
 	p := w.Plan()
 	if len(p.Creates) != 0 {
 		t.Fatalf("suspended campaign creates %v", names(p.Creates))
@@ -37,7 +37,7 @@ func TestPlanSuspendAndResume(t *testing.T) {
 	// The running Trial finishes: nothing runs, nothing is created, and the
 	// campaign is not complete.
 	c.Status = p.Status
-	w.Trials = []TrialView{tv("a", "t", 0, evalv1.PhasePassed)}
+	w.Trials = []trialView{tv("a", "t", 0, evalv1.PhasePassed)}
 	p = w.Plan()
 	if len(p.Creates) != 0 {
 		t.Fatalf("suspended campaign creates %v", names(p.Creates))
@@ -110,7 +110,7 @@ func TestBuildTrialPassesKeepPodsNotTheTTL(t *testing.T) {
 	c := campaign(1, 1, "a")
 	c.Spec.TTLSecondsAfterFinished = ptr.To[int32](60)
 	c.Spec.KeepPodsAfterFinished = true
-	tr := BuildTrial(c, Cell{Agent: "a", Task: "t"}, "n", c.Spec.Agents[0].Model)
+	tr := buildTrial(c, Cell{Agent: "a", Task: "t"}, "n", c.Spec.Agents[0].Model)
 	if tr.Spec.TTLSecondsAfterFinished != nil || !tr.Spec.KeepPodsAfterFinished {
 		t.Fatalf("trial ttl %v keepPods %v", tr.Spec.TTLSecondsAfterFinished, tr.Spec.KeepPodsAfterFinished)
 	}

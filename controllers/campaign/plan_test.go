@@ -27,9 +27,9 @@ func campaign(k, maxParallel int32, agents ...string) *evalv1.Campaign {
 }
 
 // tv is a Trial of cell (agent, task, index) in phase p, created at gen 1.
-func tv(agent, task string, index int32, p evalv1.TrialPhase) TrialView {
+func tv(agent, task string, index int32, p evalv1.TrialPhase) trialView {
 	name := TrialName("c", agent, task, index)
-	v := TrialView{
+	v := trialView{
 		Name: name, UID: types.UID("uid-" + name), Ours: true,
 		Cell: Cell{Agent: agent, Task: task, Index: index}, CreatedGeneration: 1,
 		Phase: p, Terminal: IsTerminalPhase(p),
@@ -41,12 +41,12 @@ func tv(agent, task string, index int32, p evalv1.TrialPhase) TrialView {
 	return v
 }
 
-func withCost(v TrialView, usd float64, tokens int64) TrialView {
+func withCost(v trialView, usd float64, tokens int64) trialView {
 	v.Outcome.CostUSD, v.Outcome.Tokens = usd, tokens
 	return v
 }
 
-func names(cs []Creation) []string {
+func names(cs []creation) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Name
@@ -98,7 +98,7 @@ func TestPlanIsIdempotentWithInFlightCreations(t *testing.T) {
 	w := &World{Campaign: campaign(2, 3, "a1", "a2"), Tasks: []string{"t1", "t2"}, Now: now}
 	first := w.Plan()
 	for _, cr := range first.Creates {
-		w.InFlight = append(w.InFlight, InFlight(cr))
+		w.InFlight = append(w.InFlight, inFlight(cr))
 	}
 	again := w.Plan()
 	if len(again.Creates) != 0 {
@@ -109,7 +109,7 @@ func TestPlanIsIdempotentWithInFlightCreations(t *testing.T) {
 	}
 	// One in-flight creation observed as Running, one finished: one slot.
 	w.InFlight = w.InFlight[2:]
-	w.Trials = []TrialView{tv("a1", "t1", 0, evalv1.PhaseRunning), tv("a2", "t1", 0, evalv1.PhasePassed)}
+	w.Trials = []trialView{tv("a1", "t1", 0, evalv1.PhaseRunning), tv("a2", "t1", 0, evalv1.PhasePassed)}
 	p := w.Plan()
 	if got := names(p.Creates); len(got) != 1 || got[0] != "c-a2-t2-0" {
 		t.Fatalf("creates %v, want [c-a2-t2-0]", got)
@@ -118,7 +118,7 @@ func TestPlanIsIdempotentWithInFlightCreations(t *testing.T) {
 
 func TestPlanNeverExceedsMaxParallelCountingAllNonTerminal(t *testing.T) {
 	c := campaign(3, 2, "a")
-	w := &World{Campaign: c, Tasks: []string{"t"}, Now: now, Trials: []TrialView{
+	w := &World{Campaign: c, Tasks: []string{"t"}, Now: now, Trials: []trialView{
 		tv("a", "t", 0, evalv1.PhaseRunning),
 		tv("a", "t", 1, ""), // created, no phase yet
 	}}
@@ -126,7 +126,7 @@ func TestPlanNeverExceedsMaxParallelCountingAllNonTerminal(t *testing.T) {
 		t.Fatalf("creates %v held %d", names(p.Creates), p.HeldByParallel)
 	}
 	// A Trial of an agent no longer in the spec still holds a slot.
-	w.Trials = []TrialView{tv("gone", "t", 0, evalv1.PhaseRunning), tv("a", "t", 0, evalv1.PhasePassed)}
+	w.Trials = []trialView{tv("gone", "t", 0, evalv1.PhaseRunning), tv("a", "t", 0, evalv1.PhasePassed)}
 	p := w.Plan()
 	if got := names(p.Creates); len(got) != 1 || got[0] != "c-a-t-1" {
 		t.Fatalf("creates %v", got)
@@ -138,7 +138,7 @@ func TestPlanNeverExceedsMaxParallelCountingAllNonTerminal(t *testing.T) {
 
 func TestPlanEditsAddOnlyWhatIsNew(t *testing.T) {
 	c := campaign(2, 100, "a")
-	trials := []TrialView{tv("a", "t1", 0, evalv1.PhasePassed), tv("a", "t1", 1, evalv1.PhasePassed)}
+	trials := []trialView{tv("a", "t1", 0, evalv1.PhasePassed), tv("a", "t1", 1, evalv1.PhasePassed)}
 	c.Spec.TrialsPerTask = 3
 	p := (&World{Campaign: c, Tasks: []string{"t1", "t2"}, Trials: trials, Now: now}).Plan()
 	want := "c-a-t2-0,c-a-t2-1,c-a-t1-2,c-a-t2-2"

@@ -28,29 +28,29 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// OwnerIndex indexes Trials by the UID of their controlling Campaign.
-const OwnerIndex = "eval.tolokaforge.io/campaign-owner-uid"
+// ownerIndex indexes Trials by the UID of their controlling Campaign.
+const ownerIndex = "eval.tolokaforge.io/campaign-owner-uid"
 
 // Defaults of the reconciler's options.
 const (
-	DefaultCreateWorkers  = 8
-	DefaultStatusInterval = time.Second
-	// DefaultTrialEventDelay is how long a Trial's change waits before its
+	defaultCreateWorkers  = 8
+	defaultStatusInterval = time.Second
+	// defaultTrialEventDelay is how long a Trial's change waits before its
 	// Campaign reconciles, so the changes of many Trials are planned once.
-	DefaultTrialEventDelay = 200 * time.Millisecond
+	defaultTrialEventDelay = 200 * time.Millisecond
 )
 
 // Event actions.
 const (
-	ActionRerun    = "Rerun"
-	ActionCreate   = "CreateTrial"
-	ActionComplete = "Complete"
-	ActionBudget   = "Budget"
+	actionRerun    = "Rerun"
+	actionCreate   = "CreateTrial"
+	actionComplete = "Complete"
+	actionBudget   = "Budget"
 )
 
-// Reconciler reconciles Campaigns. Build it with NewReconciler and
+// reconciler reconciles Campaigns. Build it with NewReconciler and
 // register it with SetupWithManager.
-type Reconciler struct {
+type reconciler struct {
 	client    client.Client
 	apiReader client.Reader
 	recorder  events.EventRecorder
@@ -72,31 +72,31 @@ type Reconciler struct {
 }
 
 // Option configures the reconciler.
-type Option func(*Reconciler)
+type Option func(*reconciler)
 
 // WithLogger sets the logger (default: the manager's, named "campaign").
-func WithLogger(l logr.Logger) Option { return func(r *Reconciler) { r.log = l } }
+func WithLogger(l logr.Logger) Option { return func(r *reconciler) { r.log = l } }
 
 // WithStatusInterval sets the least time between two status writes of one
 // Campaign that change only figures (counts, aggregates, spend); a change of
 // a condition, of the plan or of rerun bookkeeping is written at once. Zero
 // writes every change at once.
 func WithStatusInterval(d time.Duration) Option {
-	return func(r *Reconciler) { r.statusInterval = d }
+	return func(r *reconciler) { r.statusInterval = d }
 }
 
 // NewReconciler builds the Campaign reconciler on mgr's client, uncached
 // reader, logger and event recorder, then applies opts; register it with
 // SetupWithManager.
-func NewReconciler(mgr ctrl.Manager, opts ...Option) (*Reconciler, error) {
-	r := &Reconciler{
+func NewReconciler(mgr ctrl.Manager, opts ...Option) (*reconciler, error) {
+	r := &reconciler{
 		client:                  mgr.GetClient(),
 		apiReader:               mgr.GetAPIReader(),
 		log:                     mgr.GetLogger().WithName("campaign"),
 		maxConcurrentReconciles: 2,
-		createWorkers:           DefaultCreateWorkers,
-		statusInterval:          DefaultStatusInterval,
-		trialEventDelay:         DefaultTrialEventDelay,
+		createWorkers:           defaultCreateWorkers,
+		statusInterval:          defaultStatusInterval,
+		trialEventDelay:         defaultTrialEventDelay,
 		now:                     time.Now,
 		lastWrite:               map[types.UID]time.Time{},
 		memos:                   map[types.NamespacedName]*expansionMemo{},
@@ -117,8 +117,8 @@ func NewReconciler(mgr ctrl.Manager, opts ...Option) (*Reconciler, error) {
 
 // SetupWithManager registers the Campaign controller with mgr: the owner
 // index on Trials and watches on Campaigns, their Trials and Tasks.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &evalv1.Trial{}, OwnerIndex, ownerUIDs); err != nil {
+func (r *reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &evalv1.Trial{}, ownerIndex, ownerUIDs); err != nil {
 		return fmt.Errorf("campaign controller: index trials by owner: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -135,7 +135,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // the change (a quarter of it when the Trial finished or went away); the
 // queue keeps one entry per Campaign, so every change within that delay is
 // planned by one reconcile.
-func (r *Reconciler) trialEvents() handler.EventHandler {
+func (r *reconciler) trialEvents() handler.EventHandler {
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], finished bool) {
 		ref := metav1.GetControllerOf(o)
 		if ref == nil || ref.Kind != "Campaign" || ref.APIVersion != evalv1.GroupVersion.String() {
@@ -237,7 +237,7 @@ func mapsEqual(a, b map[string]string) bool {
 }
 
 // campaignsForTask enqueues the Campaigns of the Task's namespace that select it.
-func (r *Reconciler) campaignsForTask(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *reconciler) campaignsForTask(ctx context.Context, o client.Object) []reconcile.Request {
 	var list evalv1.CampaignList
 	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
 		r.log.Error(err, "list campaigns for a task event", "task", o.GetName())
@@ -270,7 +270,7 @@ func selects(c *evalv1.Campaign, task client.Object) bool {
 }
 
 // Reconcile plans and acts for one Campaign.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := r.log.WithValues("campaign", req.NamespacedName)
 	var c evalv1.Campaign
 	if err := r.client.Get(ctx, req.NamespacedName, &c); err != nil {
@@ -322,7 +322,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		c = *updated
-		r.event(&c, corev1.EventTypeNormal, "RerunStarted", ActionRerun,
+		r.event(&c, corev1.EventTypeNormal, "RerunStarted", actionRerun,
 			fmt.Sprintf("rerun of phases %v at generation %d: %d Trials retired and re-created", c.Status.Rerun.Phases, c.Generation, c.Status.Rerun.Retired))
 	}
 
@@ -365,7 +365,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // resolveTasks returns the selected Tasks' names (sorted) and the listed
 // names that do not exist.
-func (r *Reconciler) resolveTasks(ctx context.Context, c *evalv1.Campaign) ([]string, []string, error) {
+func (r *reconciler) resolveTasks(ctx context.Context, c *evalv1.Campaign) ([]string, []string, error) {
 	if sel := c.Spec.Tasks.Selector; sel != nil {
 		s, err := metav1.LabelSelectorAsSelector(sel)
 		if err != nil {
@@ -411,18 +411,18 @@ func (r *Reconciler) resolveTasks(ctx context.Context, c *evalv1.Campaign) ([]st
 
 // world reads the campaign's Trials from the cache and the creations it has
 // not shown yet.
-func (r *Reconciler) world(ctx context.Context, c *evalv1.Campaign, tasks, missing []string) (*World, error) {
+func (r *reconciler) world(ctx context.Context, c *evalv1.Campaign, tasks, missing []string) (*World, error) {
 	var list evalv1.TrialList
 	// Read-only: ViewOf copies what it keeps, so the cache's objects are
 	// not deep-copied (a campaign of a thousand Trials would copy them all
 	// on every reconcile).
-	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{OwnerIndex: string(c.UID)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{ownerIndex: string(c.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("list trials of campaign %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	views := make([]TrialView, 0, len(list.Items))
+	views := make([]trialView, 0, len(list.Items))
 	names := make(map[string]bool, len(list.Items))
 	for i := range list.Items {
-		views = append(views, ViewOf(&list.Items[i]))
+		views = append(views, viewOf(&list.Items[i]))
 		names[list.Items[i].Name] = true
 	}
 	sort.Slice(views, func(i, j int) bool { return views[i].Name < views[j].Name })
@@ -438,7 +438,7 @@ func (r *Reconciler) world(ctx context.Context, c *evalv1.Campaign, tasks, missi
 }
 
 // memo returns the Campaign's expansion memo, made on first use.
-func (r *Reconciler) memo(key types.NamespacedName) *expansionMemo {
+func (r *reconciler) memo(key types.NamespacedName) *expansionMemo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.memos[key]
@@ -449,7 +449,7 @@ func (r *Reconciler) memo(key types.NamespacedName) *expansionMemo {
 	return m
 }
 
-func (r *Reconciler) forgetMemo(key types.NamespacedName) {
+func (r *reconciler) forgetMemo(key types.NamespacedName) {
 	r.mu.Lock()
 	delete(r.memos, key)
 	r.mu.Unlock()
@@ -457,7 +457,7 @@ func (r *Reconciler) forgetMemo(key types.NamespacedName) {
 
 // deleteRetired deletes one retired Trial, only if it is still the Trial
 // that was retired (a re-created one of the same name has another UID).
-func (r *Reconciler) deleteRetired(ctx context.Context, c *evalv1.Campaign, d evalv1.RetiredTrial) error {
+func (r *reconciler) deleteRetired(ctx context.Context, c *evalv1.Campaign, d evalv1.RetiredTrial) error {
 	t := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: d.Name}}
 	uid := d.UID
 	err := r.client.Delete(ctx, t, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
@@ -470,7 +470,7 @@ func (r *Reconciler) deleteRetired(ctx context.Context, c *evalv1.Campaign, d ev
 // create sends the creations, a few at a time. Each is recorded as expected
 // before it is sent, so a reconcile that runs while the create is in flight
 // counts it.
-func (r *Reconciler) create(ctx context.Context, c *evalv1.Campaign, creates []Creation) error {
+func (r *reconciler) create(ctx context.Context, c *evalv1.Campaign, creates []creation) error {
 	if len(creates) == 0 {
 		return nil
 	}
@@ -483,7 +483,7 @@ func (r *Reconciler) create(ctx context.Context, c *evalv1.Campaign, creates []C
 		errs []error
 		wg   sync.WaitGroup
 	)
-	work := make(chan Creation)
+	work := make(chan creation)
 	for range min(r.createWorkers, len(creates)) {
 		wg.Add(1)
 		go func() {
@@ -505,8 +505,8 @@ func (r *Reconciler) create(ctx context.Context, c *evalv1.Campaign, creates []C
 	return errors.Join(errs...)
 }
 
-func (r *Reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr Creation, agent evalv1.ModelSpec) error {
-	t := BuildTrial(c, cr.Cell, cr.Name, agent)
+func (r *reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr creation, agent evalv1.ModelSpec) error {
+	t := buildTrial(c, cr.Cell, cr.Name, agent)
 	r.expect.expect(c.UID, cr.Name, cr.Cell)
 	err := r.client.Create(ctx, t, client.FieldOwner(evalv1.FieldManager))
 	if err == nil {
@@ -522,7 +522,7 @@ func (r *Reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr Creat
 			}
 		}
 		r.expect.forget(c.UID, cr.Name)
-		r.event(c, corev1.EventTypeWarning, "NameConflict", ActionCreate,
+		r.event(c, corev1.EventTypeWarning, "NameConflict", actionCreate,
 			fmt.Sprintf("Trial %s exists and is not this campaign's; cell %s/%s/%d cannot be created", cr.Name, cr.Cell.Agent, cr.Cell.Task, cr.Cell.Index))
 		return fmt.Errorf("create trial %s/%s: the name is taken by a Trial this campaign does not control", c.Namespace, cr.Name)
 	}
@@ -530,7 +530,7 @@ func (r *Reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr Creat
 	return fmt.Errorf("create trial %s/%s: %w", c.Namespace, cr.Name, err)
 }
 
-func (r *Reconciler) event(c *evalv1.Campaign, typ, reason, action, msg string) {
+func (r *reconciler) event(c *evalv1.Campaign, typ, reason, action, msg string) {
 	if r.recorder == nil {
 		return
 	}
@@ -540,7 +540,7 @@ func (r *Reconciler) event(c *evalv1.Campaign, typ, reason, action, msg string) 
 // announceHolds emits an event when Suspended, TasksResolved or
 // ReferencesResolved changes, so `kubectl describe` tells when and why
 // creation stopped (a missing Task or Secret named) and resumed.
-func (r *Reconciler) announceHolds(c *evalv1.Campaign, st *evalv1.CampaignStatus) {
+func (r *reconciler) announceHolds(c *evalv1.Campaign, st *evalv1.CampaignStatus) {
 	for _, typ := range []string{evalv1.CampaignSuspended, evalv1.CampaignTasksResolved, evalv1.CampaignReferencesResolved} {
 		now := meta.FindStatusCondition(st.Conditions, typ)
 		if now == nil {
@@ -557,7 +557,7 @@ func (r *Reconciler) announceHolds(c *evalv1.Campaign, st *evalv1.CampaignStatus
 		if now.Reason == evalv1.ReasonSecretNotFound || now.Reason == evalv1.ReasonTaskNotFound || now.Reason == evalv1.ReasonNoTasksSelected {
 			typEv = corev1.EventTypeWarning
 		}
-		r.event(c, typEv, now.Reason, ActionCreate, now.Message)
+		r.event(c, typEv, now.Reason, actionCreate, now.Message)
 	}
 }
 
@@ -573,7 +573,7 @@ func expireAt(st *evalv1.CampaignStatus, ttl *int32) time.Time {
 
 // expire deletes the Campaign once its ttlSecondsAfterFinished is over, as
 // the TTL controller deletes a finished Job; its Trials go with it.
-func (r *Reconciler) expire(ctx context.Context, c *evalv1.Campaign) (bool, ctrl.Result, error) {
+func (r *reconciler) expire(ctx context.Context, c *evalv1.Campaign) (bool, ctrl.Result, error) {
 	at := expireAt(&c.Status, c.Spec.TTLSecondsAfterFinished)
 	if at.IsZero() || r.now().Before(at) {
 		return false, ctrl.Result{}, nil

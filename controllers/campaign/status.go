@@ -19,7 +19,7 @@ import (
 // resourceVersion: a status planned from a stale Campaign conflicts and is
 // replanned, so rerun bookkeeping and retired spend are never lost or
 // recorded twice.
-func (r *Reconciler) writeStatus(ctx context.Context, c *evalv1.Campaign, desired *evalv1.CampaignStatus) (*evalv1.Campaign, error) {
+func (r *reconciler) writeStatus(ctx context.Context, c *evalv1.Campaign, desired *evalv1.CampaignStatus) (*evalv1.Campaign, error) {
 	updated := c.DeepCopy()
 	updated.Status = *desired.DeepCopy()
 	patch := client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{})
@@ -36,7 +36,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, c *evalv1.Campaign, desire
 // maybeWriteStatus writes desired unless it equals the current status, or
 // unless it changes only figures and the last write was less than the
 // status interval ago; then it asks to be requeued when the interval ends.
-func (r *Reconciler) maybeWriteStatus(ctx context.Context, c *evalv1.Campaign, desired *evalv1.CampaignStatus) (ctrl.Result, error) {
+func (r *reconciler) maybeWriteStatus(ctx context.Context, c *evalv1.Campaign, desired *evalv1.CampaignStatus) (ctrl.Result, error) {
 	if equality.Semantic.DeepEqual(&c.Status, desired) {
 		return ctrl.Result{}, nil
 	}
@@ -79,14 +79,14 @@ func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
 	return nil
 }
 
-func (r *Reconciler) forgetWrite(uid types.UID) {
+func (r *reconciler) forgetWrite(uid types.UID) {
 	r.mu.Lock()
 	delete(r.lastWrite, uid)
 	r.mu.Unlock()
 }
 
 // announce emits events for the conditions that turned True with this write.
-func (r *Reconciler) announce(before, after *evalv1.Campaign) {
+func (r *reconciler) announce(before, after *evalv1.Campaign) {
 	turned := func(typ string) *metav1.Condition {
 		n := findCondition(after.Status.Conditions, typ)
 		if n == nil || n.Status != metav1.ConditionTrue {
@@ -98,9 +98,9 @@ func (r *Reconciler) announce(before, after *evalv1.Campaign) {
 		return n
 	}
 	if c := turned(evalv1.CampaignBudgetExceeded); c != nil {
-		r.event(after, corev1.EventTypeWarning, c.Reason, ActionBudget, c.Message)
+		r.event(after, corev1.EventTypeWarning, c.Reason, actionBudget, c.Message)
 	}
 	if c := turned(evalv1.CampaignCompleted); c != nil {
-		r.event(after, corev1.EventTypeNormal, c.Reason, ActionComplete, c.Message)
+		r.event(after, corev1.EventTypeNormal, c.Reason, actionComplete, c.Message)
 	}
 }

@@ -42,8 +42,8 @@ func PhaseOf(t *evalv1.Trial) evalv1.TrialPhase {
 	return t.Status.Phase
 }
 
-// TrialView is what the planner reads from one Trial.
-type TrialView struct {
+// trialView is what the planner reads from one Trial.
+type trialView struct {
 	Name string
 	UID  types.UID
 	// Cell is read from the labels and annotations the campaign wrote; Ours
@@ -57,9 +57,9 @@ type TrialView struct {
 	Outcome           Outcome
 }
 
-// ViewOf reads a Trial for the planner.
-func ViewOf(t *evalv1.Trial) TrialView {
-	v := TrialView{
+// viewOf reads a Trial for the planner.
+func viewOf(t *evalv1.Trial) trialView {
+	v := trialView{
 		Name:     t.Name,
 		UID:      t.UID,
 		Phase:    PhaseOf(t),
@@ -101,11 +101,11 @@ func OutcomeOf(t *evalv1.Trial) Outcome {
 	return o
 }
 
-// BuildTrial is the Trial of cell, named name, owned by c and created under
+// buildTrial is the Trial of cell, named name, owned by c and created under
 // c's current generation. Everything the Campaign passes down is copied, so
 // the Trial (immutable once created) runs as the Campaign said at that
 // moment.
-func BuildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSpec) *evalv1.Trial {
+func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSpec) *evalv1.Trial {
 	s := c.Spec.DeepCopy()
 	return &evalv1.Trial{
 		ObjectMeta: metav1.ObjectMeta{

@@ -57,9 +57,9 @@ import (
 )
 
 const (
-	// Port is the gateway's default port. The runner pods' egress policy
+	// port is the gateway's default port. The runner pods' egress policy
 	// must allow it to the manager (controllers/networkpolicy.go).
-	Port = 8090
+	port = 8090
 	// DefaultBindAddress is --gateway-bind-address's default.
 	DefaultBindAddress = ":8090"
 	// Path is the one endpoint served.

@@ -13,25 +13,25 @@ const StopMarker = "###STOP###"
 // Defaults for zero AttemptConfig fields.
 const (
 	DefaultMaxTurns        = 30
-	DefaultRegisterTimeout = 60 * time.Second
-	DefaultGradingTimeout  = 5 * time.Minute
-	DefaultCleanupTimeout  = 10 * time.Second
+	defaultRegisterTimeout = 60 * time.Second
+	defaultGradingTimeout  = 5 * time.Minute
+	defaultCleanupTimeout  = 10 * time.Second
 )
 
 // Stuck detection. A model that repeats itself burns the turn budget and
 // tokens without progress; ending early as stuck_detected (self-graded 0)
 // keeps that spend bounded and labels the failure honestly.
 const (
-	// StuckRepeatedCalls: the same agent tool call (name and canonical
+	// stuckRepeatedCalls: the same agent tool call (name and canonical
 	// arguments) this many times in a row. Only a different call breaks the
 	// row; text turns in between do not.
-	StuckRepeatedCalls = 5
-	// StuckIdleTurns: this many consecutive agent turns with neither text nor
+	stuckRepeatedCalls = 5
+	// stuckIdleTurns: this many consecutive agent turns with neither text nor
 	// a tool call.
-	StuckIdleTurns = 3
-	// MaxUserRounds bounds the user simulator's tool rounds and empty replies
+	stuckIdleTurns = 3
+	// maxUserRounds bounds the user simulator's tool rounds and empty replies
 	// before it produces a message for the agent.
-	MaxUserRounds = 8
+	maxUserRounds = 8
 )
 
 func hasStop(s string) bool { return strings.Contains(s, StopMarker) }

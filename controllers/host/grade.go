@@ -75,19 +75,19 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	return e
 }
 
-// OracleGradingComponents is what an oracle trial is graded on. The oracle
+// oracleGradingComponents is what an oracle trial is graded on. The oracle
 // replays the golden actions and says nothing, so conversational components
 // (transcript rules, a judge) would score the absence of a conversation rather
 // than the pack; an oracle trial answers one question: does the golden path
 // reach the state the task's state checks expect.
-var OracleGradingComponents = []string{task.ComponentStateChecks}
+var oracleGradingComponents = []string{task.ComponentStateChecks}
 
 func gradingComponents(cfg AttemptConfig) []string {
 	if cfg.GradingComponents != nil {
 		return cfg.GradingComponents
 	}
 	if cfg.Spec != nil && cfg.Spec.Agent != nil && cfg.Spec.Agent.Provider == task.ProviderOracle {
-		return OracleGradingComponents
+		return oracleGradingComponents
 	}
 	return nil
 }

@@ -13,10 +13,10 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// ProbeTimeout bounds the HealthCheck the host sends when a runner call
+// probeTimeout bounds the HealthCheck the host sends when a runner call
 // failed in a way that may be the infrastructure's: the runner's own DB probe
 // gives up after 2 s, so a stopped (SIGSTOP) DB service still gets an answer.
-const ProbeTimeout = 5 * time.Second
+const probeTimeout = 5 * time.Second
 
 // stackHealth is the stack's state as the runner reports it.
 type stackHealth int
@@ -35,7 +35,7 @@ const (
 // infrastructure fault from the tool's or the grader's own answer without
 // reading error texts.
 func (r *run) probe(ctx context.Context) stackHealth {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ProbeTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
 	resp, err := r.cfg.Runner.HealthCheck(pctx, &runnerpb.HealthCheckRequest{})
 	switch {

@@ -75,7 +75,7 @@ func (r *run) loop(ctx context.Context, reg *registration) *ending {
 // userTurn asks the user for its next message to the agent, executing its
 // tool calls on the way (executor "user", the user's slice of the tools).
 func (r *run) userTurn(lctx, ctx context.Context, reg *registration) *ending {
-	for round := 0; round < MaxUserRounds; round++ {
+	for round := 0; round < maxUserRounds; round++ {
 		if e := r.ctxEnding(lctx, ctx); e != nil {
 			return e
 		}
@@ -104,7 +104,7 @@ func (r *run) userTurn(lctx, ctx context.Context, reg *registration) *ending {
 		}
 	}
 	return terminate(task.TerminationStuckDetected, evalv1.ReasonStuckDetected,
-		fmt.Sprintf("stuck: the user simulator produced no message for the agent in %d rounds", MaxUserRounds))
+		fmt.Sprintf("stuck: the user simulator produced no message for the agent in %d rounds", maxUserRounds))
 }
 
 // assignIDs copies calls with episode-unique ids.

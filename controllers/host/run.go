@@ -77,13 +77,13 @@ func newRun(cfg AttemptConfig) *run {
 		r.maxTurns = DefaultMaxTurns
 	}
 	if r.registerTimeout <= 0 {
-		r.registerTimeout = DefaultRegisterTimeout
+		r.registerTimeout = defaultRegisterTimeout
 	}
 	if r.gradingTimeout <= 0 {
-		r.gradingTimeout = DefaultGradingTimeout
+		r.gradingTimeout = defaultGradingTimeout
 	}
 	if r.cleanupTimeout <= 0 {
-		r.cleanupTimeout = DefaultCleanupTimeout
+		r.cleanupTimeout = defaultCleanupTimeout
 	}
 	return r
 }

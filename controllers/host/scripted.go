@@ -8,9 +8,9 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-// ScriptedFiller is what a scripted user says while its next line waits for
+// scriptedFiller is what a scripted user says while its next line waits for
 // the agent to mention something (ScriptedLine.IfAssistantContains).
-const ScriptedFiller = "Please continue."
+const scriptedFiller = "Please continue."
 
 // ScriptedUser says its lines in order, then StopMarker. It is stateless: the
 // next line is chosen by counting the user's own messages in conv, so one
@@ -69,7 +69,7 @@ func (u *ScriptedUser) Next(_ context.Context, conv []task.Message, _ []*runnerp
 	}
 	line := u.Lines[said]
 	if c := line.IfAssistantContains; c != "" && !strings.Contains(strings.ToLower(lastAgent), strings.ToLower(c)) {
-		return Turn{Content: ScriptedFiller}, nil
+		return Turn{Content: scriptedFiller}, nil
 	}
 	return Turn{Content: line.Message}, nil
 }

@@ -37,7 +37,7 @@ func (l *lastCall) canonical() string {
 func (s *stuckDetector) observe(t Turn) (bool, string) {
 	if strings.TrimSpace(t.Content) == "" && len(t.ToolCalls) == 0 {
 		s.idle++
-		if s.idle >= StuckIdleTurns {
+		if s.idle >= stuckIdleTurns {
 			return true, fmt.Sprintf("%d agent turns in a row with neither text nor a tool call", s.idle)
 		}
 		return false, ""
@@ -53,7 +53,7 @@ func (s *stuckDetector) observe(t Turn) (bool, string) {
 			s.repeats = 1
 		}
 		s.last = cur
-		if s.repeats >= StuckRepeatedCalls {
+		if s.repeats >= stuckRepeatedCalls {
 			return true, fmt.Sprintf("tool call %s with arguments %s %d times in a row",
 				c.Function.Name, s.last.canonical(), s.repeats)
 		}

@@ -126,7 +126,7 @@ func TestScriptedUser(t *testing.T) {
 	}
 	steps := []struct{ agent, want string }{
 		{"", "I want a hub."},
-		{"Which colour?", ScriptedFiller}, // the next line waits for "pay"
+		{"Which colour?", scriptedFiller}, // the next line waits for "pay"
 		{"Shall I charge you? I can pay it now.", "Yes, pay with my balance."},
 		{"Done.", "Thanks."},
 		{"Anything else?", StopMarker},

@@ -28,27 +28,27 @@ type Client struct {
 	auth string
 }
 
-// Option configures a Client.
-type Option func(*Client)
+// option configures a Client.
+type option func(*Client)
 
 // WithHTTPClient sets the HTTP client (default: a client with a 30 s timeout, the
 // upstream runner's).
-func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+func WithHTTPClient(hc *http.Client) option { return func(c *Client) { c.hc = hc } }
 
 // WithRetries sets how many times a failed GET is retried (default 2). Other methods are
 // never retried.
-func WithRetries(n int) Option { return func(c *Client) { c.retries = max(n, 0) } }
+func WithRetries(n int) option { return func(c *Client) { c.retries = max(n, 0) } }
 
 // WithBackoff sets the delay before the first retry; it doubles for each later one
 // (default 100 ms).
-func WithBackoff(d time.Duration) Option { return func(c *Client) { c.backoff = d } }
+func WithBackoff(d time.Duration) option { return func(c *Client) { c.backoff = d } }
 
 // WithLogger sets the logger for retries (default: discard).
-func WithLogger(l logr.Logger) Option { return func(c *Client) { c.log = l } }
+func WithLogger(l logr.Logger) option { return func(c *Client) { c.log = l } }
 
 // WithToken makes every request present the trial's credential (package
 // authn) in the Authorization header. Empty sends none.
-func WithToken(token string) Option {
+func WithToken(token string) option {
 	return func(c *Client) {
 		if token == "" {
 			c.auth = ""
@@ -59,7 +59,7 @@ func WithToken(token string) Option {
 }
 
 // New returns a client for the service at baseURL (e.g. http://127.0.0.1:8000).
-func New(baseURL string, opts ...Option) *Client {
+func New(baseURL string, opts ...option) *Client {
 	c := &Client{
 		base:    strings.TrimRight(baseURL, "/"),
 		hc:      &http.Client{Timeout: 30 * time.Second},
@@ -111,7 +111,7 @@ func (c *Client) Init(ctx context.Context, trialID string, req InitRequest) (*In
 // State returns the trial's tables (all of them when tables is empty) with both hashes,
 // which always cover every table. Names travel comma-separated, so a table whose name
 // contains a comma can only be read unfiltered.
-func (c *Client) State(ctx context.Context, trialID string, tables []string) (*StateResponse, error) {
+func (c *Client) State(ctx context.Context, trialID string, tables []string) (*stateResponse, error) {
 	if err := requireName("trial id", trialID); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (c *Client) State(ctx context.Context, trialID string, tables []string) (*S
 	if len(tables) > 0 {
 		q = url.Values{"tables": {strings.Join(tables, ",")}}
 	}
-	var out StateResponse
+	var out stateResponse
 	if err := c.do(ctx, http.MethodGet, "/trials/"+seg(trialID)+"/state", q, nil, &out); err != nil {
 		return nil, fmt.Errorf("get state of trial %q: %w", trialID, err)
 	}
@@ -127,11 +127,11 @@ func (c *Client) State(ctx context.Context, trialID string, tables []string) (*S
 }
 
 // StableState returns the tables without their unstable fields.
-func (c *Client) StableState(ctx context.Context, trialID string) (*StableStateResponse, error) {
+func (c *Client) StableState(ctx context.Context, trialID string) (*stableStateResponse, error) {
 	if err := requireName("trial id", trialID); err != nil {
 		return nil, err
 	}
-	var out StableStateResponse
+	var out stableStateResponse
 	if err := c.do(ctx, http.MethodGet, "/trials/"+seg(trialID)+"/state/stable", nil, nil, &out); err != nil {
 		return nil, fmt.Errorf("get stable state of trial %q: %w", trialID, err)
 	}
@@ -151,14 +151,14 @@ func (c *Client) Hash(ctx context.Context, trialID string) (*HashResponse, error
 }
 
 // Patch applies operations to one table atomically.
-func (c *Client) Patch(ctx context.Context, trialID, table string, req PatchRequest) (*PatchResponse, error) {
+func (c *Client) Patch(ctx context.Context, trialID, table string, req PatchRequest) (*patchResponse, error) {
 	if err := requireName("trial id", trialID); err != nil {
 		return nil, err
 	}
 	if err := requireName("table name", table); err != nil {
 		return nil, err
 	}
-	var out PatchResponse
+	var out patchResponse
 	if err := c.do(ctx, http.MethodPatch, "/trials/"+seg(trialID)+"/state/"+seg(table), nil, req, &out); err != nil {
 		return nil, fmt.Errorf("patch table %q of trial %q: %w", table, trialID, err)
 	}
@@ -234,20 +234,20 @@ func (c *Client) Delete(ctx context.Context, trialID string) error {
 }
 
 // Query evaluates an RFC 9535 JSONPath over {"db": tables}, the tables as stored.
-func (c *Client) Query(ctx context.Context, trialID, jsonpath string) (*QueryResponse, error) {
+func (c *Client) Query(ctx context.Context, trialID, jsonpath string) (*queryResponse, error) {
 	return c.query(ctx, trialID, jsonpath, false)
 }
 
 // QueryStable is Query over the tables without their unstable fields.
-func (c *Client) QueryStable(ctx context.Context, trialID, jsonpath string) (*QueryResponse, error) {
+func (c *Client) QueryStable(ctx context.Context, trialID, jsonpath string) (*queryResponse, error) {
 	return c.query(ctx, trialID, jsonpath, true)
 }
 
-func (c *Client) query(ctx context.Context, trialID, jsonpath string, stable bool) (*QueryResponse, error) {
+func (c *Client) query(ctx context.Context, trialID, jsonpath string, stable bool) (*queryResponse, error) {
 	if err := requireName("trial id", trialID); err != nil {
 		return nil, err
 	}
-	var out QueryResponse
+	var out queryResponse
 	body := map[string]any{"jsonpath": jsonpath}
 	if stable {
 		body["stable"] = true
@@ -259,11 +259,11 @@ func (c *Client) query(ctx context.Context, trialID, jsonpath string, stable boo
 }
 
 // Schema returns the declared schemas and unstable fields.
-func (c *Client) Schema(ctx context.Context, trialID string) (*SchemaResponse, error) {
+func (c *Client) Schema(ctx context.Context, trialID string) (*schemaResponse, error) {
 	if err := requireName("trial id", trialID); err != nil {
 		return nil, err
 	}
-	var out SchemaResponse
+	var out schemaResponse
 	if err := c.do(ctx, http.MethodGet, "/trials/"+seg(trialID)+"/schema", nil, nil, &out); err != nil {
 		return nil, fmt.Errorf("get schema of trial %q: %w", trialID, err)
 	}

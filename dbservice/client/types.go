@@ -30,8 +30,8 @@ type InitResponse struct {
 	UnstableFieldsRegistered int      `json:"unstable_fields_registered"`
 }
 
-// StateResponse answers State. Data maps a table to its JSON array of records.
-type StateResponse struct {
+// stateResponse answers State. Data maps a table to its JSON array of records.
+type stateResponse struct {
 	Data       map[string]json.RawMessage `json:"data"`
 	Version    int64                      `json:"version"`
 	FullHash   string                     `json:"full_hash"`
@@ -44,8 +44,8 @@ type FilteredField struct {
 	Field string `json:"field"`
 }
 
-// StableStateResponse answers StableState.
-type StableStateResponse struct {
+// stableStateResponse answers StableState.
+type stableStateResponse struct {
 	Data           map[string]json.RawMessage `json:"data"`
 	Version        int64                      `json:"version"`
 	StableHash     string                     `json:"stable_hash"`
@@ -89,8 +89,8 @@ type PatchRequest struct {
 	ETag       string      `json:"etag,omitempty"`
 }
 
-// PatchResponse answers Patch.
-type PatchResponse struct {
+// patchResponse answers Patch.
+type patchResponse struct {
 	Status       string `json:"status"`
 	Version      int64  `json:"version"`
 	AffectedRows int    `json:"affected_rows"`
@@ -121,21 +121,21 @@ type ResetResponse struct {
 	StableHash string `json:"stable_hash"`
 }
 
-// QueryResponse answers Query.
-type QueryResponse struct {
+// queryResponse answers Query.
+type queryResponse struct {
 	Results []json.RawMessage `json:"results"`
 	Count   int               `json:"count"`
 }
 
-// TableSchemaInfo is one table's schema as the service reports it.
-type TableSchemaInfo struct {
+// tableSchemaInfo is one table's schema as the service reports it.
+type tableSchemaInfo struct {
 	Fields     json.RawMessage `json:"fields"`
 	PrimaryKey string          `json:"primary_key"`
 }
 
-// SchemaResponse answers Schema.
-type SchemaResponse struct {
-	Schemas        map[string]TableSchemaInfo `json:"schemas"`
+// schemaResponse answers Schema.
+type schemaResponse struct {
+	Schemas        map[string]tableSchemaInfo `json:"schemas"`
 	UnstableFields []UnstableField            `json:"unstable_fields"`
 }
 

@@ -35,7 +35,7 @@ func run(ctx context.Context, opts Options, transport mcp.Transport, stderr io.W
 		if err != nil {
 			return fmt.Errorf("mcp shop: --state: %w", err)
 		}
-		if st, err = ParseState(data); err != nil {
+		if st, err = parseState(data); err != nil {
 			return fmt.Errorf("mcp shop: --state %s: %w", opts.StatePath, err)
 		}
 	}

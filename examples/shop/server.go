@@ -15,7 +15,7 @@ import (
 
 // Names of Tolokaforge's state-convention tools. The runner hides them from the LLM.
 const (
-	GetStateTool = "_tolokaforge_get_state_"
+	getStateTool = "_tolokaforge_get_state_"
 	SetStateTool = "_tolokaforge_set_state_"
 )
 
@@ -67,7 +67,7 @@ func newServer(initial State, logger *slog.Logger) *mcp.Server {
 		srv.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: spec.Parameters}, s.handler(spec.Name, fn))
 	}
 	srv.AddTool(&mcp.Tool{
-		Name:        GetStateTool,
+		Name:        getStateTool,
 		Description: "Tolokaforge state convention: return the tables as a JSON object.",
 		InputSchema: getStateSchema,
 	}, s.getState)

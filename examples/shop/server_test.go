@@ -57,7 +57,7 @@ func mustCall(t *testing.T, cs *mcp.ClientSession, name, args string) string {
 
 func stateText(t *testing.T, cs *mcp.ClientSession) string {
 	t.Helper()
-	return mustCall(t, cs, GetStateTool, `{}`)
+	return mustCall(t, cs, getStateTool, `{}`)
 }
 
 const goldenPlaceOrder = `{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":1,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`
@@ -76,7 +76,7 @@ func TestToolsListed(t *testing.T) {
 		schemas[tool.Name] = string(b)
 	}
 	slices.Sort(names)
-	want := []string{GetStateTool, SetStateTool, "confirm_payment", "get_customer", "list_products", "place_order"}
+	want := []string{getStateTool, SetStateTool, "confirm_payment", "get_customer", "list_products", "place_order"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
@@ -244,7 +244,7 @@ func TestPythonRoundingInOrders(t *testing.T) {
 
 func mustParse(t *testing.T, s string) State {
 	t.Helper()
-	st, err := ParseState([]byte(s))
+	st, err := parseState([]byte(s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestParseStateErrors(t *testing.T) {
 		{`{"products":[]`, `parse shop state: invalid JSON at offset 14: unexpected end of input, expected ',' or '}' in object`},
 	}
 	for _, c := range cases {
-		_, err := ParseState([]byte(c.in))
+		_, err := parseState([]byte(c.in))
 		if err == nil || err.Error() != c.want {
 			t.Errorf("ParseState(%s) error = %v, want %q", c.in, err, c.want)
 		}
@@ -331,7 +331,7 @@ func FuzzParseState(f *testing.F) {
 	f.Add([]byte(`{"orders":[{"id":"O","customer_id":"C","status":"s","total":-0.0}]}`))
 	f.Add([]byte(`{"products":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		st, err := ParseState(data)
+		st, err := parseState(data)
 		if err != nil {
 			return
 		}
@@ -339,7 +339,7 @@ func FuzzParseState(f *testing.F) {
 		if err != nil {
 			t.Fatalf("MarshalJSON after ParseState(%q): %v", data, err)
 		}
-		st2, err := ParseState(out)
+		st2, err := parseState(out)
 		if err != nil {
 			t.Fatalf("ParseState(MarshalJSON) = %v for %s", err, out)
 		}

@@ -57,7 +57,7 @@ var initialStateJSON []byte
 
 // InitialState returns the task's initial tables (shop_orders_02/initial_state.json).
 func InitialState() State {
-	st, err := ParseState(initialStateJSON)
+	st, err := parseState(initialStateJSON)
 	if err != nil {
 		// The file is embedded at build time and covered by tests.
 		panic(fmt.Sprintf("shop: embedded initial_state.json: %v", err))
@@ -65,11 +65,11 @@ func InitialState() State {
 	return st
 }
 
-// ParseState reads a JSON object {table: [record, ...]}. Number literals keep their
+// parseState reads a JSON object {table: [record, ...]}. Number literals keep their
 // kind (300.00 is the float 300.0, 42 the int 42) and objects their key order. The
 // products, customers and orders records must carry the fields the tools read, with
 // the right types; errors name the offending path, e.g. `state.products[2].stock`.
-func ParseState(data []byte) (State, error) {
+func parseState(data []byte) (State, error) {
 	v, err := parseOrdered(data)
 	if err != nil {
 		return State{}, fmt.Errorf("parse shop state: %w", err)
@@ -234,7 +234,7 @@ func (s State) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON is ParseState.
 func (s *State) UnmarshalJSON(data []byte) error {
-	st, err := ParseState(data)
+	st, err := parseState(data)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 	"tolokaforge.io/operator/controllers/host/agents"
 )
 
-// DefaultOracleTimeout bounds an oracle trial when OracleRun gives no bound.
-const DefaultOracleTimeout = 2 * time.Minute
+// defaultOracleTimeout bounds an oracle trial when OracleRun gives no bound.
+const defaultOracleTimeout = 2 * time.Minute
 
 // OracleRun says how RunOracle runs a task.
 type OracleRun struct {
@@ -45,7 +45,7 @@ func OracleComponents() []string { return task.ComponentNames() }
 // ###STOP###).
 func (s *Stack) RunOracle(ctx context.Context, desc *task.TaskDescription, initialUserMessage string, maxTurns int, trialIndex int, o OracleRun) host.AttemptResult {
 	if o.TrialTimeout <= 0 {
-		o.TrialTimeout = DefaultOracleTimeout
+		o.TrialTimeout = defaultOracleTimeout
 	}
 	if o.Log.GetSink() == nil {
 		o.Log = logr.Discard()

@@ -23,16 +23,16 @@ import (
 	"tolokaforge.io/operator/controllers/host"
 )
 
-// RegradeDirPrefix names a regrade's output directory, regrade-<timestamp>,
+// regradeDirPrefix names a regrade's output directory, regrade-<timestamp>,
 // created beside the originals; the report skips such directories when it
 // walks the originals.
-const RegradeDirPrefix = "regrade-"
+const regradeDirPrefix = "regrade-"
 
-// RegradeSummaryFile is the regrade's own record in its directory.
-const RegradeSummaryFile = "regrade.yaml"
+// regradeSummaryFile is the regrade's own record in its directory.
+const regradeSummaryFile = "regrade.yaml"
 
-// RecordedTrial is one trial read back from its artifacts directory.
-type RecordedTrial struct {
+// recordedTrial is one trial read back from its artifacts directory.
+type recordedTrial struct {
 	// Dir is trials/<task_id>/<index> and Rel that path relative to the
 	// regraded directory.
 	Dir, Rel   string
@@ -84,10 +84,10 @@ type recordedTrajectory struct {
 	ToolCalls         []task.RecordedToolCall `json:"tool_calls"`
 }
 
-// FindRecordedTrials reads every trial (trials/<task_id>/<index>/ holding a
+// findRecordedTrials reads every trial (trials/<task_id>/<index>/ holding a
 // trajectory.yaml) at or below dir, earlier regrades and attempts/<n>/
 // copies left out.
-func FindRecordedTrials(dir string) ([]RecordedTrial, error) {
+func findRecordedTrials(dir string) ([]recordedTrial, error) {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("artifacts %s: %w", dir, err)
@@ -99,12 +99,12 @@ func FindRecordedTrials(dir string) ([]RecordedTrial, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("artifacts %s: not a directory", dir)
 	}
-	var out []RecordedTrial
+	var out []recordedTrial
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), RegradeDirPrefix) || strings.HasPrefix(d.Name(), "."+RegradeDirPrefix)) {
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), regradeDirPrefix) || strings.HasPrefix(d.Name(), "."+regradeDirPrefix)) {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || d.Name() != artifacts.TrajectoryFile {
@@ -137,8 +137,8 @@ func FindRecordedTrials(dir string) ([]RecordedTrial, error) {
 	return out, nil
 }
 
-func readRecordedTrial(dir string) (RecordedTrial, error) {
-	rt := RecordedTrial{Dir: dir}
+func readRecordedTrial(dir string) (recordedTrial, error) {
+	rt := recordedTrial{Dir: dir}
 	b, err := os.ReadFile(filepath.Join(dir, artifacts.TrajectoryFile))
 	if err != nil {
 		return rt, err
@@ -208,8 +208,8 @@ type RegradeOptions struct {
 	Log   logr.Logger
 }
 
-// RegradedTrial is one trial's regrade.
-type RegradedTrial struct {
+// regradedTrial is one trial's regrade.
+type regradedTrial struct {
 	Trial string `json:"trial"`
 	// Components are the components asked for (empty: every configured).
 	Components []string      `json:"components,omitempty"`
@@ -233,7 +233,7 @@ type RegradeResult struct {
 	Source     string          `json:"source"`
 	TaskID     string          `json:"task_id"`
 	Grading    string          `json:"grading"`
-	Trials     []RegradedTrial `json:"trials"`
+	Trials     []regradedTrial `json:"trials"`
 }
 
 // regradable are the terminations the runner grades: the others were
@@ -271,7 +271,7 @@ func Regrade(ctx context.Context, opts RegradeOptions) (*RegradeResult, error) {
 	res := &RegradeResult{RegradedAt: now, Source: opts.ArtifactsDir, TaskID: desc.TaskID, Grading: gradingName}
 	todo := 0
 	for _, rt := range trials {
-		rg := RegradedTrial{Trial: rt.Rel, Original: rt.Original}
+		rg := regradedTrial{Trial: rt.Rel, Original: rt.Original}
 		if !regradable(rt.Termination) {
 			rg.Skipped = fmt.Sprintf("the trial ended with termination_reason %q, which the runner never grades (only agent_done, user_stop and max_turns replay to a grade)", rt.Termination)
 		} else {
@@ -285,7 +285,7 @@ func Regrade(ctx context.Context, opts RegradeOptions) (*RegradeResult, error) {
 
 	// Everything goes to a hidden directory first and is renamed into place
 	// only when every trial was graded, so a failed regrade leaves nothing.
-	tmp, err := os.MkdirTemp(opts.ArtifactsDir, "."+RegradeDirPrefix+"tmp-")
+	tmp, err := os.MkdirTemp(opts.ArtifactsDir, "."+regradeDirPrefix+"tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("regrade: %w", err)
 	}
@@ -308,7 +308,7 @@ func Regrade(ctx context.Context, opts RegradeOptions) (*RegradeResult, error) {
 			log.Error(err, "stopping the regrade's runner and DB service")
 		}
 	}()
-	runID := RegradeDirPrefix + now.Format("20060102T150405Z")
+	runID := regradeDirPrefix + now.Format("20060102T150405Z")
 	for i, rt := range trials {
 		if res.Trials[i].Skipped != "" {
 			continue
@@ -357,12 +357,12 @@ func regradeTask(opts RegradeOptions) (_ task.TaskDescription, gradingName strin
 
 // trialsOfTask is every recorded trial of taskID under dir; none is an
 // error naming the tasks that are there.
-func trialsOfTask(dir, taskID string) ([]RecordedTrial, error) {
-	found, err := FindRecordedTrials(dir)
+func trialsOfTask(dir, taskID string) ([]recordedTrial, error) {
+	found, err := findRecordedTrials(dir)
 	if err != nil {
 		return nil, fmt.Errorf("regrade: %w", err)
 	}
-	var trials []RecordedTrial
+	var trials []recordedTrial
 	var others []string
 	for _, rt := range found {
 		if rt.TaskID == taskID {
@@ -379,7 +379,7 @@ func trialsOfTask(dir, taskID string) ([]RecordedTrial, error) {
 
 // regradeTrial replays one trial into out and records its new grade in rg;
 // a replay that does not reach grading is an error.
-func regradeTrial(ctx context.Context, stack *Stack, desc *task.TaskDescription, rt RecordedTrial, rg *RegradedTrial,
+func regradeTrial(ctx context.Context, stack *Stack, desc *task.TaskDescription, rt recordedTrial, rg *regradedTrial,
 	opts RegradeOptions, out, runID string, log logr.Logger) error {
 	components := opts.Components
 	switch {
@@ -418,9 +418,9 @@ func regradeTrial(ctx context.Context, stack *Stack, desc *task.TaskDescription,
 func publishRegrade(res *RegradeResult, tmp, artifactsDir, runID string) (string, error) {
 	b, err := yaml.Marshal(res)
 	if err != nil {
-		return "", fmt.Errorf("regrade: render %s: %w", RegradeSummaryFile, err)
+		return "", fmt.Errorf("regrade: render %s: %w", regradeSummaryFile, err)
 	}
-	if err := artifacts.WriteFileAtomic(filepath.Join(tmp, RegradeSummaryFile), b); err != nil {
+	if err := artifacts.WriteFileAtomic(filepath.Join(tmp, regradeSummaryFile), b); err != nil {
 		return "", fmt.Errorf("regrade: %w", err)
 	}
 	// Never over an earlier regrade: a second one in the same second gets a
@@ -458,7 +458,7 @@ func summaryOf(g *runnerpb.Grade) *GradeSummary {
 // replayTrial runs one recorded trial again with actors that say what the
 // recording says, turn for turn, so the runner executes the same tool calls
 // on a fresh state and grades the same transcript.
-func replayTrial(ctx context.Context, s *Stack, desc *task.TaskDescription, rt RecordedTrial, components []string, out, runID string, log logr.Logger) host.AttemptResult {
+func replayTrial(ctx context.Context, s *Stack, desc *task.TaskDescription, rt recordedTrial, components []string, out, runID string, log logr.Logger) host.AttemptResult {
 	agent, user := &replayActor{who: "agent"}, &replayActor{who: "user"}
 	for _, m := range rt.Messages {
 		turn := host.Turn{Content: m.Content, ToolCalls: m.ToolCalls}
@@ -486,7 +486,7 @@ func replayTrial(ctx context.Context, s *Stack, desc *task.TaskDescription, rt R
 		Runner:            s.Runner,
 		Spec:              spec,
 		MaxTurns:          maxTurns,
-		TrialTimeout:      DefaultOracleTimeout,
+		TrialTimeout:      defaultOracleTimeout,
 		Agent:             agent,
 		User:              user,
 		ArtifactsDir:      out,
@@ -518,7 +518,7 @@ func (a *replayActor) Next(_ context.Context, _ []task.Message, _ []*runnerpb.To
 
 // divergences compares the replay's tool calls and termination with the
 // recording's.
-func divergences(rt RecordedTrial, r host.AttemptResult) []string {
+func divergences(rt recordedTrial, r host.AttemptResult) []string {
 	var out []string
 	if r.TerminationReason != rt.Termination {
 		out = append(out, fmt.Sprintf("termination: recorded %s, replay %s", rt.Termination, r.TerminationReason))

@@ -26,20 +26,20 @@ type Verdict struct {
 	StateScore *float64
 	// Components is every component the task configures, in component order, with
 	// what grading it on the oracle's transcript gave.
-	Components []ComponentResult
+	Components []componentResult
 	Outcome    string
 	Why        string
 }
 
-// ComponentResult is one configured component's grade in a validation run.
-type ComponentResult struct {
+// componentResult is one configured component's grade in a validation run.
+type componentResult struct {
 	Name string
 	// Score is nil when the component was not scored (Problem says why).
 	Score   *float64
 	Problem string
 }
 
-func (c ComponentResult) String() string {
+func (c componentResult) String() string {
 	if c.Score == nil {
 		return c.Name + " not scored (" + c.Problem + ")"
 	}
@@ -123,7 +123,7 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 	v.StateScore = read.ComponentScore(task.ComponentStateChecks)
 	var unscored []string
 	for _, name := range configured {
-		cr := ComponentResult{Name: name}
+		cr := componentResult{Name: name}
 		if s := read.ComponentScore(name); s != nil {
 			cr.Score = s
 		} else {

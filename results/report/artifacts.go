@@ -70,9 +70,9 @@ type traceSummaryDoc struct {
 	FailedGateIDs []string `json:"failed_gate_ids"`
 }
 
-// RegradeDirPrefix starts the name of a `tolokaforge regrade` output
+// regradeDirPrefix starts the name of a `tolokaforge regrade` output
 // directory (regrade-<timestamp>).
-const RegradeDirPrefix = "regrade-"
+const regradeDirPrefix = "regrade-"
 
 var attemptDir = regexp.MustCompile(`^attempt-([0-9]+)$`)
 
@@ -125,7 +125,7 @@ func FromArtifacts(dir string) (*Report, error) {
 				}
 			}
 		}
-		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), RegradeDirPrefix) || strings.HasPrefix(d.Name(), "."+RegradeDirPrefix)) {
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), regradeDirPrefix) || strings.HasPrefix(d.Name(), "."+regradeDirPrefix)) {
 			// A regrade's results (and an unfinished one's hidden
 			// .regrade-tmp-*) sit beside the originals; they are not more
 			// trials of the run (point the report at the regrade
@@ -201,10 +201,10 @@ func FromArtifacts(dir string) (*Report, error) {
 	return rep, nil
 }
 
-// MaxArtifactFileBytes bounds each artifacts file the report reads. A
+// maxArtifactFileBytes bounds each artifacts file the report reads. A
 // trajectory of a thousand turns is a few megabytes; a larger file is
 // refused rather than decoded whole.
-const MaxArtifactFileBytes = 64 << 20
+const maxArtifactFileBytes = 64 << 20
 
 // readFile reads path, a file below root, without following a link out of
 // root (refused, naming the link and its target), a file that is not a
@@ -220,7 +220,7 @@ func readFile(root, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := r.ReadFile(rel, MaxArtifactFileBytes)
+	data, err := r.ReadFile(rel, maxArtifactFileBytes)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("artifacts %s: %w", root, err)
 	}

@@ -32,7 +32,7 @@ func FromCampaign(ctx context.Context, r client.Reader, namespace, name string) 
 		rep.Agents = append(rep.Agents, a.Name)
 	}
 	for i := range trials {
-		rep.Trials = append(rep.Trials, TrialOf(&trials[i]))
+		rep.Trials = append(rep.Trials, trialOf(&trials[i]))
 	}
 	var tasks []string
 	seen := map[string]bool{}
@@ -48,9 +48,9 @@ func FromCampaign(ctx context.Context, r client.Reader, namespace, name string) 
 	return rep, nil
 }
 
-// TrialOf is a Trial object's report line. The task is the Task object's
+// trialOf is a Trial object's report line. The task is the Task object's
 // name the campaign recorded (the task_id for Trials made by hand).
-func TrialOf(t *evalv1.Trial) Trial {
+func trialOf(t *evalv1.Trial) Trial {
 	o := campaign.OutcomeOf(t)
 	out := Trial{
 		Name:        t.Name,

@@ -6,13 +6,13 @@ import (
 	"tolokaforge.io/operator/api/result"
 )
 
-// ComponentOrder is the display order of ComponentRates: the five wire
+// componentOrder is the display order of ComponentRates: the five wire
 // components and the two parts api/result reads beside them (JSONPath,
 // test execution).
-var ComponentOrder = result.Order
+var componentOrder = result.Order
 
-// ComponentRate is how one grading component did over a set of trials.
-type ComponentRate struct {
+// componentRate is how one grading component did over a set of trials.
+type componentRate struct {
 	Agent, Component string
 	// Evaluated trials had the component in their grade; Passed gave it
 	// full marks; Errored ran it without a verdict.
@@ -25,15 +25,15 @@ type ComponentRate struct {
 // ComponentRates are the per-component pass rates per agent (and over all
 // agents when there are several), components in ComponentOrder; a component
 // no trial evaluated is left out.
-func (r *Report) ComponentRates() []ComponentRate {
+func (r *Report) ComponentRates() []componentRate {
 	groups := append([]string(nil), r.Agents...)
 	if len(r.Agents) > 1 {
 		groups = append(groups, "(all)")
 	}
-	var out []ComponentRate
+	var out []componentRate
 	for _, agent := range groups {
-		for _, name := range ComponentOrder {
-			cr := ComponentRate{Agent: agent, Component: name}
+		for _, name := range componentOrder {
+			cr := componentRate{Agent: agent, Component: name}
 			var sum float64
 			var scored int
 			for _, t := range r.Trials {

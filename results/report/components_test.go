@@ -64,7 +64,7 @@ func TestTrialOfComponents(t *testing.T) {
 	tr.Status.Grade = &evalv1.GradeSummary{Score: 0.7, Reasons: "State: hash match | JSONPath: 1 of 2 checks passed; failed: x (y) | Transcript: 1 of 2 rules failed: r",
 		Components: evalv1.GradeComponents{StateChecks: &one, TranscriptRules: &half}, JudgeStatus: evalv1.JudgeErrored}
 	var got []string
-	for _, c := range TrialOf(tr).Components {
+	for _, c := range trialOf(tr).Components {
 		got = append(got, fmt.Sprintf("%s %v %v", c.Name, c.Passed, c.Status == result.Errored))
 	}
 	if g := strings.Join(got, "; "); g != "state_checks true false; jsonpath false false; transcript_rules false false; llm_judge false true" {

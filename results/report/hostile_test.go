@@ -175,7 +175,7 @@ func TestHTMLLinksUnderHostileFolderNames(t *testing.T) {
 	if err := rep.WriteSite(htmlPath); err != nil {
 		t.Fatal(err)
 	}
-	trialPages, _ := filepath.Glob(filepath.Join(TrialPagesDir(htmlPath), "*.html"))
+	trialPages, _ := filepath.Glob(filepath.Join(trialPagesDir(htmlPath), "*.html"))
 	pages := append([]string{htmlPath}, trialPages...)
 	if len(pages) != 2 {
 		t.Fatalf("pages %v", pages)

@@ -19,7 +19,7 @@ const (
 type htmlRow struct {
 	Row
 	PassAt1, PassHat, Cost string
-	Failures               []ReasonCount
+	Failures               []reasonCount
 	Links                  []trialLink
 }
 
@@ -31,7 +31,7 @@ type trialLink struct {
 }
 
 type htmlComponent struct {
-	ComponentRate
+	componentRate
 	PassRate, MeanScore string
 }
 
@@ -79,7 +79,7 @@ func (r *Report) WriteHTML(w io.Writer, baseDir string) error {
 			Cost: fmtCost(row.CostUSD, costed), Failures: row.Failures, Links: links[row.Task+"\x00"+row.Agent]})
 	}
 	for _, c := range r.ComponentRates() {
-		d.Components = append(d.Components, htmlComponent{ComponentRate: c, PassRate: fmtRate(c.PassRate), MeanScore: fmtRate(c.MeanScore)})
+		d.Components = append(d.Components, htmlComponent{componentRate: c, PassRate: fmtRate(c.PassRate), MeanScore: fmtRate(c.MeanScore)})
 	}
 	for _, a := range r.AgentSummaries() {
 		s := a.Summary

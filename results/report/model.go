@@ -127,19 +127,19 @@ type Row struct {
 	PassHat *float64
 	// Failures are the most common reasons of the cell's non-passing
 	// trials, most frequent first.
-	Failures []ReasonCount
+	Failures []reasonCount
 }
 
-// ReasonCount is one failure reason and how many trials it ended.
-type ReasonCount struct {
+// reasonCount is one failure reason and how many trials it ended.
+type reasonCount struct {
 	Reason string
 	Count  int
 }
 
-func (rc ReasonCount) String() string { return fmt.Sprintf("%s ×%d", rc.Reason, rc.Count) }
+func (rc reasonCount) String() string { return fmt.Sprintf("%s ×%d", rc.Reason, rc.Count) }
 
-// TopFailures is how many reasons a row lists.
-const TopFailures = 3
+// topFailures is how many reasons a row lists.
+const topFailures = 3
 
 // Rows are the table's lines, by task then agent.
 func (r *Report) Rows() []Row {
@@ -182,17 +182,17 @@ func (r *Report) Rows() []Row {
 			if v, ok := campaign.PassHatK(row.N, row.C, r.K); ok {
 				row.PassHat = &v
 			}
-			row.Failures = topReasons(a.reasons, TopFailures)
+			row.Failures = topReasons(a.reasons, topFailures)
 			rows = append(rows, row)
 		}
 	}
 	return rows
 }
 
-func topReasons(m map[string]int, n int) []ReasonCount {
-	out := make([]ReasonCount, 0, len(m))
+func topReasons(m map[string]int, n int) []reasonCount {
+	out := make([]reasonCount, 0, len(m))
 	for r, c := range m {
-		out = append(out, ReasonCount{Reason: r, Count: c})
+		out = append(out, reasonCount{Reason: r, Count: c})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Count != out[j].Count {
@@ -206,8 +206,8 @@ func topReasons(m map[string]int, n int) []ReasonCount {
 	return out
 }
 
-// AgentSummary is one agent's line under the table, with its pass^j curve.
-type AgentSummary struct {
+// agentSummary is one agent's line under the table, with its pass^j curve.
+type agentSummary struct {
 	Agent   string
 	Summary evalv1.Aggregate
 	// InfraFailed counts the agent's infra-failed trials, left out of Summary.
@@ -219,7 +219,7 @@ type AgentSummary struct {
 
 // Agents are the per-agent summaries in display order; the last one,
 // named "(all)", covers every trial.
-func (r *Report) AgentSummaries() []AgentSummary {
+func (r *Report) AgentSummaries() []agentSummary {
 	cells := campaign.Cells(r.outcomes())
 	by := map[string][]*campaign.CellStats{}
 	for _, c := range cells {
@@ -230,12 +230,12 @@ func (r *Report) AgentSummaries() []AgentSummary {
 		infra[c.Agent] += c.InfraFailed
 		infra["\x00all"] += c.InfraFailed
 	}
-	var out []AgentSummary
+	var out []agentSummary
 	for _, a := range r.Agents {
-		out = append(out, AgentSummary{Agent: a, Summary: campaign.Summarize(by[a], r.K), Curve: campaign.PassHatCurve(by[a], r.K), InfraFailed: infra[a]})
+		out = append(out, agentSummary{Agent: a, Summary: campaign.Summarize(by[a], r.K), Curve: campaign.PassHatCurve(by[a], r.K), InfraFailed: infra[a]})
 	}
 	if len(r.Agents) > 1 {
-		out = append(out, AgentSummary{Agent: "(all)", Summary: campaign.Summarize(cells, r.K), Curve: campaign.PassHatCurve(cells, r.K), InfraFailed: infra["\x00all"]})
+		out = append(out, agentSummary{Agent: "(all)", Summary: campaign.Summarize(cells, r.K), Curve: campaign.PassHatCurve(cells, r.K), InfraFailed: infra["\x00all"]})
 	}
 	return out
 }

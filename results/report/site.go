@@ -9,9 +9,9 @@ import (
 	"strings"
 )
 
-// TrialPagesDir is the directory of trial pages beside a campaign page
+// trialPagesDir is the directory of trial pages beside a campaign page
 // named <stem>.html: <stem>_trials/.
-func TrialPagesDir(htmlPath string) string {
+func trialPagesDir(htmlPath string) string {
 	base := filepath.Base(htmlPath)
 	stem := strings.TrimSuffix(base, filepath.Ext(base))
 	return filepath.Join(filepath.Dir(htmlPath), stem+"_trials")
@@ -23,7 +23,7 @@ func TrialPagesDir(htmlPath string) string {
 // each trial page links back. Everything a trial recorded is rendered by
 // html/template, so a transcript cannot inject markup or script.
 func (r *Report) WriteSite(htmlPath string) error {
-	pagesDir := TrialPagesDir(htmlPath)
+	pagesDir := trialPagesDir(htmlPath)
 	baseDir := filepath.Dir(htmlPath)
 	campaignBase := filepath.Base(htmlPath)
 	used := map[string]bool{}

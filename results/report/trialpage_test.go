@@ -114,7 +114,7 @@ func checkFailedTrialPage(t *testing.T, d dom) {
 
 func TestTrialPage(t *testing.T) {
 	path, _ := samplePage(t)
-	pages := TrialPagesDir(path)
+	pages := trialPagesDir(path)
 	b, err := os.ReadFile(filepath.Join(pages, "llm__t1__1.html"))
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestTrialPageManagerLayout(t *testing.T) {
 	if err := rep.WriteSite(path); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(TrialPagesDir(path), "ns_trial-a__t1__0.html"))
+	b, err := os.ReadFile(filepath.Join(trialPagesDir(path), "ns_trial-a__t1__0.html"))
 	if err != nil {
 		t.Fatal(err)
 	}

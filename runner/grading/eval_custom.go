@@ -21,21 +21,21 @@ import (
 
 // Bounds of one custom-check expression.
 const (
-	// DefaultCELCostLimit caps CEL's own cost units per expression: ample for a few
+	// defaultCELCostLimit caps CEL's own cost units per expression: ample for a few
 	// passes over a long timeline and a shop-sized database, far below what a runaway
 	// nested comprehension would need.
-	DefaultCELCostLimit = 10_000_000
-	// DefaultCELTimeout bounds one expression's wall time, beside the cost limit, for
+	defaultCELCostLimit = 10_000_000
+	// defaultCELTimeout bounds one expression's wall time, beside the cost limit, for
 	// work the cost model undercounts.
-	DefaultCELTimeout = 2 * time.Second
+	defaultCELTimeout = 2 * time.Second
 	// celInterruptEvery is how many comprehension iterations pass between checks of the
 	// expression's deadline.
 	celInterruptEvery = 100
 )
 
-// WithCELLimits sets the cost limit and the timeout of each custom-check expression; a
+// withCELLimits sets the cost limit and the timeout of each custom-check expression; a
 // zero value keeps the default.
-func WithCELLimits(cost uint64, timeout time.Duration) Option {
+func withCELLimits(cost uint64, timeout time.Duration) Option {
 	return func(o *options) {
 		if cost > 0 {
 			o.celCost = cost

@@ -17,8 +17,8 @@ func WithJudgeModels(f judge.ModelFactory) Option { return func(o *options) { o.
 // judge.DefaultSecretsDir); TrialSpec.judge.api_key_env names a file in it.
 func WithSecretsDir(dir string) Option { return func(o *options) { o.judge.SecretsDir = dir } }
 
-// WithJudgeTimeout bounds one trial's whole judge run; d <= 0 keeps the default.
-func WithJudgeTimeout(d time.Duration) Option {
+// withJudgeTimeout bounds one trial's whole judge run; d <= 0 keeps the default.
+func withJudgeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.judge.Timeout = d

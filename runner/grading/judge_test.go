@@ -190,7 +190,7 @@ func TestJudgeErrorsFailLoud(t *testing.T) {
 			err: `binary criterion scored 0.5, not 0 or 1`, requests: 1},
 		{name: "provider error after retries", replies: []fakellm.Reply{{Status: 500}, {Status: 500}, {Status: 500}},
 			err: `judge call failed: api_error: judge model "judge-model" refused the request: HTTP 500`, requests: 3},
-		{name: "timeout", replies: []fakellm.Reply{{Content: "{}", Delay: 10 * time.Second}}, opts: []Option{WithJudgeTimeout(300 * time.Millisecond)},
+		{name: "timeout", replies: []fakellm.Reply{{Content: "{}", Delay: 10 * time.Second}}, opts: []Option{withJudgeTimeout(300 * time.Millisecond)},
 			err: `the judge did not answer within 300ms`, requests: 1},
 		{name: "tool calls although none were offered", replies: []fakellm.Reply{{ToolCalls: []fakellm.ToolCall{{Name: "get_customer", Arguments: `{}`}}}},
 			err: `the judge called tools [get_customer], but none were offered`, requests: 1},

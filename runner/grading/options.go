@@ -10,17 +10,17 @@ import (
 
 // Defaults of the grader's bounds.
 const (
-	// DefaultReplayBound caps the whole golden replay (reset, every action, the golden
+	// defaultReplayBound caps the whole golden replay (reset, every action, the golden
 	// hash). Each action is also bounded by its tool's timeout inside Env.Replay; this
 	// bound keeps a pack with many slow actions from holding the trial indefinitely.
-	DefaultReplayBound = 5 * time.Minute
-	// DefaultRestoreTimeout bounds restoring pre_golden. It runs on a context detached
+	defaultReplayBound = 5 * time.Minute
+	// defaultRestoreTimeout bounds restoring pre_golden. It runs on a context detached
 	// from the caller's cancellation: a cancelled GradeTrial must still put the agent's
 	// state back.
-	DefaultRestoreTimeout = 30 * time.Second
-	// DefaultMaxDiffLines caps state_diff_json.diff_lines; the per-table records are
+	defaultRestoreTimeout = 30 * time.Second
+	// defaultMaxDiffLines caps state_diff_json.diff_lines; the per-table records are
 	// complete, the unified diff is for reading.
-	DefaultMaxDiffLines = 2000
+	defaultMaxDiffLines = 2000
 )
 
 type options struct {
@@ -40,8 +40,8 @@ type Option func(*options)
 // WithLogger sets the logger (default logr.Discard()).
 func WithLogger(l logr.Logger) Option { return func(o *options) { o.log = l } }
 
-// WithReplayBound caps the whole golden replay; d <= 0 keeps the default.
-func WithReplayBound(d time.Duration) Option {
+// withReplayBound caps the whole golden replay; d <= 0 keeps the default.
+func withReplayBound(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.replayBound = d
@@ -49,9 +49,9 @@ func WithReplayBound(d time.Duration) Option {
 	}
 }
 
-// WithRestoreTimeout bounds restoring the trial's state after replay; d <= 0 keeps the
+// withRestoreTimeout bounds restoring the trial's state after replay; d <= 0 keeps the
 // default.
-func WithRestoreTimeout(d time.Duration) Option {
+func withRestoreTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.restoreTimeout = d
@@ -59,9 +59,9 @@ func WithRestoreTimeout(d time.Duration) Option {
 	}
 }
 
-// WithMaxDiffLines caps the unified diff carried in state_diff_json; n <= 0 keeps the
+// withMaxDiffLines caps the unified diff carried in state_diff_json; n <= 0 keeps the
 // default.
-func WithMaxDiffLines(n int) Option {
+func withMaxDiffLines(n int) Option {
 	return func(o *options) {
 		if n > 0 {
 			o.maxDiffLines = n
@@ -72,11 +72,11 @@ func WithMaxDiffLines(n int) Option {
 func newOptions(opts []Option) options {
 	o := options{
 		log:            logr.Discard(),
-		replayBound:    DefaultReplayBound,
-		restoreTimeout: DefaultRestoreTimeout,
-		maxDiffLines:   DefaultMaxDiffLines,
-		celCost:        DefaultCELCostLimit,
-		celTimeout:     DefaultCELTimeout,
+		replayBound:    defaultReplayBound,
+		restoreTimeout: defaultRestoreTimeout,
+		maxDiffLines:   defaultMaxDiffLines,
+		celCost:        defaultCELCostLimit,
+		celTimeout:     defaultCELTimeout,
 		judge:          judge.DefaultOptions(),
 		verifier:       defaultVerifierOptions(),
 	}

@@ -246,7 +246,7 @@ func TestReplayBoundAndOptions(t *testing.T) {
 	}
 	var logs []string
 	logger := funcr.New(func(prefix, args string) { logs = append(logs, args) }, funcr.Options{Verbosity: 1})
-	_, err := grade(t, env, transcript, WithReplayBound(50*time.Millisecond), WithLogger(logger))
+	_, err := grade(t, env, transcript, withReplayBound(50*time.Millisecond), WithLogger(logger))
 	if err == nil || !strings.HasPrefix(err.Error(), "Hash grading failed: GoldenReplayError: action 1 (confirm_payment): ") ||
 		!strings.Contains(err.Error(), "context deadline exceeded") {
 		t.Fatalf("error = %v", err)
@@ -259,7 +259,7 @@ func TestReplayBoundAndOptions(t *testing.T) {
 	}
 
 	env.beforeRun = nil
-	g, err := grade(t, env, transcript, WithMaxDiffLines(4))
+	g, err := grade(t, env, transcript, withMaxDiffLines(4))
 	if err != nil {
 		t.Fatal(err)
 	}

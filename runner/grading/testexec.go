@@ -22,11 +22,11 @@ import (
 
 // Defaults of grading_method: test_execution.
 const (
-	// DefaultVerifierTimeout applies when test_execution.timeout_s is 0.
-	DefaultVerifierTimeout = 300 * time.Second
-	// DefaultVerifierOutputCap bounds the verifier's combined stdout and stderr kept in
+	// defaultVerifierTimeout applies when test_execution.timeout_s is 0.
+	defaultVerifierTimeout = 300 * time.Second
+	// defaultVerifierOutputCap bounds the verifier's combined stdout and stderr kept in
 	// memory; the rest is counted and dropped.
-	DefaultVerifierOutputCap = 64 << 10
+	defaultVerifierOutputCap = 64 << 10
 	// maxRewardFileBytes bounds the reward file read: it holds one number.
 	maxRewardFileBytes = 4 << 10
 	// verifierReapTimeout bounds killing and reaping the verifier's process group
@@ -46,12 +46,12 @@ type verifierOptions struct {
 }
 
 func defaultVerifierOptions() verifierOptions {
-	return verifierOptions{outputCap: DefaultVerifierOutputCap}
+	return verifierOptions{outputCap: defaultVerifierOutputCap}
 }
 
-// WithVerifierOutputCap bounds the test_execution verifier's kept output; n <= 0 keeps
+// withVerifierOutputCap bounds the test_execution verifier's kept output; n <= 0 keeps
 // the default.
-func WithVerifierOutputCap(n int) Option {
+func withVerifierOutputCap(n int) Option {
 	return func(o *options) {
 		if n > 0 {
 			o.verifier.outputCap = n
@@ -83,7 +83,7 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		// RegisterTrial refuses it; a grade reached without registering must too.
 		return nil, notAsAuthored(g.id, err.Error())
 	}
-	timeout := DefaultVerifierTimeout
+	timeout := defaultVerifierTimeout
 	if te.TimeoutS > 0 {
 		timeout = time.Duration(te.TimeoutS * float64(time.Second))
 	}

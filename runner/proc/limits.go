@@ -75,9 +75,9 @@ func decode(s string) (Limits, error) {
 	return l, nil
 }
 
-// ErrUnsupported is returned by Apply where rlimits cannot be set before
+// errUnsupported is returned by Apply where rlimits cannot be set before
 // exec (not Linux).
-var ErrUnsupported = errors.New("proc: resource limits for tool processes need Linux")
+var errUnsupported = errors.New("proc: resource limits for tool processes need Linux")
 
 // Apply makes cmd start under l: cmd runs the Launcher (the small
 // tolokaforge-toolexec, or the current executable), whose init applies the
@@ -88,7 +88,7 @@ func Apply(cmd *exec.Cmd, l Limits) error {
 		return nil
 	}
 	if !supported {
-		return ErrUnsupported
+		return errUnsupported
 	}
 	if cmd.Err != nil {
 		return cmd.Err

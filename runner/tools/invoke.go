@@ -89,7 +89,7 @@ func callSafely(ctx context.Context, e *Entry, args json.RawMessage) (r callResu
 }
 
 func expired(parent context.Context, e *Entry, budget time.Duration) Outcome {
-	if s, ok := e.Tool.(Stateful); ok {
+	if s, ok := e.Tool.(stateful); ok {
 		s.Invalidate()
 	}
 	if err := parent.Err(); err != nil {

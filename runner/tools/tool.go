@@ -20,11 +20,11 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-// Stateful is implemented by a tool that holds a session across calls (an MCP
+// stateful is implemented by a tool that holds a session across calls (an MCP
 // server). A call that overran its budget may have left that session mid-request,
 // so Invoke calls Invalidate and the tool rebuilds the session before its next
 // call instead of reading a desynchronised stream.
-type Stateful interface {
+type stateful interface {
 	Invalidate()
 }
 

@@ -12,8 +12,8 @@ import (
 	"tolokaforge.io/operator/examples/shop"
 )
 
-// ShopMessage is the shop task's first customer message.
-const ShopMessage = "Hi! I'm customer C-101. I'd like 1 Wireless Headphones and 2 USB-C Hubs, paid from my balance."
+// shopMessage is the shop task's first customer message.
+const shopMessage = "Hi! I'm customer C-101. I'd like 1 Wireless Headphones and 2 USB-C Hubs, paid from my balance."
 
 // ShopDescription is the shop task's description, edited first unless edit
 // is nil (the edit sees it as decoded JSON).
@@ -34,33 +34,33 @@ func ShopDescription(edit func(map[string]any)) ([]byte, error) {
 	return out, nil
 }
 
-// TaskWrapper builds a Task.
-type TaskWrapper struct{ evalv1.Task }
+// taskWrapper builds a Task.
+type taskWrapper struct{ evalv1.Task }
 
-// MakeTask starts a Task with no description.
-func MakeTask(name, ns string) *TaskWrapper {
-	return &TaskWrapper{evalv1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+// makeTask starts a Task with no description.
+func makeTask(name, ns string) *taskWrapper {
+	return &taskWrapper{evalv1.Task{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
 }
 
 // ShopTask starts the shop Task: its description and first message.
-func ShopTask(name, ns string) *TaskWrapper {
-	return MakeTask(name, ns).Description(shop.TaskJSON()).InitialUserMessage(ShopMessage)
+func ShopTask(name, ns string) *taskWrapper {
+	return makeTask(name, ns).Description(shop.TaskJSON()).InitialUserMessage(shopMessage)
 }
 
 // Description sets the task description (JSON).
-func (w *TaskWrapper) Description(raw []byte) *TaskWrapper {
+func (w *taskWrapper) Description(raw []byte) *taskWrapper {
 	w.Spec.Description = apiextensionsv1.JSON{Raw: raw}
 	return w
 }
 
 // InitialUserMessage sets the first user message.
-func (w *TaskWrapper) InitialUserMessage(m string) *TaskWrapper {
+func (w *taskWrapper) InitialUserMessage(m string) *taskWrapper {
 	w.Spec.InitialUserMessage = m
 	return w
 }
 
 // Label adds a label.
-func (w *TaskWrapper) Label(k, v string) *TaskWrapper {
+func (w *taskWrapper) Label(k, v string) *taskWrapper {
 	if w.Labels == nil {
 		w.Labels = map[string]string{}
 	}
@@ -69,40 +69,40 @@ func (w *TaskWrapper) Label(k, v string) *TaskWrapper {
 }
 
 // Obj returns the Task.
-func (w *TaskWrapper) Obj() *evalv1.Task { return &w.Task }
+func (w *taskWrapper) Obj() *evalv1.Task { return &w.Task }
 
 // Oracle is the oracle agent's model.
 func Oracle() evalv1.ModelSpec { return evalv1.ModelSpec{Provider: evalv1.ProviderOracle} }
 
-// TrialWrapper builds a Trial.
-type TrialWrapper struct{ evalv1.Trial }
+// trialWrapper builds a Trial.
+type trialWrapper struct{ evalv1.Trial }
 
 // MakeTrial starts a Trial.
-func MakeTrial(name, ns string) *TrialWrapper {
-	return &TrialWrapper{evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+func MakeTrial(name, ns string) *trialWrapper {
+	return &trialWrapper{evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
 }
 
 // Task refers the Trial to a Task by name.
-func (w *TrialWrapper) Task(name string) *TrialWrapper {
+func (w *trialWrapper) Task(name string) *trialWrapper {
 	w.Spec.TaskRef = &evalv1.TaskReference{Name: name}
 	return w
 }
 
 // Agent sets the agent's model.
-func (w *TrialWrapper) Agent(m evalv1.ModelSpec) *TrialWrapper {
+func (w *trialWrapper) Agent(m evalv1.ModelSpec) *trialWrapper {
 	w.Spec.Agent = m
 	return w
 }
 
 // Retry sets the retry policy: at most n attempts, backoff apart (0: the
 // default backoff).
-func (w *TrialWrapper) Retry(n int32, backoff time.Duration) *TrialWrapper {
+func (w *trialWrapper) Retry(n int32, backoff time.Duration) *trialWrapper {
 	w.Spec.RetryPolicy = retry(n, backoff)
 	return w
 }
 
 // Obj returns the Trial.
-func (w *TrialWrapper) Obj() *evalv1.Trial { return &w.Trial }
+func (w *trialWrapper) Obj() *evalv1.Trial { return &w.Trial }
 
 func retry(n int32, backoff time.Duration) evalv1.RetryPolicy {
 	p := evalv1.RetryPolicy{MaxAttempts: n}

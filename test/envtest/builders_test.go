@@ -31,7 +31,7 @@ func TestBuilders(t *testing.T) {
 		t.Fatalf("selector replaces names: %+v", c.Spec.Tasks)
 	}
 	tk := ShopTask("shop", "ns").Label("suite", "shop").Obj()
-	if tk.Spec.InitialUserMessage != ShopMessage || tk.Labels["suite"] != "shop" || !json.Valid(tk.Spec.Description.Raw) {
+	if tk.Spec.InitialUserMessage != shopMessage || tk.Labels["suite"] != "shop" || !json.Valid(tk.Spec.Description.Raw) {
 		t.Fatalf("task %+v", tk)
 	}
 }

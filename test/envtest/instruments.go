@@ -102,11 +102,11 @@ func (a *gatedActor) Next(ctx context.Context, conv []task.Message, tools []*run
 // attempt. Its Wrap is a manager's RunnerWrapper.
 type RPCLog struct {
 	mu    sync.Mutex
-	calls []RPCCall
+	calls []rpcCall
 }
 
-// RPCCall is one recorded runner RPC.
-type RPCCall struct {
+// rpcCall is one recorded runner RPC.
+type rpcCall struct {
 	Trial   types.NamespacedName
 	Attempt int32
 	Method  string
@@ -114,17 +114,17 @@ type RPCCall struct {
 	OK      bool
 }
 
-func (l *RPCLog) add(c RPCCall) {
+func (l *RPCLog) add(c rpcCall) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls = append(l.calls, c)
 }
 
 // Of returns the calls of one trial, of one method unless method is "".
-func (l *RPCLog) Of(key types.NamespacedName, method string) []RPCCall {
+func (l *RPCLog) Of(key types.NamespacedName, method string) []rpcCall {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []RPCCall
+	var out []rpcCall
 	for _, c := range l.calls {
 		if c.Trial == key && (method == "" || c.Method == method) {
 			out = append(out, c)
@@ -146,7 +146,7 @@ type recordingRunner struct {
 }
 
 func (r *recordingRunner) rec(method, trialID string, ok bool) {
-	r.log.add(RPCCall{Trial: r.key, Attempt: r.attempt, Method: method, TrialID: trialID, OK: ok})
+	r.log.add(rpcCall{Trial: r.key, Attempt: r.attempt, Method: method, TrialID: trialID, OK: ok})
 }
 
 func (r *recordingRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {

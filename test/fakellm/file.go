@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// ScriptFile is the on-disk script (JSON or YAML):
+// scriptFile is the on-disk script (JSON or YAML):
 //
 //	replies:            # shared queue, for models without their own
 //	  - content: "Hello"
@@ -23,25 +23,25 @@ import (
 //	    - tool_calls: [{id: call_1, name: get_stock, arguments: '{"sku":"A1"}'}]
 //	      delay: 50ms
 //	    - content: done
-type ScriptFile struct {
+type scriptFile struct {
 	Replies []Reply            `json:"replies,omitempty"`
 	Models  map[string][]Reply `json:"models,omitempty"`
 }
 
-// ParseScript decodes a script file. Unknown fields and invalid replies are
+// parseScript decodes a script file. Unknown fields and invalid replies are
 // errors that name the offending entry.
-func ParseScript(data []byte) (ScriptFile, error) {
+func parseScript(data []byte) (scriptFile, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return ScriptFile{}, fmt.Errorf("script is not valid YAML or JSON: %w", err)
+		return scriptFile{}, fmt.Errorf("script is not valid YAML or JSON: %w", err)
 	}
-	var sf ScriptFile
+	var sf scriptFile
 	if err := decodeStrict(js, &sf); err != nil {
-		return ScriptFile{}, fmt.Errorf("decode script: %w", err)
+		return scriptFile{}, fmt.Errorf("decode script: %w", err)
 	}
 	for i, r := range sf.Replies {
 		if err := r.validate(fmt.Sprintf("replies[%d]", i)); err != nil {
-			return ScriptFile{}, err
+			return scriptFile{}, err
 		}
 	}
 	models := make([]string, 0, len(sf.Models))
@@ -51,11 +51,11 @@ func ParseScript(data []byte) (ScriptFile, error) {
 	sort.Strings(models) // report the first problem deterministically
 	for _, m := range models {
 		if m == "" {
-			return ScriptFile{}, errors.New("models: empty model name")
+			return scriptFile{}, errors.New("models: empty model name")
 		}
 		for i, r := range sf.Models[m] {
 			if err := r.validate(fmt.Sprintf("models.%s[%d]", m, i)); err != nil {
-				return ScriptFile{}, err
+				return scriptFile{}, err
 			}
 		}
 	}
@@ -63,20 +63,20 @@ func ParseScript(data []byte) (ScriptFile, error) {
 }
 
 // LoadScript reads and parses a script file.
-func LoadScript(path string) (ScriptFile, error) {
+func LoadScript(path string) (scriptFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return ScriptFile{}, fmt.Errorf("read script: %w", err)
+		return scriptFile{}, fmt.Errorf("read script: %w", err)
 	}
-	sf, err := ParseScript(data)
+	sf, err := parseScript(data)
 	if err != nil {
-		return ScriptFile{}, fmt.Errorf("script %s: %w", path, err)
+		return scriptFile{}, fmt.Errorf("script %s: %w", path, err)
 	}
 	return sf, nil
 }
 
 // Config returns a server configuration replaying the file.
-func (sf ScriptFile) Config() Config {
+func (sf scriptFile) Config() Config {
 	return Config{Script: sf.Replies, Scripts: sf.Models}
 }
 

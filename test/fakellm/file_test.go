@@ -21,7 +21,7 @@ models:
 `
 
 func TestParseScript(t *testing.T) {
-	sf, err := ParseScript([]byte(yamlScript))
+	sf, err := parseScript([]byte(yamlScript))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestParseScript(t *testing.T) {
 	}
 	// The JSON form round-trips through MarshalJSON.
 	js := `{"replies":[{"content":"x","delay":"1.5s"}]}`
-	sf, err = ParseScript([]byte(js))
+	sf, err = parseScript([]byte(js))
 	if err != nil || sf.Replies[0].Delay != 1500*time.Millisecond {
 		t.Fatalf("json script: %+v %v", sf, err)
 	}
@@ -58,7 +58,7 @@ func TestParseScriptErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseScript([]byte(tc.src))
+			_, err := parseScript([]byte(tc.src))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
 			}
@@ -76,7 +76,7 @@ func FuzzParseScript(f *testing.F) {
 	f.Add([]byte(`models: {"": []}`))
 	f.Add([]byte(`replies: [{status: -1}]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sf, err := ParseScript(data)
+		sf, err := parseScript(data)
 		if err != nil {
 			return
 		}

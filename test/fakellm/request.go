@@ -17,7 +17,7 @@ type Request struct {
 	Path        string
 	Model       string
 	Messages    []Message
-	Tools       []Tool
+	Tools       []tool
 	ToolChoice  json.RawMessage
 	Temperature *float64
 	TopP        *float64
@@ -53,8 +53,8 @@ type Message struct {
 	ToolCallID string
 }
 
-// Tool is one tool offered to the model.
-type Tool struct {
+// tool is one tool offered to the model.
+type tool struct {
 	Type        string
 	Name        string
 	Description string
@@ -172,7 +172,7 @@ func parseRequest(body []byte, strictToolFlow bool) (Request, error) {
 		if wt.Function.Name == "" {
 			return req, &requestError{param: fmt.Sprintf("tools[%d].function.name", i), msg: "is required"}
 		}
-		req.Tools = append(req.Tools, Tool{
+		req.Tools = append(req.Tools, tool{
 			Type: wt.Type, Name: wt.Function.Name, Description: wt.Function.Description,
 			Parameters: wt.Function.Parameters, Strict: wt.Function.Strict,
 		})

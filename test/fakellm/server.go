@@ -125,7 +125,6 @@ func (s *Server) URL() string {
 	return "http://" + s.ln.Addr().String() + "/v1"
 }
 
-
 // Close stops the server, cutting short any delayed replies.
 func (s *Server) Close() error {
 	s.mu.Lock()

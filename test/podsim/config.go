@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// DefaultSelector matches every pod the operator creates.
-const DefaultSelector = "app.kubernetes.io/managed-by=tolokaforge"
+// defaultSelector matches every pod the operator creates.
+const defaultSelector = "app.kubernetes.io/managed-by=tolokaforge"
 
 // InProcessFunc runs a container's entrypoint inside the test process. args are
 // the container's expanded command[1:]+args without the leading subcommand.
@@ -64,7 +64,7 @@ type Config struct {
 
 func (c Config) withDefaults() (Config, labels.Selector, error) {
 	if c.Selector == "" {
-		c.Selector = DefaultSelector
+		c.Selector = defaultSelector
 	}
 	sel, err := labels.Parse(c.Selector)
 	if err != nil {

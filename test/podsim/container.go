@@ -13,11 +13,11 @@ import (
 )
 
 var (
-	// ErrKilled is the cancellation cause an in-process container sees when
+	// errKilled is the cancellation cause an in-process container sees when
 	// Simulator.Kill injects pod loss.
-	ErrKilled = errors.New("podsim: container killed")
-	// ErrTerminated is the cancellation cause for pod deletion and shutdown.
-	ErrTerminated = errors.New("podsim: container terminated")
+	errKilled = errors.New("podsim: container killed")
+	// errTerminated is the cancellation cause for pod deletion and shutdown.
+	errTerminated = errors.New("podsim: container terminated")
 )
 
 // maxMessage mirrors kubelet's cap on a container's termination message.
@@ -132,10 +132,10 @@ func startInProcess(parent context.Context, fn InProcessFunc, args []string) *ru
 	c := newRunningContainer()
 	c.signal = func(sig syscall.Signal) {
 		if sig == syscall.SIGKILL {
-			cancel(ErrKilled)
+			cancel(errKilled)
 			return
 		}
-		cancel(ErrTerminated)
+		cancel(errTerminated)
 	}
 	go func() {
 		defer cancel(nil)

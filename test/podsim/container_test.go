@@ -65,7 +65,7 @@ func TestInProcessContainer(t *testing.T) {
 		if got := c.exitStatus(); got.code != 137 || got.reason != "Error" || !strings.Contains(got.message, "injected pod loss") {
 			t.Fatalf("exit = %+v", got)
 		}
-		if err := <-cause; !errors.Is(err, ErrKilled) {
+		if err := <-cause; !errors.Is(err, errKilled) {
 			t.Fatalf("cause = %v, want ErrKilled", err)
 		}
 	})
@@ -80,7 +80,7 @@ func TestInProcessContainer(t *testing.T) {
 		if got := c.exitStatus(); got.code != 0 {
 			t.Fatalf("exit = %+v", got)
 		}
-		if err := <-cause; !errors.Is(err, ErrTerminated) {
+		if err := <-cause; !errors.Is(err, errTerminated) {
 			t.Fatalf("cause = %v, want ErrTerminated", err)
 		}
 	})

@@ -7,8 +7,8 @@ import (
 	"sync"
 )
 
-// ErrPoolExhausted means every address in the configured range is in use.
-var ErrPoolExhausted = errors.New("podsim: loopback address pool exhausted")
+// errPoolExhausted means every address in the configured range is in use.
+var errPoolExhausted = errors.New("podsim: loopback address pool exhausted")
 
 // ipPool hands out loopback addresses round-robin. Freed addresses are reused
 // only after the cursor wraps, like Kubernetes IPAM, so a client still holding
@@ -58,7 +58,7 @@ func (p *ipPool) allocate() (netip.Addr, error) {
 			return cand, nil
 		}
 		if a == start {
-			return netip.Addr{}, ErrPoolExhausted
+			return netip.Addr{}, errPoolExhausted
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestIPPoolSequenceSkipsNetworkAndBroadcastOctets(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Fatalf("allocations = %v, want %s", got, want)
 	}
-	if _, err := p.allocate(); !errors.Is(err, ErrPoolExhausted) {
+	if _, err := p.allocate(); !errors.Is(err, errPoolExhausted) {
 		t.Fatalf("fifth allocate err = %v, want ErrPoolExhausted", err)
 	}
 	if p.inUse() != 4 {
@@ -74,7 +74,7 @@ func TestIPPoolReusesFreedAddressesAfterWrap(t *testing.T) {
 	if got := mustAlloc(t, p); got != "127.0.0.2" {
 		t.Fatalf("after wrap got %s, want freed 127.0.0.2", got)
 	}
-	if _, err := p.allocate(); !errors.Is(err, ErrPoolExhausted) {
+	if _, err := p.allocate(); !errors.Is(err, errPoolExhausted) {
 		t.Fatalf("err = %v, want ErrPoolExhausted", err)
 	}
 }
@@ -111,7 +111,7 @@ func TestConfigRejectsBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewForClient(tc.cfg, nil, discard)
+			_, err := newForClient(tc.cfg, nil, discard)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
 			}

@@ -102,8 +102,8 @@ var _ = Describe("process mode", func() {
 		Expect(processGone(info.PID)()).To(MatchError(syscall.ESRCH), "Kill returns after the process is dead")
 		Eventually(getPod(ns, "victim")).Should(And(HavePhase(corev1.PodFailed),
 			WithTransform(terminated, HaveField("ExitCode", int32(137)))))
-		Expect(sim.Kill(ns, "victim")).To(MatchError(ErrNotRunning))
-		Expect(sim.Kill(ns, "nobody")).To(MatchError(ErrUnknownPod))
+		Expect(sim.Kill(ns, "victim")).To(MatchError(errNotRunning))
+		Expect(sim.Kill(ns, "nobody")).To(MatchError(errUnknownPod))
 	})
 
 	DescribeTable("deleting the pod kills the process",
@@ -272,7 +272,7 @@ var _ = Describe("in-process mode", func() {
 		Expect(args).To(Equal([]string{"--listen=" + ip + ":7000"}))
 
 		Expect(sim.Kill(ns, "inproc")).To(Succeed())
-		Expect(errors.Is(inproc.causeOf("inproc"), ErrKilled)).To(BeTrue())
+		Expect(errors.Is(inproc.causeOf("inproc"), errKilled)).To(BeTrue())
 		Eventually(getPod(ns, "inproc")).Should(And(HavePhase(corev1.PodFailed), BeReady(false),
 			WithTransform(terminated, HaveField("ExitCode", int32(137)))))
 	})
@@ -292,7 +292,7 @@ var _ = Describe("in-process mode", func() {
 
 		Expect(cs.CoreV1().Pods(ns).Delete(context.Background(), "a", metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() error { _, err := healthStatus(net.JoinHostPort(a.Status.PodIP, "7000")); return err }).Should(HaveOccurred())
-		Eventually(func() error { return inproc.causeOf("a") }).Should(MatchError(ErrTerminated))
+		Eventually(func() error { return inproc.causeOf("a") }).Should(MatchError(errTerminated))
 		Eventually(sim.Running).Should(Equal(1))
 	})
 

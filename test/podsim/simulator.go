@@ -26,10 +26,10 @@ import (
 )
 
 var (
-	// ErrUnknownPod means the simulator is not running that pod.
-	ErrUnknownPod = errors.New("podsim: pod is not simulated")
-	// ErrNotRunning means the pod's container has not started or has exited.
-	ErrNotRunning = errors.New("podsim: container is not running")
+	// errUnknownPod means the simulator is not running that pod.
+	errUnknownPod = errors.New("podsim: pod is not simulated")
+	// errNotRunning means the pod's container has not started or has exited.
+	errNotRunning = errors.New("podsim: container is not running")
 )
 
 // configRetry is how often a pod stuck on a missing Secret or ConfigMap is
@@ -104,11 +104,11 @@ func New(cfg Config, restCfg *rest.Config, log logr.Logger) (*Simulator, error) 
 	if err != nil {
 		return nil, fmt.Errorf("podsim: build clientset: %w", err)
 	}
-	return NewForClient(cfg, cs, log)
+	return newForClient(cfg, cs, log)
 }
 
-// NewForClient uses an existing clientset.
-func NewForClient(cfg Config, cs kubernetes.Interface, log logr.Logger) (*Simulator, error) {
+// newForClient uses an existing clientset.
+func newForClient(cfg Config, cs kubernetes.Interface, log logr.Logger) (*Simulator, error) {
 	cfg, sel, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -684,10 +684,10 @@ func (s *Simulator) Kill(namespace, name string) error {
 	}
 	s.mu.Unlock()
 	if st == nil {
-		return fmt.Errorf("kill pod %s: %w", key, ErrUnknownPod)
+		return fmt.Errorf("kill pod %s: %w", key, errUnknownPod)
 	}
 	if c == nil || c.exited() {
-		return fmt.Errorf("kill pod %s: %w", key, ErrNotRunning)
+		return fmt.Errorf("kill pod %s: %w", key, errNotRunning)
 	}
 	st.log.Info("killing container (injected pod loss)")
 	c.kill(s.abandonAfter(), st.log)

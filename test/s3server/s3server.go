@@ -19,7 +19,7 @@ import (
 const (
 	AccessKeyID     = "tolokaforge-test-key"
 	SecretAccessKey = "tolokaforge-test-secret-do-not-log"
-	Region          = "us-east-1"
+	region          = "us-east-1"
 )
 
 // Server is a running S3-compatible server.
@@ -46,7 +46,7 @@ func Start(tb testing.TB, buckets ...string) *Server {
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID":           AccessKeyID,
 		"AWS_SECRET_ACCESS_KEY":       SecretAccessKey,
-		"AWS_REGION":                  Region,
+		"AWS_REGION":                  region,
 		"AWS_CONFIG_FILE":             "/nonexistent/aws-config",
 		"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/aws-credentials",
 		"AWS_EC2_METADATA_DISABLED":   "true",
@@ -61,7 +61,7 @@ func (s *Server) URL(bucket, prefix string) string {
 	q := url.Values{}
 	q.Set("endpoint", s.Endpoint)
 	q.Set("use_path_style", "true")
-	q.Set("region", Region)
+	q.Set("region", region)
 	u := url.URL{Scheme: "s3", Host: bucket, Path: "/" + prefix, RawQuery: q.Encode()}
 	if prefix == "" {
 		u.Path = ""

@@ -49,9 +49,9 @@ import (
 
 // Schemes the store opens.
 const (
-	SchemeFile = "file"
-	SchemeS3   = "s3"
-	SchemeGCS  = "gs"
+	schemeFile = "file"
+	schemeS3   = "s3"
+	schemeGCS  = "gs"
 )
 
 // Store is an opened bucket and the URL it was opened from.
@@ -74,7 +74,7 @@ type Store struct {
 // IsURL says whether s names a store (file://, s3://, gs://) rather than a
 // plain local path.
 func IsURL(s string) bool {
-	for _, p := range []string{SchemeFile, SchemeS3, SchemeGCS} {
+	for _, p := range []string{schemeFile, schemeS3, schemeGCS} {
 		if strings.HasPrefix(s, p+"://") {
 			return true
 		}
@@ -88,7 +88,7 @@ func FileURL(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("artifacts directory %s: %w", dir, err)
 	}
-	return (&url.URL{Scheme: SchemeFile, Path: filepath.ToSlash(abs)}).String(), nil
+	return (&url.URL{Scheme: schemeFile, Path: filepath.ToSlash(abs)}).String(), nil
 }
 
 // Open opens the store raw names. A file:// directory is created if missing.
@@ -102,9 +102,9 @@ func Open(ctx context.Context, raw string) (*Store, error) {
 		return nil, fmt.Errorf("artifacts URL %s://%s: credentials do not belong in the URL; use the provider's environment (AWS_ACCESS_KEY_ID, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS)", u.Scheme, u.Host)
 	}
 	switch u.Scheme {
-	case SchemeFile:
+	case schemeFile:
 		return openFile(u)
-	case SchemeS3, SchemeGCS:
+	case schemeS3, schemeGCS:
 		if u.Host == "" {
 			return nil, fmt.Errorf("artifacts URL %q: no bucket name", raw)
 		}
@@ -160,7 +160,7 @@ func openFile(u *url.URL) (*Store, error) {
 		_ = b.Close()
 		return nil, fmt.Errorf("artifacts directory %s: %w", dir, err)
 	}
-	return &Store{bucket: b, base: (&url.URL{Scheme: SchemeFile, Path: filepath.ToSlash(dir)}).String(), dir: dir, root: root}, nil
+	return &Store{bucket: b, base: (&url.URL{Scheme: schemeFile, Path: filepath.ToSlash(dir)}).String(), dir: dir, root: root}, nil
 }
 
 // display is u without its query (which may name endpoints, never secrets,

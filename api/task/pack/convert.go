@@ -23,11 +23,11 @@ import (
 // stay far below etcd's object limit.
 const DefaultInlineLimit = 256 << 10
 
-// MaxFileBytes bounds every file a pack import reads. The largest a Task can
+// maxFileBytes bounds every file a pack import reads. The largest a Task can
 // carry (an initial state in a ConfigMap, gzip-compressed under etcd's
 // object limit) is far smaller; the bound keeps a hostile pack from making
 // the import read a disk's worth into memory.
-const MaxFileBytes = 64 << 20
+const maxFileBytes = 64 << 20
 
 // Options configure a conversion.
 type Options struct {
@@ -40,22 +40,22 @@ type Options struct {
 	MCPCommands map[string][]string
 	// InlineLimit overrides DefaultInlineLimit (bytes).
 	InlineLimit int
-	// Builtins is the runner's builtin tool catalog, which tools a task may
+	// builtins is the runner's builtin tool catalog, which tools a task may
 	// enable without a schema or a server. Required: conversion stays pure
 	// and the caller (the binary) passes the runner's catalog.
-	Builtins Builtins
+	Builtins builtins
 }
 
-// Builtins is the catalog of tools the runner implements itself.
-type Builtins interface {
+// builtins is the catalog of tools the runner implements itself.
+type builtins interface {
 	// Lookup returns the schema of the builtin tool name.
 	Lookup(name string) (task.ToolSchema, bool)
 	// Names lists every builtin, sorted.
 	Names() []string
 }
 
-// Converted is one task directory converted.
-type Converted struct {
+// converted is one task directory converted.
+type converted struct {
 	Dir string
 	// Name is the Task object's name (the task_id made a DNS-1123 label).
 	Name string
@@ -80,13 +80,13 @@ type converter struct {
 	opts Options
 	rep  report
 	td   task.TaskDescription
-	out  Converted
+	out  converted
 }
 
 func (c *converter) file(name string) string { return filepath.Join(c.name, name) }
 
 // Convert reads one native task directory.
-func Convert(dir string, opts Options) (*Converted, error) {
+func Convert(dir string, opts Options) (*converted, error) {
 	return ConvertContext(context.Background(), dir, opts)
 }
 
@@ -98,7 +98,7 @@ func Convert(dir string, opts Options) (*Converted, error) {
 // when it leaves it; files over MaxFileBytes and anything but regular files
 // are refused too. Every YAML file is refused past the alias budget
 // (MaxAliasNodes, MaxAliasDepth).
-func ConvertContext(ctx context.Context, dir string, opts Options) (*Converted, error) {
+func ConvertContext(ctx context.Context, dir string, opts Options) (*converted, error) {
 	if opts.Builtins == nil {
 		return nil, fmt.Errorf("pack %s: no builtin tool catalog (Options.Builtins)", dir)
 	}
@@ -141,7 +141,7 @@ func (c *converter) read(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := c.root.ReadFile(p, MaxFileBytes)
+	data, err := c.root.ReadFile(p, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
@@ -204,7 +204,7 @@ func (c *converter) convert() error {
 	} else if at != "" && at != string(task.AdapterNative) {
 		return convError(t.file, "adapter_type", "%q: only native task directories are imported", at)
 	}
-	if c.out.Name = ObjectName(td.TaskID); c.out.Name == "" {
+	if c.out.Name = objectName(td.TaskID); c.out.Name == "" {
 		return convError(t.file, "task_id", "%q has no letters or digits to name a Task with", td.TaskID)
 	}
 	if n, err := t.integer("max_turns"); err != nil {
@@ -256,9 +256,9 @@ func (c *converter) convert() error {
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// ObjectName makes a task_id a DNS-1123 label: lowercase, runs of other
+// objectName makes a task_id a DNS-1123 label: lowercase, runs of other
 // characters as "-", at most 63 characters.
-func ObjectName(taskID string) string {
+func objectName(taskID string) string {
 	s := notDNS.ReplaceAllString(strings.ToLower(taskID), "-")
 	s = strings.Trim(s, "-")
 	if len(s) > 63 {

@@ -501,7 +501,7 @@ func TestObjectName(t *testing.T) {
 		strings.Repeat("a", 70): strings.Repeat("a", 63),
 		"ÿ":                     "",
 	} {
-		if got := ObjectName(in); got != want {
+		if got := objectName(in); got != want {
 			t.Errorf("ObjectName(%q) = %q, want %q", in, got, want)
 		}
 	}

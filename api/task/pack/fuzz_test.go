@@ -106,7 +106,7 @@ func FuzzAliasBudget(f *testing.F) {
 			}
 		}
 		mark(n)
-		limit := len(own) + MaxAliasNodes
+		limit := len(own) + maxAliasNodes
 		visited := 0
 		var expand func(n *yaml.Node, depth int)
 		expand = func(n *yaml.Node, depth int) {

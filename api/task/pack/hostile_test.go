@@ -136,12 +136,12 @@ func TestConvertRefusesOddFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(MaxFileBytes + 1); err != nil { // sparse: no disk spent
+	if err := f.Truncate(maxFileBytes + 1); err != nil { // sparse: no disk spent
 		t.Fatal(err)
 	}
 	f.Close()
 	_, err = Convert(big, Options{Builtins: builtin.Catalog{}})
-	want := fmt.Sprintf("big/task.yaml: system_prompt: big: system_prompt.md is %d bytes, over the limit of %d bytes", MaxFileBytes+1, MaxFileBytes)
+	want := fmt.Sprintf("big/task.yaml: system_prompt: big: system_prompt.md is %d bytes, over the limit of %d bytes", maxFileBytes+1, maxFileBytes)
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %v, want %q", err, want)
 	}
@@ -178,9 +178,9 @@ func TestAliasBudget(t *testing.T) {
 		want  string
 	}{
 		{"deep bomb in task.yaml", map[string]string{"task.yaml": deep},
-			fmt.Sprintf("bomb/task.yaml: line 14: aliases nest more than %d deep (the alias depth budget); refused", MaxAliasDepth)},
+			fmt.Sprintf("bomb/task.yaml: line 14: aliases nest more than %d deep (the alias depth budget); refused", maxAliasDepth)},
 		{"wide bomb in task.yaml", map[string]string{"task.yaml": wide},
-			fmt.Sprintf("bomb/task.yaml: aliases expand to more than %d nodes (the alias budget); refused as an alias bomb", MaxAliasNodes)},
+			fmt.Sprintf("bomb/task.yaml: aliases expand to more than %d nodes (the alias budget); refused as an alias bomb", maxAliasNodes)},
 		{"bomb in grading.yaml", map[string]string{"task.yaml": minimalTask + "grading: grading.yaml\n", "grading.yaml": strings.TrimPrefix(wide, minimalTask)},
 			"bomb/grading.yaml: aliases expand to more than 10000 nodes"},
 		{"bomb in tools.json", map[string]string{"task.yaml": minimalTask, "fixtures/tools.json": "[" + strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(wide, minimalTask), "\n"), "\n", ", ") + "]"},
@@ -220,9 +220,9 @@ func TestAliasesWithinBudget(t *testing.T) {
 	if got := string(c.Description.Metadata["c"]); got != `{"x":1,"y":[1,2]}` {
 		t.Fatalf("metadata.c %s", got)
 	}
-	n, err := parseYAML(context.Background(), []byte(bomb(MaxAliasDepth, 2)))
+	n, err := parseYAML(context.Background(), []byte(bomb(maxAliasDepth, 2)))
 	if err != nil || n == nil {
-		t.Fatalf("a chain exactly %d deep: %v", MaxAliasDepth, err)
+		t.Fatalf("a chain exactly %d deep: %v", maxAliasDepth, err)
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 
 // Keys of the initial-state ConfigMap.
 const (
-	StateKeyGzip  = "tables.json.gz"
-	StateKeyPlain = "tables.json"
+	stateKeyGzip  = "tables.json.gz"
+	stateKeyPlain = "tables.json"
 )
 
 // Manifests are the objects of one converted task.
@@ -36,16 +36,16 @@ type Manifests struct {
 // value: the Kubernetes API stores custom resources as untyped JSON and
 // writes 300.0 back as 300, and the canonical hash tells the two apart, so
 // such tables travel verbatim in a ConfigMap's data.
-func stateRef(c *Converted, limit int) *evalv1.ConfigMapKeyRef {
+func stateRef(c *converted, limit int) *evalv1.ConfigMapKeyRef {
 	if c.Tables == nil {
 		return nil
 	}
 	name := c.Name + "-initial-state"
 	if len(c.Tables) > limit {
-		return &evalv1.ConfigMapKeyRef{Name: name, Key: StateKeyGzip, Gzip: true}
+		return &evalv1.ConfigMapKeyRef{Name: name, Key: stateKeyGzip, Gzip: true}
 	}
 	if hasIntegralFloat(c.Tables) {
-		return &evalv1.ConfigMapKeyRef{Name: name, Key: StateKeyPlain}
+		return &evalv1.ConfigMapKeyRef{Name: name, Key: stateKeyPlain}
 	}
 	return nil
 }
@@ -71,7 +71,7 @@ func hasIntegralFloat(raw json.RawMessage) bool {
 }
 
 // Build renders the manifests of c.
-func Build(c *Converted, opts Options) (*Manifests, error) {
+func Build(c *converted, opts Options) (*Manifests, error) {
 	limit := opts.InlineLimit
 	if limit <= 0 {
 		limit = DefaultInlineLimit

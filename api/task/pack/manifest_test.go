@@ -108,7 +108,7 @@ func TestManifestsRoundTripThroughKubectlYAML(t *testing.T) {
 		wantRef *evalv1.ConfigMapKeyRef
 	}{
 		// 300.00 would come back from the API as 300: kept verbatim in data.
-		{fixture("shop_orders_02"), &evalv1.ConfigMapKeyRef{Name: "shop-orders-02-initial-state", Key: StateKeyPlain}},
+		{fixture("shop_orders_02"), &evalv1.ConfigMapKeyRef{Name: "shop-orders-02-initial-state", Key: stateKeyPlain}},
 		{fixture("calc_basic"), nil},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestLargeStateGoesToGzipConfigMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (&evalv1.ConfigMapKeyRef{Name: "mini-initial-state", Key: StateKeyGzip, Gzip: true}); !reflect.DeepEqual(m.StateRef, want) {
+	if want := (&evalv1.ConfigMapKeyRef{Name: "mini-initial-state", Key: stateKeyGzip, Gzip: true}); !reflect.DeepEqual(m.StateRef, want) {
 		t.Fatalf("state ref %+v", m.StateRef)
 	}
 	var out bytes.Buffer

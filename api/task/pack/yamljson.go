@@ -22,11 +22,11 @@ import (
 // "billion laughs") would expand to 10^9 nodes. Real packs share a default
 // block or two: a few thousand expanded nodes at most.
 const (
-	// MaxAliasNodes bounds the nodes aliases add to a document once
+	// maxAliasNodes bounds the nodes aliases add to a document once
 	// expanded.
-	MaxAliasNodes = 10000
-	// MaxAliasDepth bounds aliases reached through aliases.
-	MaxAliasDepth = 5
+	maxAliasNodes = 10000
+	// maxAliasDepth bounds aliases reached through aliases.
+	maxAliasDepth = 5
 )
 
 // parseYAML reads one YAML document into its node tree (nil for an empty
@@ -98,8 +98,8 @@ func checkAliases(doc *yaml.Node) error {
 				return measure{}, err
 			}
 			m = measure{size: t.size, depth: t.depth + 1}
-			if m.depth > MaxAliasDepth {
-				return measure{}, fmt.Errorf("line %d: aliases nest more than %d deep (the alias depth budget); refused", n.Line, MaxAliasDepth)
+			if m.depth > maxAliasDepth {
+				return measure{}, fmt.Errorf("line %d: aliases nest more than %d deep (the alias depth budget); refused", n.Line, maxAliasDepth)
 			}
 		} else {
 			m.size = 1
@@ -121,8 +121,8 @@ func checkAliases(doc *yaml.Node) error {
 	}
 	// The nodes the file holds are len(memo); the rest are copies aliases
 	// make.
-	if added := m.size - int64(len(memo)); added > MaxAliasNodes {
-		return fmt.Errorf("aliases expand to more than %d nodes (the alias budget); refused as an alias bomb", MaxAliasNodes)
+	if added := m.size - int64(len(memo)); added > maxAliasNodes {
+		return fmt.Errorf("aliases expand to more than %d nodes (the alias budget); refused as an alias bomb", maxAliasNodes)
 	}
 	return nil
 }

@@ -13,13 +13,13 @@ import (
 // endpoint: its view (system prompt first) is the request, its tools the
 // agent's slice of tool_schemas.
 type LLMAgent struct {
-	Model *ChatModel
+	Model *chatModel
 	tools llm.ToolCache
 	conv  llm.ConvCache
 }
 
 // NewLLMAgent wraps a model as the agent.
-func NewLLMAgent(m *ChatModel) *LLMAgent { return &LLMAgent{Model: m} }
+func NewLLMAgent(m *chatModel) *LLMAgent { return &LLMAgent{Model: m} }
 
 // Next implements host.Actor.
 func (a *LLMAgent) Next(ctx context.Context, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {

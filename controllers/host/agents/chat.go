@@ -21,18 +21,18 @@ import (
 // these names keep the host's callers unchanged.
 const (
 	DefaultBaseURL        = llm.DefaultBaseURL
-	DefaultRequestTimeout = llm.DefaultRequestTimeout
-	Redacted              = llm.Redacted
+	defaultRequestTimeout = llm.DefaultRequestTimeout
+	redacted              = llm.Redacted
 )
 
-// RetryPolicy bounds the retries of one provider call.
-type RetryPolicy = llm.RetryPolicy
+// retryPolicy bounds the retries of one provider call.
+type retryPolicy = llm.RetryPolicy
 
 // DefaultRetryPolicy is llm.DefaultRetryPolicy.
 var DefaultRetryPolicy = llm.DefaultRetryPolicy
 
-// ChatModel is one chat-completions model (an llm.Client).
-type ChatModel = llm.Client
+// chatModel is one chat-completions model (an llm.Client).
+type chatModel = llm.Client
 
 // Options configure the OpenAI-compatible actors.
 type Options struct {
@@ -44,7 +44,7 @@ type Options struct {
 	// HTTPClient defaults to a shared client that keeps connections alive.
 	HTTPClient *http.Client
 	// Retry defaults to DefaultRetryPolicy.
-	Retry *RetryPolicy
+	Retry *retryPolicy
 	// RequestTimeout bounds one try (0: DefaultRequestTimeout).
 	RequestTimeout time.Duration
 	Log            logr.Logger
@@ -65,7 +65,7 @@ type Options struct {
 
 // NewChatModel builds the model of cfg for role ("agent", "user simulator"),
 // resolving its key. Errors name the role and the field at fault.
-func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*ChatModel, error) {
+func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*chatModel, error) {
 	if err := llm.CheckConfig(role, cfg); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func NewChatModel(role string, cfg *task.ModelConfig, opts Options) (*ChatModel,
 
 // complete is one turn of an LLM actor: the transport's classed failure
 // becomes a *host.ActorError (host.Usage is the transport's llm.Usage).
-func complete(ctx context.Context, m *ChatModel, tc *llm.ToolCache, cc *llm.ConvCache, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {
+func complete(ctx context.Context, m *chatModel, tc *llm.ToolCache, cc *llm.ConvCache, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {
 	tl, err := tc.Get(tools)
 	if err != nil {
 		return host.Turn{}, err

@@ -20,7 +20,7 @@ const UserGreeting = "Hi! How can I help you today?"
 // host's mirrored one: the agent's words as role "user", its own as
 // "assistant", results of its own tool calls as role "tool".
 type LLMUser struct {
-	Model *ChatModel
+	Model *chatModel
 	// System is the user model's instructions (UserPrompt of the task).
 	System string
 	// Opening, when set, is said verbatim as the first message instead of
@@ -31,7 +31,7 @@ type LLMUser struct {
 }
 
 // NewLLMUser prompts m with the task's user simulator configuration.
-func NewLLMUser(m *ChatModel, t *task.TaskDescription, opening string) *LLMUser {
+func NewLLMUser(m *chatModel, t *task.TaskDescription, opening string) *LLMUser {
 	var cfg *task.UserSimulatorConfig
 	if t != nil {
 		cfg = t.UserSimulator

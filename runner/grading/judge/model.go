@@ -20,8 +20,8 @@ import (
 // operator mounts the Trial's judge Secret there, read-only, with only that key).
 const DefaultSecretsDir = "/var/run/tolokaforge/secrets"
 
-// DefaultTimeout bounds one trial's whole judge run (every call and every retry).
-const DefaultTimeout = 5 * time.Minute
+// defaultTimeout bounds one trial's whole judge run (every call and every retry).
+const defaultTimeout = 5 * time.Minute
 
 // maxKeyFileBytes bounds a key file: a key is a few hundred bytes; anything much larger
 // is a mis-mounted volume, not a key.

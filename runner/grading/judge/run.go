@@ -25,7 +25,7 @@ type Options struct {
 
 // DefaultOptions are the judge's options before any grader option.
 func DefaultOptions() Options {
-	return Options{SecretsDir: DefaultSecretsDir, Timeout: DefaultTimeout}
+	return Options{SecretsDir: DefaultSecretsDir, Timeout: defaultTimeout}
 }
 
 // Outcome is what the judge run leaves for the Grade beside its verdict.

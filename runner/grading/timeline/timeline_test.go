@@ -142,7 +142,7 @@ func TestBuildTimeline(t *testing.T) {
 // trajectory.yaml, numbers msgs (leading system message included) and records exactly
 // as the timeline the trace checks ran on: the message events in order, each call event
 // by its call_id, and nothing else.
-func checkPositions(t *testing.T, msgs []task.Message, records []task.RecordedToolCall, tl *timeline) {
+func checkPositions(t *testing.T, msgs []task.Message, records []task.RecordedToolCall, tl *Timeline) {
 	t.Helper()
 	pos := task.TimelinePositions(msgs, records)
 	var msgPos []int

@@ -10,9 +10,9 @@ import (
 	"tolokaforge.io/operator/runner/tools"
 )
 
-// Store is the trial's tables as the DB tools see them. The runner implements
+// store is the trial's tables as the DB tools see them. The runner implements
 // it over the DB service client so it can count the versions a call produced.
-type Store interface {
+type store interface {
 	// Table returns one table as a JSON array of records. A table the trial
 	// does not hold is an error wrapping client.ErrTableNotFound.
 	Table(ctx context.Context, name string) (json.RawMessage, error)
@@ -23,8 +23,8 @@ type Store interface {
 
 // Env is what a builtin tool of one trial may touch.
 type Env struct {
-	// Store is the trial's DB; the DB tools fail cleanly when it is nil.
-	Store Store
+	// store is the trial's DB; the DB tools fail cleanly when it is nil.
+	Store store
 	// Root is the trial's file-tool directory (absolute).
 	Root string
 }

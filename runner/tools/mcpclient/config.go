@@ -14,14 +14,14 @@ import (
 	"tolokaforge.io/operator/runner/proc"
 )
 
-// SelfCommand as Command[0] means the runner's own binary (os.Executable()), so a
+// selfCommand as Command[0] means the runner's own binary (os.Executable()), so a
 // task can name a server compiled into it (`tolokaforge mcp shop`) without knowing
 // where the binary lives.
-const SelfCommand = "tolokaforge"
+const selfCommand = "tolokaforge"
 
-// DefaultKillGrace is how long Close lets a server exit after SIGTERM before the
+// defaultKillGrace is how long Close lets a server exit after SIGTERM before the
 // process group is killed.
-const DefaultKillGrace = 2 * time.Second
+const defaultKillGrace = 2 * time.Second
 
 // Config says how to reach one MCP server. Exactly one of Command and URL is set.
 type Config struct {
@@ -88,16 +88,16 @@ func (c *Config) killGrace() time.Duration {
 	if c.KillGrace > 0 {
 		return c.KillGrace
 	}
-	return DefaultKillGrace
+	return defaultKillGrace
 }
 
 // argv resolves SelfCommand to the running executable.
 func (c *Config) argv() ([]string, error) {
 	argv := append([]string(nil), c.Command...)
-	if argv[0] == SelfCommand {
+	if argv[0] == selfCommand {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("mcpclient: resolve %q to the runner binary: %w", SelfCommand, err)
+			return nil, fmt.Errorf("mcpclient: resolve %q to the runner binary: %w", selfCommand, err)
 		}
 		argv[0] = self
 	}

@@ -62,7 +62,7 @@ func TestStreamableHTTP(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Call(ctx, "list_products", nil); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.Call(ctx, "list_products", nil); !errors.Is(err, errClosed) {
 		t.Errorf("Call after Close = %v", err)
 	}
 }
@@ -83,10 +83,10 @@ func TestServerWithoutStateTools(t *testing.T) {
 	if s.HasStateTools() {
 		t.Error("HasStateTools = true")
 	}
-	if _, err := s.GetState(ctx); !errors.Is(err, ErrNoStateTools) {
+	if _, err := s.GetState(ctx); !errors.Is(err, errNoStateTools) {
 		t.Errorf("GetState = %v", err)
 	}
-	if err := s.SetState(ctx, nil); !errors.Is(err, ErrNoStateTools) {
+	if err := s.SetState(ctx, nil); !errors.Is(err, errNoStateTools) {
 		t.Errorf("SetState = %v", err)
 	}
 	// Text contents are joined with "\n".
@@ -148,7 +148,7 @@ func TestStartToolsReusesTheHandshakeListing(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartTools(); !errors.Is(err, ErrClosed) {
+	if _, err := s.StartTools(); !errors.Is(err, errClosed) {
 		t.Errorf("StartTools after Close = %v, want ErrClosed", err)
 	}
 }

@@ -223,7 +223,7 @@ func TestChildEnvironmentIsMinimal(t *testing.T) {
 // TestSelfCommandRunsTheRunnerBinary: Command[0] "tolokaforge" is os.Executable()
 // (here the test binary, whose TestMain serves `mcp shop`).
 func TestSelfCommandRunsTheRunnerBinary(t *testing.T) {
-	s := startShop(t, func(c *Config) { c.Command = []string{SelfCommand, "mcp", "shop"} })
+	s := startShop(t, func(c *Config) { c.Command = []string{selfCommand, "mcp", "shop"} })
 	if err := s.SetState(testCtx(t), initialTables(t)); err != nil {
 		t.Fatal(err)
 	}

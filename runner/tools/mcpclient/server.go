@@ -20,20 +20,20 @@ import (
 
 // Names of Tolokaforge's state-convention tools.
 const (
-	GetStateTool = "_tolokaforge_get_state_"
-	SetStateTool = "_tolokaforge_set_state_"
+	getStateTool = "_tolokaforge_get_state_"
+	setStateTool = "_tolokaforge_set_state_"
 )
 
 var (
-	// ErrClosed is returned by every method once Close has been called.
-	ErrClosed = errors.New("mcpclient: server is closed")
-	// ErrNoStateTools is returned by GetState / SetState when the server does not
+	// errClosed is returned by every method once Close has been called.
+	errClosed = errors.New("mcpclient: server is closed")
+	// errNoStateTools is returned by GetState / SetState when the server does not
 	// expose both state-convention tools.
-	ErrNoStateTools = errors.New("mcpclient: server does not expose " + GetStateTool + " and " + SetStateTool)
+	errNoStateTools = errors.New("mcpclient: server does not expose " + getStateTool + " and " + setStateTool)
 )
 
-// ToolInfo is a tool as the server lists it.
-type ToolInfo struct {
+// toolInfo is a tool as the server lists it.
+type toolInfo struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
@@ -142,8 +142,8 @@ func (s *Server) connect(ctx context.Context) (*session, error) {
 	sess.tools = tools
 	var get, set bool
 	for _, t := range tools {
-		get = get || t.Name == GetStateTool
-		set = set || t.Name == SetStateTool
+		get = get || t.Name == getStateTool
+		set = set || t.Name == setStateTool
 	}
 	s.hasState.Store(get && set)
 	return sess, nil
@@ -171,7 +171,7 @@ func (s *Server) current() (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	return s.cur, nil
 }
@@ -188,7 +188,7 @@ func listTools(ctx context.Context, cs *mcp.ClientSession) ([]*mcp.Tool, error) 
 }
 
 // Tools lists the server's tools, without the two state-convention tools.
-func (s *Server) Tools(ctx context.Context) ([]ToolInfo, error) {
+func (s *Server) Tools(ctx context.Context) ([]toolInfo, error) {
 	sess, err := s.current()
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (s *Server) Tools(ctx context.Context) ([]ToolInfo, error) {
 // StartTools is Tools as listed right after the last Start or Restart
 // (which list them anyway, to learn whether the server follows the state
 // convention): a registration needs no second tools/list round trip.
-func (s *Server) StartTools() ([]ToolInfo, error) {
+func (s *Server) StartTools() ([]toolInfo, error) {
 	sess, err := s.current()
 	if err != nil {
 		return nil, err
@@ -211,17 +211,17 @@ func (s *Server) StartTools() ([]ToolInfo, error) {
 	return toolInfos(sess.tools)
 }
 
-func toolInfos(tools []*mcp.Tool) ([]ToolInfo, error) {
-	out := make([]ToolInfo, 0, len(tools))
+func toolInfos(tools []*mcp.Tool) ([]toolInfo, error) {
+	out := make([]toolInfo, 0, len(tools))
 	for _, t := range tools {
-		if t.Name == GetStateTool || t.Name == SetStateTool {
+		if t.Name == getStateTool || t.Name == setStateTool {
 			continue
 		}
 		schema, err := json.Marshal(t.InputSchema)
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: tool %q input schema: %w", t.Name, err)
 		}
-		out = append(out, ToolInfo{Name: t.Name, Description: t.Description, InputSchema: schema})
+		out = append(out, toolInfo{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	return out, nil
 }
@@ -315,7 +315,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if s.closed {
 		sess.stop(0)
-		return ErrClosed
+		return errClosed
 	}
 	s.cur = sess
 	return nil

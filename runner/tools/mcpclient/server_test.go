@@ -44,7 +44,7 @@ func TestToolsHidesStateTools(t *testing.T) {
 	if !s.HasStateTools() {
 		t.Error("HasStateTools = false for the shop")
 	}
-	i := slices.IndexFunc(tools, func(ti ToolInfo) bool { return ti.Name == "get_customer" })
+	i := slices.IndexFunc(tools, func(ti toolInfo) bool { return ti.Name == "get_customer" })
 	if tools[i].Description != "Retrieve a customer record and account balance by customer ID." {
 		t.Errorf("description = %q", tools[i].Description)
 	}
@@ -208,13 +208,13 @@ func TestClosedServer(t *testing.T) {
 		t.Errorf("second Close = %v", err)
 	}
 	ctx := testCtx(t)
-	if _, _, err := s.Call(ctx, "list_products", nil); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.Call(ctx, "list_products", nil); !errors.Is(err, errClosed) {
 		t.Errorf("Call after Close = %v", err)
 	}
-	if _, err := s.GetState(ctx); !errors.Is(err, ErrClosed) {
+	if _, err := s.GetState(ctx); !errors.Is(err, errClosed) {
 		t.Errorf("GetState after Close = %v", err)
 	}
-	if err := s.Restart(ctx); !errors.Is(err, ErrClosed) {
+	if err := s.Restart(ctx); !errors.Is(err, errClosed) {
 		t.Errorf("Restart after Close = %v", err)
 	}
 	if s.PID() != 0 {
@@ -262,7 +262,7 @@ func TestConcurrentCallsAndClose(t *testing.T) {
 	}
 	s.Close()
 	wg.Wait()
-	if _, _, err := s.Call(ctx, "list_products", nil); !errors.Is(err, ErrClosed) {
+	if _, _, err := s.Call(ctx, "list_products", nil); !errors.Is(err, errClosed) {
 		t.Errorf("Call after Close = %v", err)
 	}
 }

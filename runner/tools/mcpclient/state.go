@@ -14,18 +14,18 @@ import (
 // wrote them.
 func (s *Server) GetState(ctx context.Context) (map[string]json.RawMessage, error) {
 	if !s.HasStateTools() {
-		return nil, ErrNoStateTools
+		return nil, errNoStateTools
 	}
-	out, isErr, err := s.Call(ctx, GetStateTool, nil)
+	out, isErr, err := s.Call(ctx, getStateTool, nil)
 	if err != nil {
 		return nil, err
 	}
 	if isErr {
-		return nil, fmt.Errorf("mcpclient: %s failed: %s", GetStateTool, out)
+		return nil, fmt.Errorf("mcpclient: %s failed: %s", getStateTool, out)
 	}
 	tables, err := decodeTables([]byte(out))
 	if err != nil {
-		return nil, fmt.Errorf("mcpclient: %s returned %w", GetStateTool, err)
+		return nil, fmt.Errorf("mcpclient: %s returned %w", getStateTool, err)
 	}
 	return tables, nil
 }
@@ -34,7 +34,7 @@ func (s *Server) GetState(ctx context.Context) (map[string]json.RawMessage, erro
 // {"state": tables}. The raw table bytes are sent as they are (compacted).
 func (s *Server) SetState(ctx context.Context, tables map[string]json.RawMessage) error {
 	if !s.HasStateTools() {
-		return ErrNoStateTools
+		return errNoStateTools
 	}
 	if tables == nil {
 		tables = map[string]json.RawMessage{}
@@ -50,12 +50,12 @@ func (s *Server) SetState(ctx context.Context, tables map[string]json.RawMessage
 	if err != nil {
 		return fmt.Errorf("mcpclient: set state: %w", err)
 	}
-	out, isErr, err := s.Call(ctx, SetStateTool, args)
+	out, isErr, err := s.Call(ctx, setStateTool, args)
 	if err != nil {
 		return err
 	}
 	if isErr {
-		return fmt.Errorf("mcpclient: %s refused the state: %s", SetStateTool, out)
+		return fmt.Errorf("mcpclient: %s refused the state: %s", setStateTool, out)
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func Start(o Options) (*ControlPlane, error) {
 		dir := o.CRDDir
 		if dir == "" {
 			var err error
-			if dir, err = ModuleCRDs(); err != nil {
+			if dir, err = moduleCRDs(); err != nil {
 				return nil, err
 			}
 		}
@@ -69,9 +69,9 @@ func Start(o Options) (*ControlPlane, error) {
 	return &ControlPlane{Environment: env, Config: cfg}, nil
 }
 
-// ModuleCRDs finds config/crd/bases beside the go.mod above the working
+// moduleCRDs finds config/crd/bases beside the go.mod above the working
 // directory (a test runs in its package's directory).
-func ModuleCRDs() (string, error) {
+func moduleCRDs() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("envtest: working directory: %w", err)

@@ -27,7 +27,7 @@ func TestModuleCRDs(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(tc.wd)
-			got, err := ModuleCRDs()
+			got, err := moduleCRDs()
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("ModuleCRDs() = %q, %v; want error containing %q", got, err, tc.wantErr)
