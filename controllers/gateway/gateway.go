@@ -57,9 +57,6 @@ import (
 )
 
 const (
-	// port is the gateway's default port. The runner pods' egress policy
-	// must allow it to the manager (controllers/networkpolicy.go).
-	port = 8090
 	// DefaultBindAddress is --gateway-bind-address's default.
 	DefaultBindAddress = ":8090"
 	// Path is the one endpoint served.

@@ -49,16 +49,6 @@ func withReplayBound(d time.Duration) Option {
 	}
 }
 
-// withRestoreTimeout bounds restoring the trial's state after replay; d <= 0 keeps the
-// default.
-func withRestoreTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.restoreTimeout = d
-		}
-	}
-}
-
 // withMaxDiffLines caps the unified diff carried in state_diff_json; n <= 0 keeps the
 // default.
 func withMaxDiffLines(n int) Option {

@@ -49,16 +49,6 @@ func defaultVerifierOptions() verifierOptions {
 	return verifierOptions{outputCap: defaultVerifierOutputCap}
 }
 
-// withVerifierOutputCap bounds the test_execution verifier's kept output; n <= 0 keeps
-// the default.
-func withVerifierOutputCap(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.verifier.outputCap = n
-		}
-	}
-}
-
 // WithVerifierLimits starts the test_execution verifier under l (RLIMIT_AS,
 // RLIMIT_NPROC, RLIMIT_NOFILE), as the runner starts tool processes: the
 // verifier runs code the pack ships, in the pod that serves other trials.
