@@ -320,11 +320,13 @@ func driveProject(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 		default:
 			p.spec.RunID = run.ID
 			res := driveAttempt(ctx, env, f, m, stack, store, p)
-			_ = reportResult(env.Stdout, m, p, res)
+			// The summary's verdict is the one a single trial run exits with:
+			// an oracle is judged as pack validate judges it, not by its grade alone.
+			verdict := reportResult(env.Stdout, m, p, res)
 			line.outcome = string(res.Outcome)
 			if g := res.Grade; g != nil {
 				score := g.GetScore()
-				line.score, line.pass = &score, g.GetBinaryPass()
+				line.score, line.pass = &score, verdict == nil
 			}
 		}
 		lines = append(lines, line)
