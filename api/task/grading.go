@@ -262,11 +262,23 @@ const (
 	CriterionGraded CriterionKind = "graded"
 )
 
-// CustomChecks are CEL expressions over the trial.
+// CustomChecks are CEL expressions over the trial and, from a Tolokaforge
+// pack, a Python suite written against upstream's checks_interface.
 type CustomChecks struct {
 	Enabled     bool          `json:"enabled,omitempty"`
 	FailOnError *bool         `json:"fail_on_error,omitempty"` // default true
 	Checks      []CustomCheck `json:"checks,omitempty"`
+
+	// File is the Python suite (upstream's checks.py), a path among the
+	// task's tool_artifacts; empty for CEL-only checks.
+	File string `json:"file,omitempty"`
+	// RelativeImports are folders added to the suite's import path, each
+	// relative to File's folder inside tool_artifacts (upstream's "../..").
+	RelativeImports []string `json:"relative_imports,omitempty"`
+	// TimeoutSeconds bounds the whole Python suite [30].
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// InterfaceVersion is the checks_interface version the suite declares ["1.0"].
+	InterfaceVersion string `json:"interface_version,omitempty"`
 }
 
 // CustomCheck is one CEL check.
