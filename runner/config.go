@@ -54,6 +54,10 @@ type Config struct {
 	// New. It is process-wide (proc.SetLauncher): runners sharing a process
 	// share it.
 	ToolLauncher string
+	// Python is the interpreter that runs pack Python (tau_sync / mcp_async
+	// tools, a pack's .py MCP server, Python custom checks); empty: "python3"
+	// on PATH. Tests point it at Debian's /usr/bin/python3.
+	Python string
 	// MCPEnv is added to every MCP server's minimal environment (KEY=VALUE),
 	// before the tool source's own env.
 	MCPEnv []string

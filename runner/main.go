@@ -50,6 +50,7 @@ type flags struct {
 	authFile     string
 	limits       proc.Limits
 	launcher     string
+	python       string
 }
 
 func parseFlags(args []string, out io.Writer) (*flags, error) {
@@ -69,6 +70,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.Uint64Var(&f.limits.Processes, "tool-rlimit-nproc", d.Processes, "RLIMIT_NPROC of every MCP server process (counts all processes of the pod's user); 0: unlimited")
 	fs.Uint64Var(&f.limits.OpenFiles, "tool-rlimit-nofile", d.OpenFiles, "RLIMIT_NOFILE of every MCP server process; 0: unlimited")
 	fs.StringVar(&f.launcher, "tool-launcher", "", "the limits wrapper every tool process starts through: "+proc.LauncherName+", a ~2 MB binary that sets the --tool-rlimit-* limits and execs the tool in about a millisecond (default: "+proc.LauncherName+" beside this binary if there, else this binary itself, which costs ~100 ms of CPU and ~80 MB of memory per tool start); a path that is not an executable file is an error")
+	fs.StringVar(&f.python, "python", "python3", "the Python interpreter that runs a pack's Python tools, .py MCP servers and Python custom checks (a name on PATH or a path)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
@@ -118,6 +120,9 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.ToolLimits = f.limits
 	if f.launcher != "" {
 		cfg.ToolLauncher = f.launcher
+	}
+	if cfg.Python == "" {
+		cfg.Python = f.python
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
