@@ -215,7 +215,7 @@ var _ = Describe("Trial", func() {
 	It("refuses a tool family the Go runner cannot load before any pod: the Task is not Valid", func() {
 		Expect(h.Client.Create(ctx, shopTask(ns, "tau", func(m map[string]any) {
 			src := m["agent_tools"].([]any)[0].(map[string]any)["source"].(map[string]any)
-			src["invocation_style"] = "tau_sync"
+			src["invocation_style"] = "docker_compose_exec"
 		}))).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "tau-refused"}
 		Expect(h.Client.Create(ctx, oracleTrial(ns, key.Name, "tau"))).To(Succeed())
@@ -223,7 +223,7 @@ var _ = Describe("Trial", func() {
 		t := completed(key)
 		c := findCond(t.Status.Conditions, evalv1.TrialCompleted)
 		Expect(c.Reason).To(Equal("Invalid"), describeTrial(t))
-		Expect(c.Message).To(ContainSubstring(`source.invocation_style "tau_sync" loads a Python class, which this Go runner cannot run`))
+		Expect(c.Message).To(ContainSubstring(`source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container`))
 		Expect(t.Status.Attempts).To(BeEmpty())
 		Expect(podsOf(key)).To(BeEmpty())
 	})

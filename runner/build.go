@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -33,7 +34,8 @@ type toolPlan struct {
 	timeout time.Duration
 	builtin *builtin.Builtin
 	mcp     *mcpLaunch
-	remote  string // MCP: the tool's name on the server
+	py      *pyLaunch // tau_sync, mcp_async, or a registry script's tool
+	remote  string    // MCP: the tool's name on the server
 	// validator is nil for an MCP tool without declared parameters: its
 	// schema comes from the server once it runs.
 	validator *tools.Validator
@@ -52,6 +54,9 @@ type mcpLaunch struct {
 // it, so no file tool's path reaches it.
 type layout struct {
 	dir, files, artifacts, verifier string
+	// sources is the task's tool_artifacts (path -> base64), for planning
+	// before they are written.
+	sources map[string]string
 }
 
 func newLayout(dir string) layout {
@@ -61,6 +66,7 @@ func newLayout(dir string) layout {
 
 // planTools resolves both actors' tools.
 func (s *Server) planTools(spec *task.TrialSpec, explicit declared, def time.Duration, lay layout) (agent, user []toolPlan, err error) {
+	lay.sources = spec.Task.ToolArtifacts
 	if agent, err = s.planList("task.agent_tools", spec.Task.AgentTools, explicit.agent, def, lay); err != nil {
 		return nil, nil, err
 	}
@@ -125,19 +131,36 @@ func (s *Server) planTool(p *toolPlan, lay layout) error {
 		}
 		return nil
 	case src.InvocationStyle == task.InvocationMCPServer:
+		p.remote = ts.Name
+		if src.ClassName != "" {
+			p.remote = src.ClassName
+		}
+		py, err := planRegistry(src, p.remote, lay)
+		if err != nil {
+			return err
+		}
+		if py != nil {
+			p.py = py
+			return nil
+		}
 		launch, err := s.planMCP(src, lay)
 		if err != nil {
 			return err
 		}
 		p.mcp = launch
-		p.remote = ts.Name
-		if src.ClassName != "" {
-			p.remote = src.ClassName
+		return nil
+	case src.InvocationStyle == task.InvocationTauSync || src.InvocationStyle == task.InvocationMCPAsync:
+		py, err := planPython(src)
+		if err != nil {
+			return err
 		}
+		p.py = py
 		return nil
 	}
 	return ts.CheckRunnable()
 }
+
+func decodeArtifact(enc string) ([]byte, error) { return base64.StdEncoding.DecodeString(enc) }
 
 func hasParameters(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
@@ -166,7 +189,8 @@ func (s *Server) builtinNames() []string {
 
 // planMCP reads source.extra: command (argv array), url, cwd (relative to the
 // trial's directory) and env (object); without command or url,
-// mcp_server_script is the executable (a .py script runs under python3).
+// mcp_server_script is the executable (a .py script that is not a tool
+// registry runs under Config.Python).
 func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 	var argv []string
 	var url, cwd string
@@ -213,7 +237,11 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 		}
 		argv = []string{script}
 		if strings.HasSuffix(script, ".py") {
-			argv = []string{"python3", script}
+			python := s.cfg.Python
+			if python == "" {
+				python = "python3"
+			}
+			argv = []string{python, script}
 		}
 	}
 	if len(argv) > 0 && argv[0] == selfCommand {

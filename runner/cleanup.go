@@ -69,6 +69,11 @@ func (s *Server) teardown(ctx context.Context, t *trial, db, dir bool) error {
 			errs = append(errs, fmt.Errorf("stop MCP server: %w", err))
 		}
 	}
+	if t.py != nil {
+		if err := t.py.close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop the Python tool host: %w", err))
+		}
+	}
 	if t.dir != "" {
 		// What left the servers' process groups (setsid, double fork) still
 		// carries the trial's environment entry, or descends from a process

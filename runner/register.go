@@ -20,6 +20,7 @@ import (
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/builtin"
+	"tolokaforge.io/operator/runner/tools/pyhost"
 )
 
 // RegisterTrial implements RunnerService.RegisterTrial.
@@ -245,13 +246,17 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 			}
 		}
 	}
+	pyInfos, err := s.startPython(ctx, t, lay, append(append([]toolPlan(nil), agentPlans...), userPlans...), initial)
+	if err != nil {
+		return err
+	}
 	env := builtin.Env{Store: t.db, Root: lay.files}
 	for _, side := range []struct {
 		plans []toolPlan
 		reg   *tools.Registry
 	}{{agentPlans, t.agent}, {userPlans, t.user}} {
 		for _, p := range side.plans {
-			e, err := s.entry(p, env, sessions, remoteTools)
+			e, err := s.entry(p, env, sessions, remoteTools, t.py, pyInfos)
 			if err != nil {
 				return fmt.Errorf("%s (%s): %w", p.path, p.schema.Name, err)
 			}
@@ -263,7 +268,7 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 	return nil
 }
 
-func (s *Server) entry(p toolPlan, env builtin.Env, sessions map[string]*mcpSession, remote map[string]map[string]json.RawMessage) (*tools.Entry, error) {
+func (s *Server) entry(p toolPlan, env builtin.Env, sessions map[string]*mcpSession, remote map[string]map[string]json.RawMessage, py *pySession, pyInfos map[string]pyhost.Info) (*tools.Entry, error) {
 	e := &tools.Entry{
 		Name:        p.schema.Name,
 		Description: p.schema.Description,
@@ -282,6 +287,11 @@ func (s *Server) entry(p toolPlan, env builtin.Env, sessions map[string]*mcpSess
 		}
 		if e.Description == "" {
 			e.Description = p.builtin.Description
+		}
+	case p.py != nil:
+		var err error
+		if params, err = pythonEntry(e, p, py, pyInfos[p.schema.Name]); err != nil {
+			return nil, err
 		}
 	case p.mcp != nil:
 		e.Adapter = tools.AdapterMCPServer

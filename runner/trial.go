@@ -26,6 +26,7 @@ type trial struct {
 
 	agent, user    *tools.Registry
 	sessions       []*mcpSession
+	py             *pySession // the Python tool host, nil without Python tools
 	defaultTimeout time.Duration
 
 	mu      sync.Mutex

@@ -8,25 +8,21 @@ import (
 // toolsetBuiltin is the toolset name of the runner's builtin tools.
 const toolsetBuiltin = "builtin"
 
-// CheckRunnable refuses a tool whose implementation the Go runner cannot
-// load: tau_sync and mcp_async name Python classes, docker_compose_exec runs
-// the tool inside a docker compose service. The Task controller, pack
-// import/validate and the runner's RegisterTrial all ask this one function,
-// so a pack that cannot run is refused before any pod or token, with the same
-// words everywhere.
+// CheckRunnable refuses a tool whose implementation the runner cannot load:
+// docker_compose_exec runs the tool inside a docker compose service. Python
+// tools (tau_sync, mcp_async) run in the runner's Python tool host. The Task
+// controller, pack import/validate and the runner's RegisterTrial all ask
+// this one function, so a pack that cannot run is refused before any pod or
+// token, with the same words everywhere.
 func (ts *ToolSchema) CheckRunnable() error {
 	src := ts.Source
-	if src == nil || src.Toolset == toolsetBuiltin || src.InvocationStyle == InvocationMCPServer {
+	if src == nil || src.Toolset == toolsetBuiltin || src.InvocationStyle != invocationDockerComposeExec {
 		return nil
 	}
-	what := "loads a Python class, which this Go runner cannot run"
-	if src.InvocationStyle == invocationDockerComposeExec {
-		// Not a class: the tool is a command run in a compose service's container,
-		// and the runner has no container runtime to start one.
-		what = "runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers"
-	}
-	return fmt.Errorf("source.invocation_style %q %s; supported styles: %s (source null or toolset %q) and %s",
-		src.InvocationStyle, what, toolsetBuiltin, toolsetBuiltin, InvocationMCPServer)
+	// Not a class: the tool is a command run in a compose service's container,
+	// and the runner has no container runtime to start one.
+	return fmt.Errorf("source.invocation_style %q runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; supported styles: %s (source null or toolset %q), %s, %s and %s",
+		src.InvocationStyle, toolsetBuiltin, toolsetBuiltin, InvocationTauSync, invocationMCPAsync, InvocationMCPServer)
 }
 
 // CheckRunnable is ToolSchema.CheckRunnable over every agent and user tool,
@@ -45,3 +41,7 @@ func (t *TaskDescription) CheckRunnable() error {
 	}
 	return errors.Join(errs...)
 }
+
+// InvocationMCPAsync is the style of a TlkMcpCore-style Python tool class
+// (async run_with_validation(db, arguments)).
+const InvocationMCPAsync = invocationMCPAsync

@@ -15,12 +15,10 @@ func TestCheckRunnable(t *testing.T) {
 		{"no source is a builtin", nil, ""},
 		{"builtin toolset", &ToolSource{Toolset: "builtin", ClassName: "calculator"}, ""},
 		{"mcp server", &ToolSource{InvocationStyle: InvocationMCPServer, MCPServerScript: &script}, ""},
-		{"tau_sync", &ToolSource{Toolset: "tau", InvocationStyle: InvocationTauSync, ClassName: "GetOrder"},
-			`task.agent_tools[0] (get_order): source.invocation_style "tau_sync" loads a Python class, which this Go runner cannot run; supported styles: builtin (source null or toolset "builtin") and mcp_server`},
-		{"mcp_async", &ToolSource{Toolset: "x", InvocationStyle: invocationMCPAsync},
-			`task.agent_tools[0] (get_order): source.invocation_style "mcp_async" loads a Python class`},
+		{"tau_sync runs in the Python tool host", &ToolSource{Toolset: "tau", InvocationStyle: InvocationTauSync, ModulePath: "tau_tools.get_order", ClassName: "GetOrder"}, ""},
+		{"mcp_async runs in the Python tool host", &ToolSource{Toolset: "x", InvocationStyle: InvocationMCPAsync, ModulePath: "tools.search", ClassName: "Search"}, ""},
 		{"docker_compose_exec", &ToolSource{Toolset: "x", InvocationStyle: invocationDockerComposeExec},
-			`task.agent_tools[0] (get_order): source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; supported styles: builtin (source null or toolset "builtin") and mcp_server`},
+			`task.agent_tools[0] (get_order): source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; supported styles: builtin (source null or toolset "builtin"), tau_sync, mcp_async and mcp_server`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,8 +33,8 @@ func TestCheckRunnable(t *testing.T) {
 		})
 	}
 	both := &TaskDescription{
-		AgentTools: []ToolSchema{{Name: "a", Source: &ToolSource{InvocationStyle: InvocationTauSync}}},
-		UserTools:  []ToolSchema{{Name: "u", Source: &ToolSource{InvocationStyle: invocationMCPAsync}}},
+		AgentTools: []ToolSchema{{Name: "a", Source: &ToolSource{InvocationStyle: invocationDockerComposeExec}}},
+		UserTools:  []ToolSchema{{Name: "u", Source: &ToolSource{InvocationStyle: invocationDockerComposeExec}}},
 	}
 	if err := both.CheckRunnable(); err == nil || !strings.Contains(err.Error(), "task.agent_tools[0] (a)") || !strings.Contains(err.Error(), "task.user_tools[0] (u)") {
 		t.Fatalf("both sides: %v", err)
