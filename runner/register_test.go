@@ -179,16 +179,12 @@ func TestRegisterRefusesUnrunnableTools(t *testing.T) {
 	py := func(name, style string) obj {
 		return tool(name, "source", obj{"toolset": "airline", "module_path": "tau_tools.book", "class_name": "Book", "invocation_style": style})
 	}
-	styles := "supported styles: builtin (source null or toolset \"builtin\") and mcp_server"
+	styles := "supported styles: builtin (source null or toolset \"builtin\"), tau_sync, mcp_async and mcp_server"
 	cases := []struct {
 		name  string
 		tools []any
 		want  string
 	}{
-		{"tau_sync", []any{tool("think"), py("book_reservation", "tau_sync")},
-			`task.agent_tools[1] (book_reservation): source.invocation_style "tau_sync" loads a Python class, which this Go runner cannot run; ` + styles},
-		{"mcp_async", []any{py("search", "mcp_async")},
-			`task.agent_tools[0] (search): source.invocation_style "mcp_async" loads a Python class, which this Go runner cannot run; ` + styles},
 		{"docker_compose_exec", []any{py("bash", "docker_compose_exec")},
 			`task.agent_tools[0] (bash): source.invocation_style "docker_compose_exec" runs the tool as a command in a docker compose service's container (docker compose exec), and this runner starts no containers; ` + styles},
 		{"unknown builtin", []any{tool("teleport")},
