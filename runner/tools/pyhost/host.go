@@ -219,6 +219,18 @@ type answer struct {
 	Learned map[string]string            `json:"learned"`
 }
 
+// decodeAnswer reads one line of the host's protocol.
+func decodeAnswer(line []byte) (*answer, error) {
+	var a answer
+	if err := json.Unmarshal(line, &a); err != nil {
+		return nil, fmt.Errorf("python tool host answered something that is not its protocol: %w", err)
+	}
+	if !a.OK && a.Error == "" {
+		a.Error = "python tool host answered a failure without a message"
+	}
+	return &a, nil
+}
+
 // roundTrip sends one request and waits for its answer. A context that ends
 // first kills the host: it may be mid-call, and nothing else can stop it.
 func (h *Host) roundTrip(ctx context.Context, req any) (*answer, error) {
@@ -237,38 +249,26 @@ func (h *Host) roundTrip(ctx context.Context, req any) (*answer, error) {
 		_, err := h.stdin.Write(buf.Bytes())
 		werr <- err
 	}()
-	select {
-	case line, ok := <-h.lines:
-		if !ok {
-			return nil, h.died()
-		}
-		var a answer
-		if err := json.Unmarshal(line, &a); err != nil {
-			h.Close()
-			return nil, fmt.Errorf("python tool host answered something that is not its protocol: %w", err)
-		}
-		return &a, nil
-	case <-ctx.Done():
-		h.Close()
-		return nil, ctx.Err()
-	case err := <-werr:
-		if err != nil {
-			return nil, fmt.Errorf("write to the python tool host: %w (%w)", err, h.died())
-		}
+	for {
 		select {
 		case line, ok := <-h.lines:
 			if !ok {
 				return nil, h.died()
 			}
-			var a answer
-			if err := json.Unmarshal(line, &a); err != nil {
+			a, err := decodeAnswer(line)
+			if err != nil {
 				h.Close()
-				return nil, fmt.Errorf("python tool host answered something that is not its protocol: %w", err)
+				return nil, err
 			}
-			return &a, nil
+			return a, nil
 		case <-ctx.Done():
 			h.Close()
 			return nil, ctx.Err()
+		case err := <-werr:
+			if err != nil {
+				return nil, fmt.Errorf("write to the python tool host: %w (%w)", err, h.died())
+			}
+			werr = nil // written: wait for the answer
 		}
 	}
 }
