@@ -18,7 +18,7 @@ GO_TEST_FLAGS ?= -race -count=1
 # Suites that start a control plane (they skip, saying why, without KUBEBUILDER_ASSETS).
 ENVTEST_PKGS = ./api/v1alpha1/... ./controllers/... ./test/podsim/...
 
-.PHONY: all help build tools protoc generate manifests verify-generated verify-proto verify-imports \
+.PHONY: all help build tools protoc python-deps generate manifests verify-generated verify-proto verify-imports \
         vet lint test test-unit test-envtest envtest bench fuzz demo clean build-dev
 
 all: build
@@ -38,7 +38,14 @@ build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod
 	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
 ## ---- tools ----------------------------------------------------------------
-tools: protoc $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck ## Install protoc (Debian) and the pinned Go tools.
+tools: protoc python-deps $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck ## Install protoc (Debian) and the pinned Go tools.
+
+# python-deps: Debian's python3 with pydantic and email-validator, which the
+# Python tool host's tests and the upstream packs' tools (food_delivery_2) need.
+python-deps:
+	@test -x /usr/bin/python3 && /usr/bin/python3 -c 'import pydantic, email_validator' 2>/dev/null || { \
+	  echo "installing python3, python3-pydantic, python3-email-validator (Debian)"; \
+	  (apt-get update -qq && apt-get install -y -qq python3 python3-pydantic python3-email-validator) >/dev/null; }
 
 protoc:
 	@command -v protoc >/dev/null || { echo "installing protobuf-compiler (Debian)"; \

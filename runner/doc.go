@@ -24,9 +24,16 @@
 // category "read", lazily: before anything next reads the DB). Table reads by
 // builtin tools are cached per DB version, which only the runner moves.
 //
+// Python tools (tau_sync, mcp_async, and the tools of a .py mcp_server_script
+// holding a TOOLS registry) run in one Python tool host per trial
+// (runner/tools/pyhost), a cache of the DB service in the same way: reloaded
+// when the DB moved, and a call's record-level changes written in one
+// if_version-guarded PATCH per table (python.go).
+//
 // Imports: api/authn, api/canonical, api/logging, api/runnerpb, api/task,
 // dbservice/client, runner/grading (the Env/Grader contract; Main's default
 // Grader), runner/grading/judge (the default --secrets-dir), runner/proc,
-// runner/tools, runner/tools/builtin, runner/tools/mcpclient, the standard
-// library, github.com/go-logr/logr and google.golang.org/grpc.
+// runner/tools, runner/tools/builtin, runner/tools/mcpclient,
+// runner/tools/pyhost, the standard library, github.com/go-logr/logr and
+// google.golang.org/grpc.
 package runner

@@ -68,7 +68,7 @@ func benchPythonTool(b *testing.B, n int) {
 		oid := fmt.Sprintf("order_%d", i)
 		orders[i] = obj{"order_id": oid, "user_id": fmt.Sprintf("user_%d", i%500), "status": "Pending",
 			"menu_items_list": []any{obj{"menu_item_id": "item_1", "quantity": 1, "price": 1271}},
-			"total_price": 1271, "updated_at": "2025-03-02T13:00:00"}
+			"total_price":     1271, "updated_at": "2025-03-02T13:00:00"}
 	}
 	src := obj{"toolset": "food_delivery_2", "module_path": "tau_tools.cancel_order", "class_name": "CancelOrder",
 		"invocation_style": "tau_sync", "extra": obj{"dict_tables": obj{"orders": "order_id"}}}
