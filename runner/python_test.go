@@ -431,3 +431,58 @@ func TestGoldenActionsEquivalence(t *testing.T) {
 		})
 	}
 }
+
+// A write from elsewhere (a builtin tool) reaches the host before its next call.
+func TestPythonToolSeesBuiltinWrite(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython())
+	id := "food-builtin"
+	doc := foodTask(t, false)
+	doc["agent_tools"] = append(doc["agent_tools"].([]any), tool("db_update"))
+	h.mustRegister(t, id, doc)
+	h.mustExec(t, id, call{tool: "db_update", args: `{"table":"orders","filter":{"order_id":"order_53"},"set":{"status":"Delivered"}}`, callID: "c1"})
+	out := h.mustExec(t, id, call{tool: "get_order_details", args: `{"order_id":"order_53"}`, callID: "c2"})
+	if !strings.Contains(out, `"status": "Delivered"`) {
+		t.Fatalf("the host did not see the builtin's write: %s", out)
+	}
+}
+
+// A call that overruns its budget kills the host; the next call runs on a
+// new host loaded from the DB, which holds nothing of the killed call.
+func TestPythonToolTimeoutRebuildsHost(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython())
+	code := "import time\n" +
+		"class Slow:\n    @staticmethod\n    def invoke(data, k):\n        data['kv'][k]['v'] = 'slow'\n        time.sleep(30)\n        return 'late'\n" +
+		"class Get:\n    @staticmethod\n    def invoke(data, k):\n        return data['kv'][k]['v']\n"
+	src := func(class string) obj {
+		return obj{"toolset": "t", "module_path": "kv.tools", "class_name": class, "invocation_style": "tau_sync",
+			"extra": obj{"dict_tables": obj{"kv": "k"}}}
+	}
+	doc := baseTask([]any{
+		obj{"name": "slow", "description": "x", "source": src("Slow"), "parameters": obj{"type": "object"}},
+		obj{"name": "get", "description": "x", "source": src("Get"), "parameters": obj{"type": "object"}},
+	}, nil, obj{"kv": []any{obj{"k": "a", "v": "start"}}})
+	doc["tool_artifacts"] = obj{"kv/tools.py": base64.StdEncoding.EncodeToString([]byte(code))}
+	h.mustRegister(t, "slow", doc)
+	r := h.exec(t, "slow", call{tool: "slow", args: `{"k":"a"}`, callID: "c1", timeout: 0.5})
+	if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_TIMEOUT {
+		t.Fatalf("slow: %s %q", r.GetStatus(), r.GetErrorMessage())
+	}
+	if out := h.mustExec(t, "slow", call{tool: "get", args: `{"k":"a"}`, callID: "c2"}); out != "start" {
+		t.Fatalf("after the timeout the host holds %q, want the DB's %q", out, "start")
+	}
+}
+
+// A .py mcp_server_script without a TOOLS registry is a stdio MCP server,
+// started with Config.Python.
+func TestPythonStdioServerUsesConfiguredInterpreter(t *testing.T) {
+	h := startRunner(t, nil, func(c *runner.Config) { c.Python = "/nonexistent/python-for-test" })
+	doc := baseTask([]any{obj{"name": "ping", "description": "x", "source": obj{"toolset": "t", "module_path": "", "class_name": "ping",
+		"invocation_style": "mcp_server", "mcp_server_script": "srv.py"}}}, nil, nil)
+	doc["tool_artifacts"] = obj{"srv.py": base64.StdEncoding.EncodeToString([]byte("import sys\nprint('not a registry')\n"))}
+	resp := h.register(t, "stdio", doc)
+	if resp.GetSuccess() || !strings.Contains(resp.GetError(), `"/nonexistent/python-for-test"`) {
+		t.Fatalf("got success=%v error %q, want the configured interpreter named", resp.GetSuccess(), resp.GetError())
+	}
+}
