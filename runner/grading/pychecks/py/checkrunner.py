@@ -67,6 +67,12 @@ def details_json(details):
         return json.dumps({"unserializable_details": repr(details)[:2000], "error": str(e)})
 
 
+def suite_traceback(exc):
+    """The traceback from the suite's own frame on: the runner's frame above it
+    names a temp folder and says nothing about the suite."""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+
+
 def describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
@@ -105,26 +111,26 @@ def load_suite(ci, req):
     try:
         spec.loader.exec_module(module)
     except ModuleNotFoundError as e:
-        suite_error("module", f"importing {name}: {describe(e)}", root, module=e.name or "", tb=traceback.format_exc())
+        suite_error("module", describe(e), root, module=e.name or "", tb=traceback.format_exc())
         return None
     except SyntaxError as e:
         where = shorten(e.filename or name, root)
-        suite_error("syntax", f"{name} does not compile: SyntaxError at {where}:{e.lineno}: {e.msg}", root,
+        suite_error("syntax", f"SyntaxError at {where}:{e.lineno}: {e.msg}", root,
                     tb=traceback.format_exc())
         return None
     except BaseException as e:  # a suite's import may raise anything, SystemExit included
-        suite_error("import", f"importing {name} raised {describe(e)}", root, tb=traceback.format_exc())
+        suite_error("import", f"importing it raised {describe(e)}", root, tb=traceback.format_exc())
         return None
     finally:
         sys.modules.pop("task_checks", None)
     version = ci.get_interface_version()
     if version not in ci.SUPPORTED_VERSIONS:
         supported = ", ".join(f'"{v}"' for v in ci.SUPPORTED_VERSIONS)
-        suite_error("interface", f'{name} declares interface_version "{version}" in @init; supported: {supported}', root)
+        suite_error("interface", f'@init declares interface_version "{version}"; supported: {supported}', root)
         return None
     checks = ci.get_registered_checks()
     if not checks:
-        suite_error("no_checks", f"{name} defines no @check function", root)
+        suite_error("no_checks", "defines no @check function", root)
         return None
     emit({"event": "loaded", "checks": list(checks), "interface_version": version})
     return ci.get_init_func(), checks
@@ -136,7 +142,7 @@ def run_check(ci, name, fn, root):
         out = fn()
     except BaseException as e:
         r.update(status="error", message=f"raised {describe(e)}",
-                 details_json=details_json({"traceback": shorten(traceback.format_exc(), root)}))
+                 details_json=details_json({"traceback": shorten(suite_traceback(e), root)}))
         return r
     if isinstance(out, (ci.CheckPassed, ci.CheckFailed)):
         score = out.score
@@ -183,7 +189,7 @@ def main():
             init_fn(ctx)
         except BaseException as e:
             suite_error("init", f"the @init function {init_fn.__name__} raised {describe(e)}", root,
-                        tb=traceback.format_exc())
+                        tb=suite_traceback(e))
             emit({"event": "done"})
             return
     for name, fn in checks.items():
