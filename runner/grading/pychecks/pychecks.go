@@ -136,7 +136,11 @@ type SuiteError struct {
 	Kind string // start, module, syntax, import, interface, no_checks, context, init, timeout, exited, protocol
 	// Module is the module an import could not find (Kind "module").
 	Module string
-	msg    string
+	// Unfinished are the checks that loaded but did not report (Kind "timeout"
+	// or "exited"); Report.Results carries an error result for each after a
+	// timeout.
+	Unfinished []string
+	msg        string
 }
 
 func (e *SuiteError) Error() string { return e.msg }
@@ -434,20 +438,24 @@ func (w *reportWriter) finish(file string, relImports []string, timeout time.Dur
 					Message: fmt.Sprintf("did not finish within the suite's timeout_seconds (%s)", timeout)})
 			}
 		}
-		return rep, &SuiteError{Kind: "timeout", msg: msg}
+		return rep, &SuiteError{Kind: "timeout", Unfinished: unfinished, msg: msg}
 	}
 	how := "exited"
 	if waitErr != nil {
 		how = "exited (" + waitErr.Error() + ")"
 	}
 	msg := fmt.Sprintf("%sthe check runner %s before reporting every check", prefix, how)
-	if len(unfinished) > 0 && w.loaded {
+	if len(unfinished) > 0 {
 		msg += "; checks that did not finish: " + strings.Join(unfinished, ", ")
 	}
 	if tail := stderr.tail(stderrTail); tail != "" {
 		msg += fmt.Sprintf("; stderr tail: %q", tail)
 	}
-	return rep, &SuiteError{Kind: "exited", msg: msg}
+	for _, name := range unfinished {
+		rep.Results = append(rep.Results, &runnerpb.CustomCheckResult{CheckName: name, Status: StatusError, DetailsJson: "{}",
+			Message: "did not finish: the check runner exited before reporting it"})
+	}
+	return rep, &SuiteError{Kind: "exited", Unfinished: unfinished, msg: msg}
 }
 
 func quoteList(xs []string) string {

@@ -348,7 +348,7 @@ def b():
     sys.stderr.write("about to exit\n")
     sys.stderr.flush()
     os._exit(3)
-`, want: []res{{"a", "passed", 1, "Check passed"}}, kind: "exited",
+`, want: []res{{"a", "passed", 1, "Check passed"}, {"b", "error", 0, "did not finish: the check runner exited before reporting it"}}, kind: "exited",
 			wantErr: `Python checks checks.py: the check runner exited (exit status 3) before reporting every check; checks that did not finish: b; stderr tail: "about to exit"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
