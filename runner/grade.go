@@ -96,6 +96,16 @@ func (e *trialEnv) VerifierSite() grading.VerifierSite {
 	return grading.VerifierSite{Dir: newLayout(e.t.dir).verifier, Env: []string{trialTag(e.t.dir)}}
 }
 
+// PythonSite runs a Python custom-check suite as the trial's tools run: the
+// runner's interpreter, the trial's unpacked tool_artifacts, its tool limits and
+// tag; the check runner is written beside the verifier's directory, out of every
+// file tool's reach.
+func (e *trialEnv) PythonSite() grading.PythonSite {
+	lay := newLayout(e.t.dir)
+	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.artifacts, ScratchDir: lay.verifier,
+		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}}
+}
+
 // Replay runs one golden action through the adapter ExecuteTool uses, within
 // the tool's own budget, without recording it. The DB's version is read first:
 // grading resets it directly, and an MCP server must be reloaded from the DB

@@ -329,6 +329,20 @@ func (t *TaskDescription) validate(c *checker, path string) {
 	}
 	if t.Grading != nil {
 		t.Grading.validate(c, joinKey(path, "grading"))
+		t.validatePythonChecksFile(c, joinKey(path, "grading"))
+	}
+}
+
+// validatePythonChecksFile refuses a Python custom-check suite whose file the task
+// does not ship: the runner reads it from the unpacked tool_artifacts, and a missing
+// one would only fail the grade after the agent spent its budget.
+func (t *TaskDescription) validatePythonChecksFile(c *checker, gradingPath string) {
+	cc := t.Grading.CustomChecks
+	if cc == nil || cc.File == "" {
+		return
+	}
+	if _, ok := t.ToolArtifacts[cc.File]; !ok {
+		c.failf(joinKey(joinKey(gradingPath, "custom_checks"), "file"), "%q is not among the task's tool_artifacts", cc.File)
 	}
 }
 

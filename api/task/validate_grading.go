@@ -300,10 +300,68 @@ func (cc *CustomChecks) validate(c *checker, p string) {
 			c.nonNegative(joinKey(ip, "weight"), *ch.Weight)
 		}
 	}
-	if cc.Enabled && len(cc.Checks) > 0 && allZero(len(cc.Checks), func(i int) *float64 { return cc.Checks[i].Weight }, DefaultCheckWeight) {
+	cc.validatePythonSuite(c, p)
+	if cc.Enabled && cc.File == "" && len(cc.Checks) > 0 && allZero(len(cc.Checks), func(i int) *float64 { return cc.Checks[i].Weight }, DefaultCheckWeight) {
 		c.failf(joinKey(p, "checks"), "every check's weight is 0, so no check can reach a scored verdict and custom_checks would "+
 			"be left unscored on every trial after the agent's budget is spent; give at least one check a positive weight")
 	}
+}
+
+// SupportedCheckInterfaces are the checks_interface versions a Python suite may
+// declare (custom_checks.interface_version, and its @init at grade time).
+var SupportedCheckInterfaces = []string{"1.0"}
+
+// validatePythonSuite checks the Python suite's keys (file, relative_imports,
+// timeout_seconds, interface_version); whether file is among the tool_artifacts is
+// the TaskDescription's check (validatePythonChecksFile).
+func (cc *CustomChecks) validatePythonSuite(c *checker, p string) {
+	if cc.File == "" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"relative_imports", len(cc.RelativeImports) > 0}, {"timeout_seconds", cc.TimeoutSeconds != 0}, {"interface_version", cc.InterfaceVersion != ""}} {
+			if k.set {
+				c.failf(joinKey(p, k.key), "only with custom_checks.file, the Python suite it configures")
+			}
+		}
+		return
+	}
+	fp := joinKey(p, "file")
+	switch clean := path.Clean(cc.File); {
+	case path.IsAbs(cc.File):
+		c.failf(fp, "%q is an absolute path; want a path among the task's tool_artifacts", cc.File)
+	case clean == ".." || strings.HasPrefix(clean, "../"):
+		c.failf(fp, "%q leaves the task's tool_artifacts", cc.File)
+	case clean != cc.File:
+		c.failf(fp, "%q is not a clean path; write %q, as tool_artifacts names it", cc.File, clean)
+	case path.Ext(cc.File) != ".py":
+		c.failf(fp, "%q is not a Python file (.py)", cc.File)
+	}
+	dir := path.Dir(cc.File)
+	for i, ri := range cc.RelativeImports {
+		ip := joinIndex(joinKey(p, "relative_imports"), i)
+		joined := path.Join(dir, ri)
+		switch {
+		case ri == "":
+			c.failf(ip, "required")
+		case path.IsAbs(ri):
+			c.failf(ip, "%q is an absolute path; want a folder relative to the folder of %q", ri, cc.File)
+		case joined == ".." || strings.HasPrefix(joined, "../"):
+			c.failf(ip, "%q from the folder of %q leaves the task's tool_artifacts", ri, cc.File)
+		}
+	}
+	c.seconds(joinKey(p, "timeout_seconds"), cc.TimeoutSeconds)
+	if v := cc.InterfaceVersion; v != "" && !isMember(v, SupportedCheckInterfaces) {
+		c.failf(joinKey(p, "interface_version"), "%q is not supported (supported: %s)", v, quotedList(SupportedCheckInterfaces))
+	}
+}
+
+func quotedList(xs []string) string {
+	q := make([]string, len(xs))
+	for i, x := range xs {
+		q[i] = fmt.Sprintf("%q", x)
+	}
+	return strings.Join(q, ", ")
 }
 
 // allZero reports whether each of n weights (nil meaning def) is 0.
@@ -339,7 +397,7 @@ func (g *GradingConfig) ConfiguredComponents() []string {
 	if g.LLMJudge != nil {
 		out = append(out, ComponentLLMJudge)
 	}
-	if cc := g.CustomChecks; cc != nil && cc.Enabled && len(cc.Checks) > 0 {
+	if cc := g.CustomChecks; cc != nil && cc.Enabled && (len(cc.Checks) > 0 || cc.File != "") {
 		out = append(out, ComponentCustomChecks)
 	}
 	return out

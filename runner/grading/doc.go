@@ -29,7 +29,15 @@
 // timeline, termination_reason and task, compiled by api/task's function that validated
 // them at RegisterTrial, each under a cost limit and a timeout (WithCELLimits); a check
 // that errors fails the RPC under fail_on_error (the default), otherwise it leaves the
-// component unscored.
+// component unscored. custom_checks.file adds a Python suite written against
+// Tolokaforge's checks_interface, run by runner/grading/pychecks from the task's
+// tool_artifacts (Env.PythonSite) over upstream's CheckContext: the transcript with its
+// tool calls and results, the whole initial (registered) and final (current) tables,
+// dict-shaped pack tables rebuilt as dicts. Its checks join the CEL checks' weighted
+// mean at weight 1 with their own scores (upstream's partial credit); a Python check
+// that raises is an error scored 0, not excluded, since the agent shapes the state it
+// reads; a suite that cannot run to the end (import, interface_version, @init, its
+// timeout_seconds) is a suite failure under the fail_on_error rule.
 //
 // The LLM rubric judge (eval_judge.go here: when it runs, the ledger, the weight share
 // that makes its failure fail the RPC) calls its model through runner/grading/judge:
@@ -69,10 +77,12 @@
 // themselves (eval_*.go, with the state checks' replay.go, diff.go, unified.go,
 // compare.go, pathglob.go and the trace checks' trace_select.go and trace_kinds.go).
 // Its subpackages never import it: runner/grading/timeline (the joined timeline),
-// runner/grading/judge (the rubric judge) and runner/grading/gradefmt (the score rounding and formats they all share).
+// runner/grading/judge (the rubric judge), runner/grading/pychecks (the Python check
+// runner) and runner/grading/gradefmt (the score rounding and formats they all share).
 //
 // Imports: api/canonical, api/llm, api/runnerpb, api/task, dbservice/client,
-// runner/grading/gradefmt, runner/grading/judge, runner/grading/timeline, runner/proc,
+// runner/grading/gradefmt, runner/grading/judge, runner/grading/pychecks,
+// runner/grading/timeline, runner/proc,
 // the standard library, cel.dev/cel-go, github.com/go-logr/logr and
 // github.com/theory/jsonpath. It never
 // imports the runner.

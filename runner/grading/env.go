@@ -7,6 +7,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // Env is what GradeTrial needs from the runner's registration of one trial. The
@@ -42,6 +43,26 @@ type Env interface {
 	// VerifierSite is where a test_execution verifier runs: outside every tool's
 	// reach, so nothing the agent does changes the verifier or its verdict.
 	VerifierSite() VerifierSite
+	// PythonSite is how a Python custom-check suite runs for the trial.
+	PythonSite() PythonSite
+}
+
+// PythonSite is where and how a task's Python custom-check suite runs
+// (runner/grading/pychecks).
+type PythonSite struct {
+	// Python is the interpreter (the runner's --python); empty: "python3" on PATH.
+	Python string
+	// ArtifactsDir holds the task's unpacked tool_artifacts: the suite's file and
+	// its relative_imports resolve there.
+	ArtifactsDir string
+	// ScratchDir is a directory of the trial's own, outside every tool's root,
+	// where each grade writes the check runner (and removes it after).
+	ScratchDir string
+	// Limits are the rlimits the suite runs under, as tool processes do.
+	Limits proc.Limits
+	// Env is what the suite's environment carries beside the minimal set: the
+	// trial's tag, so the trial's teardown also finds what it left running.
+	Env []string
 }
 
 // Request is GradeTrial's input after transport decoding.

@@ -17,6 +17,8 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/grading/pychecks"
+	"tolokaforge.io/operator/runner/grading/timeline"
 )
 
 // Bounds of one custom-check expression.
@@ -143,6 +145,52 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 		g.ledger.skipped(skipCustomDisabled, keys...)
 		return verdict{}, nil
 	}
+	failOnError := cc.FailOnError == nil || *cc.FailOnError
+	var outs []customOutcome
+	var st suiteState
+	if len(cc.Checks) > 0 {
+		results, errored, err := e.runCEL(ctx, g, cc)
+		if err != nil {
+			return verdict{}, err
+		}
+		if len(errored) > 0 && failOnError {
+			return verdict{}, gradingError(fmt.Errorf("custom_checks failed to run (fail_on_error is true): %s", errored[0]))
+		}
+		st.excluded = errored
+		for i, r := range results {
+			w := task.DefaultCheckWeight
+			if cc.Checks[i].Weight != nil {
+				w = *cc.Checks[i].Weight
+			}
+			outs = append(outs, customOutcome{r: r, weight: w})
+		}
+	}
+	if cc.File != "" {
+		pyOuts, suiteErr, err := runPythonSuite(ctx, g, cc)
+		if err != nil {
+			return verdict{}, err
+		}
+		if suiteErr != nil {
+			if failOnError {
+				return verdict{}, gradingError(fmt.Errorf("custom_checks failed to run (fail_on_error is true): %s", suiteErr))
+			}
+			st.suiteErr = suiteErr.Error()
+			for _, name := range suiteErr.Unfinished {
+				st.excluded = append(st.excluded, fmt.Sprintf("check %q: did not finish", name))
+			}
+		}
+		outs = append(outs, pyOuts...)
+	}
+	g.ledger.evaluated(keys...)
+	g.customResults = make([]*runnerpb.CustomCheckResult, len(outs))
+	for i, o := range outs {
+		g.customResults[i] = o.r
+	}
+	return scoreChecks(outs, st), nil
+}
+
+// runCEL runs the CEL checks; errored names each check that errored.
+func (e customEvaluator) runCEL(ctx context.Context, g *gradeCtx, cc *task.CustomChecks) ([]*runnerpb.CustomCheckResult, []string, error) {
 	checks := make([]compiledCheck, len(cc.Checks))
 	var reads celProgram
 	for i := range cc.Checks {
@@ -150,12 +198,12 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 		cp := compiledCheck{check: ch}
 		var err error
 		if cp.expr, err = e.programs.get(ch.Expr, g.opts); err != nil {
-			return verdict{}, notAsAuthored(g.id, fmt.Sprintf("custom_checks.checks[%d] (name %q): %v", i, ch.Name, err))
+			return nil, nil, notAsAuthored(g.id, fmt.Sprintf("custom_checks.checks[%d] (name %q): %v", i, ch.Name, err))
 		}
 		if ch.When != "" {
 			cp.hasWhen = true
 			if cp.when, err = e.programs.get(ch.When, g.opts); err != nil {
-				return verdict{}, notAsAuthored(g.id, fmt.Sprintf("custom_checks.checks[%d].when (name %q): %v", i, ch.Name, err))
+				return nil, nil, notAsAuthored(g.id, fmt.Sprintf("custom_checks.checks[%d].when (name %q): %v", i, ch.Name, err))
 			}
 		}
 		reads = reads.or(cp.expr).or(cp.when)
@@ -163,9 +211,8 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 	}
 	vars, err := celVars(ctx, g, reads)
 	if err != nil {
-		return verdict{}, err
+		return nil, nil, err
 	}
-
 	results := make([]*runnerpb.CustomCheckResult, len(checks))
 	var errored []string
 	for i, cp := range checks {
@@ -175,13 +222,7 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 			errored = append(errored, fmt.Sprintf("check %q: %s", r.CheckName, r.Message))
 		}
 	}
-	g.ledger.evaluated(keys...)
-	g.customResults = results
-
-	if len(errored) > 0 && (cc.FailOnError == nil || *cc.FailOnError) {
-		return verdict{}, gradingError(fmt.Errorf("custom_checks failed to run (fail_on_error is true): %s", errored[0]))
-	}
-	return scoreChecks(cc.Checks, results, errored), nil
+	return results, errored, nil
 }
 
 // run decides one check: its when guard first, then its expression.
@@ -249,46 +290,77 @@ func fromCEL(v any) canonical.Value {
 	return c
 }
 
-// scoreChecks folds the checks that reached a verdict. errored names the checks that
-// errored (only under fail_on_error: false): they are excluded from the mean and named,
-// and when nothing else reached a verdict their errors are the segment.
-func scoreChecks(checks []task.CustomCheck, results []*runnerpb.CustomCheckResult, errored []string) verdict {
+// customOutcome is one check's result as the fold reads it.
+type customOutcome struct {
+	r      *runnerpb.CustomCheckResult
+	weight float64
+	// errorScoresZero: a Python check that raised (or returned no result) is a
+	// verdict of 0, as upstream's aggregate counts it, not an exclusion: the agent
+	// shapes the state a check reads, and a state that makes the check crash must
+	// not take the check out of the mean.
+	errorScoresZero bool
+}
+
+// suiteState is what the fold names beside the results: errors excluded under
+// fail_on_error: false (CEL checks that errored, Python checks a suite failure
+// left unfinished) and the Python suite's own failure.
+type suiteState struct {
+	excluded []string
+	suiteErr string
+}
+
+// scoreChecks folds the checks that reached a verdict: the weighted mean of their
+// scores (a CEL check scores 1 or 0, a Python check its CheckPassed/CheckFailed score,
+// upstream's partial credit). Errors excluded under fail_on_error: false are counted
+// and named, and when nothing reached a verdict they, with the suite's failure, are
+// the segment.
+func scoreChecks(outs []customOutcome, st suiteState) verdict {
 	var weights, scores []float64
-	var passed, failed, skipped int
+	var passed, failed, skipped, zeroed int
 	var notes []string
-	for i, r := range results {
-		w := task.DefaultCheckWeight
-		if checks[i].Weight != nil {
-			w = *checks[i].Weight
-		}
-		switch r.Status {
-		case checkPassed:
+	for _, o := range outs {
+		r := o.r
+		switch {
+		case r.Status == checkPassed:
 			passed++
-			weights, scores = append(weights, w), append(scores, 1)
-		case checkFailed:
+			weights, scores = append(weights, o.weight), append(scores, r.Score)
+		case r.Status == checkFailed:
 			failed++
-			weights, scores = append(weights, w), append(scores, 0)
-		case checkSkipped:
+			weights, scores = append(weights, o.weight), append(scores, r.Score)
+		case r.Status == checkSkipped:
 			skipped++
+		case r.Status == checkError && o.errorScoresZero:
+			zeroed++
+			weights, scores = append(weights, o.weight), append(scores, 0)
 		}
 		if r.Status != checkPassed {
 			notes = append(notes, fmt.Sprintf("%s: %s: %s", r.CheckName, r.Status, r.Message))
 		}
 	}
+	if st.suiteErr != "" {
+		notes = append(notes, st.suiteErr)
+	}
 	counts := fmt.Sprintf("%d passed, %d failed, %d skipped", passed, failed, skipped)
-	if len(errored) > 0 {
-		counts += fmt.Sprintf(", %d errored and excluded under fail_on_error: false", len(errored))
+	if zeroed > 0 {
+		counts += fmt.Sprintf(", %d errored and scored 0", zeroed)
+	}
+	if len(st.excluded) > 0 {
+		counts += fmt.Sprintf(", %d errored and excluded under fail_on_error: false", len(st.excluded))
 	}
 	mean, ok, err := task.WeightedMean(weights, scores)
 	switch {
 	case err != nil:
 		// A weight validation refuses (not finite, negative): no score beats a NaN one.
 		return verdict{segment: "Custom checks: no score — " + err.Error()}
-	case !ok && len(errored) > 0:
-		return verdict{segment: "Custom checks: the suite failed to run — " + strings.Join(errored, "; ")}
+	case !ok && (len(st.excluded) > 0 || st.suiteErr != ""):
+		failures := st.excluded
+		if st.suiteErr != "" {
+			failures = append(append([]string(nil), failures...), st.suiteErr)
+		}
+		return verdict{segment: "Custom checks: the suite failed to run — " + strings.Join(failures, "; ")}
 	case !ok:
 		seg := "Custom checks: no check reached a verdict — " + counts
-		if len(checks) == 0 {
+		if len(outs) == 0 {
 			seg = "Custom checks: no check reached a verdict — the suite declares none"
 		}
 		return verdict{segment: seg}
@@ -388,4 +460,165 @@ func celValue(v canonical.Value) any {
 		return out
 	}
 	return types.NullValue
+}
+
+// runPythonSuite runs custom_checks.file over the trial. suiteErr is a suite that
+// did not run to the end (its finished checks are still returned); err is a fault
+// outside the suite (the DB service, the runner's own files, cancellation).
+func runPythonSuite(ctx context.Context, g *gradeCtx, cc *task.CustomChecks) ([]customOutcome, *pychecks.SuiteError, error) {
+	cctx, err := pythonContext(ctx, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	site := g.env.PythonSite()
+	timeout := pychecks.DefaultTimeout
+	if cc.TimeoutSeconds > 0 {
+		timeout = time.Duration(cc.TimeoutSeconds * float64(time.Second))
+	}
+	rep, err := pychecks.Run(ctx, pychecks.Site{Python: site.Python, ArtifactsDir: site.ArtifactsDir, ScratchDir: site.ScratchDir,
+		Limits: site.Limits, Env: site.Env}, pychecks.Suite{File: cc.File, RelativeImports: cc.RelativeImports, Timeout: timeout}, cctx)
+	var suiteErr *pychecks.SuiteError
+	if err != nil && !errors.As(err, &suiteErr) {
+		return nil, nil, gradingError(err)
+	}
+	var outs []customOutcome
+	if rep != nil {
+		unfinished := map[string]bool{}
+		if suiteErr != nil {
+			for _, n := range suiteErr.Unfinished {
+				unfinished[n] = true
+			}
+		}
+		for _, r := range rep.Results {
+			outs = append(outs, customOutcome{r: r, weight: task.DefaultCheckWeight, errorScoresZero: !unfinished[r.CheckName]})
+		}
+	}
+	g.opts.log.V(1).Info("python custom checks ran", "trial", g.id, "file", cc.File, "results", len(outs), "suite_failed", suiteErr != nil)
+	return outs, suiteErr, nil
+}
+
+// pythonContext is the suite's CheckContext. The states are upstream's: the whole
+// tables, unstable fields included (a check may compare updated_at, and a stable
+// final state beside a full initial one would make every unstable field look
+// changed), with dict-shaped pack tables rebuilt as dicts. The initial state is the
+// registered tables; the final one the DB service's current state, after the tool
+// servers' tables are synced into it.
+func pythonContext(ctx context.Context, g *gradeCtx) (*pychecks.Context, error) {
+	keys := dictTableKeys(g.task)
+	var initial map[string]json.RawMessage
+	if st := g.task.InitialState; st != nil {
+		initial = st.Tables
+	}
+	if err := g.syncState(ctx); err != nil {
+		return nil, err
+	}
+	resp, err := g.env.DB().State(ctx, g.id, nil)
+	if err != nil {
+		return nil, hashFailed("StableStateError: reading the trial's state for the Python custom checks", err)
+	}
+	if g.trialHash != "" && resp.StableHash != g.trialHash {
+		return nil, hashFailed(fmt.Sprintf("RestoreMismatch: after restoring %s the trial's stable state hashes to %s, not the %s it held before golden replay",
+			snapshotName, resp.StableHash, g.trialHash), nil)
+	}
+	meta := map[string]json.RawMessage{}
+	var tags []string
+	for k, v := range g.task.Metadata {
+		meta[k] = v
+	}
+	if raw, ok := g.task.Metadata["tags"]; ok {
+		_ = json.Unmarshal(raw, &tags) // tags that are not a list of strings stay in extra only
+	}
+	return &pychecks.Context{
+		InitialState: pychecks.Tables(initial, keys),
+		FinalState:   pychecks.Tables(resp.Data, keys),
+		Transcript:   pychecks.Transcript{Messages: pythonMessages(g.timeline)},
+		Task: pychecks.Task{TaskID: g.task.TaskID, TaskName: g.task.Name, TaskDescription: g.task.Description,
+			Domain: g.task.Category, Tags: tags, Extra: meta},
+	}, nil
+}
+
+// dictTableKeys is every table a pack wrote as a dict, with its key field: the
+// importer records them on the Python tool sources (extra.dict_tables, table ->
+// key field, "" when unknown); an unknown key falls back to the table's declared
+// primary key.
+func dictTableKeys(t *task.TaskDescription) map[string]string {
+	keys := map[string]string{}
+	for _, list := range [][]task.ToolSchema{t.AgentTools, t.UserTools} {
+		for _, tool := range list {
+			if tool.Source == nil {
+				continue
+			}
+			raw, ok := tool.Source.Extra["dict_tables"]
+			if !ok {
+				continue
+			}
+			var m map[string]string
+			if json.Unmarshal(raw, &m) != nil {
+				continue // RegisterTrial's tool planning refuses it; grading has nothing to add
+			}
+			for table, key := range m {
+				if keys[table] == "" {
+					keys[table] = key
+				}
+			}
+		}
+	}
+	if st := t.InitialState; st != nil {
+		for _, s := range st.Schemas {
+			if k, ok := keys[s.TableName]; ok && k == "" && s.PrimaryKey != "" {
+				keys[s.TableName] = s.PrimaryKey
+			}
+		}
+	}
+	return keys
+}
+
+// pythonMessages is the timeline as upstream's transcript: the policy as the system
+// message, each turn with the tool calls it declared, and after them one tool
+// message per call carrying its output. A call the transcript did not declare (a
+// timeline from the runner's record alone) gets a turn of its own.
+func pythonMessages(tl *timeline.Timeline) []pychecks.Message {
+	var out []pychecks.Message
+	if tl.Policy != "" {
+		out = append(out, pychecks.Message{Role: task.RoleSystem, Content: tl.Policy})
+	}
+	var results []pychecks.Message // tool messages of the open turn
+	open := -1                     // index in out of the turn whose calls are being read
+	flush := func() {
+		out = append(out, results...)
+		results, open = nil, -1
+	}
+	for i := range tl.Events {
+		e := &tl.Events[i]
+		if e.Kind == task.EventMessage {
+			flush()
+			out = append(out, pychecks.Message{Role: e.Role, Content: e.Content, ToolCalls: []pychecks.ToolCall{}})
+			open = len(out) - 1
+			continue
+		}
+		if open < 0 || out[open].Role != e.Role {
+			flush()
+			out = append(out, pychecks.Message{Role: e.Role, ToolCalls: []pychecks.ToolCall{}})
+			open = len(out) - 1
+		}
+		args := json.RawMessage(`{}`)
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(e.Args, &probe) == nil && probe != nil {
+			args = e.Args
+		}
+		tc := pychecks.ToolCall{Name: e.Tool, Arguments: args, Status: "success"}
+		if e.Status != "" {
+			output := e.Output
+			tc.Result = &output
+			if e.Status != task.ToolCallSuccess {
+				tc.Status = "error"
+			}
+		}
+		out[open].ToolCalls = append(out[open].ToolCalls, tc)
+		if tc.Result != nil {
+			results = append(results, pychecks.Message{Role: task.RoleTool, Content: *tc.Result, Name: e.Tool, ToolCallID: e.CallID, ToolCalls: []pychecks.ToolCall{}})
+		}
+	}
+	flush()
+	return out
 }

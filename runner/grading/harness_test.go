@@ -83,6 +83,7 @@ type testEnv struct {
 	userTools  []string
 	workDir    string
 	site       VerifierSite
+	python     PythonSite
 
 	mu        sync.Mutex
 	records   []task.RecordedToolCall
@@ -101,6 +102,7 @@ func (e *testEnv) UserTools() []string        { return e.userTools }
 func (e *testEnv) DB() *client.Client         { return e.db }
 func (e *testEnv) WorkDir() string            { return e.workDir }
 func (e *testEnv) VerifierSite() VerifierSite { return e.site }
+func (e *testEnv) PythonSite() PythonSite     { return e.python }
 func (e *testEnv) PushToTools(ctx context.Context) error {
 	e.mu.Lock()
 	e.pushes++

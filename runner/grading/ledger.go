@@ -73,6 +73,8 @@ var manifest = []scoredKey{
 		populated: func(g *task.GradingConfig) bool { return g.LLMJudge != nil }},
 	{key: "custom_checks.checks", component: task.ComponentCustomChecks, evaluator: evalCustomChecks,
 		populated: func(g *task.GradingConfig) bool { return g.CustomChecks != nil && len(g.CustomChecks.Checks) > 0 }},
+	{key: "custom_checks.file", component: task.ComponentCustomChecks, evaluator: evalCustomChecks,
+		populated: func(g *task.GradingConfig) bool { return g.CustomChecks != nil && g.CustomChecks.File != "" }},
 }
 
 // populatedKeys returns the manifest entries cfg populates within the requested

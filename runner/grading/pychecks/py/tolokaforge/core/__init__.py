@@ -1,0 +1,1 @@
+"""See tolokaforge.core.grading."""
