@@ -301,6 +301,11 @@ const (
 // DB snapshot the runner restores after the judge).
 var builtinWriters = []string{"write_file", "db_insert", "db_update", "db_delete"}
 
+// builtinReaders are the runner's builtin tools of category read (runner/tools/builtin's
+// catalog): a builtin declared without a category registers with its catalog's, which
+// for these is read, while ApplyDefaults has already written compute in its place.
+var builtinReaders = []string{"read_file", "list_dir", "db_get", "db_find"}
+
 // validateJudgeTools checks llm_judge.tools against the task's tools: each names one
 // agent tool (exactly, or the single agent tool "<prefix>_<name>", as golden actions
 // resolve) declared category read that is not a writing builtin. The runner also
@@ -335,6 +340,9 @@ func (t *TaskDescription) validateJudgeTools(c *checker, p string, names []strin
 		switch {
 		case builtin && isMember(at.Name, builtinWriters):
 			c.failf(ip, "%q is the builtin %s, which writes: a judge tool must be read-only", name, at.Name)
+		case builtin && at.Category == CategoryCompute && isMember(at.Name, builtinReaders):
+			// Undeclared (or declared compute, which the runner's registration refuses
+			// by name when the judge runs): the builtin registers as read.
 		case at.Category != CategoryRead:
 			cat := at.Category
 			if cat == "" {
