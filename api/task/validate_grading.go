@@ -275,9 +275,9 @@ func (j *LLMJudge) validate(c *checker, p string) {
 		switch {
 		case *m < 1:
 			c.failf(joinKey(p, "max_calls"), "%d must be >= 1", *m)
-		case *m > MaxJudgeMaxCalls:
+		case *m > maxJudgeMaxCalls:
 			c.failf(joinKey(p, "max_calls"), "%d exceeds %d, the most calls a judge may make in one trial (LLM calls and tool calls together; "+
-				"every LLM call is billed and re-sends the whole transcript)", *m, MaxJudgeMaxCalls)
+				"every LLM call is billed and re-sends the whole transcript)", *m, maxJudgeMaxCalls)
 		case len(j.Tools) > 0 && *m < MinJudgeMaxCallsWithTools:
 			c.failf(joinKey(p, "max_calls"), "%d leaves the judge no call for its tools %v: after the first call a tool call and the answer "+
 				"take one each, so judge tools need max_calls >= %d", *m, j.Tools, MinJudgeMaxCallsWithTools)
@@ -287,10 +287,10 @@ func (j *LLMJudge) validate(c *checker, p string) {
 
 // Bounds of llm_judge.max_calls.
 const (
-	// MaxJudgeMaxCalls is the most calls (LLM and tool calls together) a judge may be
+	// maxJudgeMaxCalls is the most calls (LLM and tool calls together) a judge may be
 	// given: far above what grading one transcript needs, low enough that a typo (8000
 	// for 8) cannot bill a judge loop for hours.
-	MaxJudgeMaxCalls = 100
+	maxJudgeMaxCalls = 100
 	// MinJudgeMaxCallsWithTools is the least max_calls that lets a judge with tools call
 	// one: the call that asks, the tool call, and the answer.
 	MinJudgeMaxCallsWithTools = 3

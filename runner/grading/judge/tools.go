@@ -64,14 +64,6 @@ func NewTools(schemas []*runnerpb.ToolSchema, call CallFunc) (*Tools, error) {
 	return t, nil
 }
 
-// Names are the offered tools' registered names, in offer order.
-func (t *Tools) Names() []string {
-	if t == nil {
-		return nil
-	}
-	return append([]string(nil), t.names...)
-}
-
 // run executes one of the judge's tool calls and returns what the judge is shown. A
 // tool that was not offered is refused by name and shown to the judge (it still
 // counts against max_calls: the judge spent a turn on it); err is a fault outside the

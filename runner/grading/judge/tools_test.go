@@ -45,7 +45,7 @@ func TestNewToolsOffersOnlyReadTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(tl.Names(), ","); got != strings.Join(c.names, ",") {
+			if got := strings.Join(tl.names, ","); got != strings.Join(c.names, ",") {
 				t.Errorf("offered %s, want %v", got, c.names)
 			}
 			var enc []map[string]any
