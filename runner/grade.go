@@ -89,6 +89,9 @@ func (e *trialEnv) Records() []task.RecordedToolCall { return e.t.recordsCopy() 
 func (e *trialEnv) DB() *client.Client               { return e.t.db.c }
 func (e *trialEnv) WorkDir() string                  { return e.t.filesDir }
 
+// AgentToolSchemas are the agent tools as RegisterTrial advertised them (judge tools).
+func (e *trialEnv) AgentToolSchemas() []*runnerpb.ToolSchema { return toolSchemas(e.t.agent) }
+
 // VerifierSite is the trial's verifier directory, beside the file tools' root;
 // the verifier carries the trial's tag, as its tools do, so CleanupTrial also
 // kills a process that left the verifier's group.

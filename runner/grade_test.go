@@ -76,7 +76,7 @@ func TestGradingEnvOfATrial(t *testing.T) {
 	pg := &probeGrader{}
 	h := startRunner(t, nil, withGrader(pg))
 	h.mustRegister(t, "env", baseTask(
-		[]any{tool("db_insert"), tool("write_file"), tool("calculator")},
+		[]any{tool("db_insert", "category", "write"), tool("write_file"), tool("calculator", "category", "read")},
 		[]any{tool("read_file")},
 		obj{"items": []any{}},
 	))
@@ -87,6 +87,16 @@ func TestGradingEnvOfATrial(t *testing.T) {
 		}
 		if !slices.Equal(env.AgentTools(), []string{"db_insert", "write_file", "calculator"}) || !slices.Equal(env.UserTools(), []string{"read_file"}) {
 			t.Errorf("tools: %v / %v", env.AgentTools(), env.UserTools())
+		}
+		// The judge is offered agent tools by these schemas: registered names, and the
+		// category the task declared (a builtin's own without one), which decides what
+		// it may call.
+		var schemas []string
+		for _, s := range env.AgentToolSchemas() {
+			schemas = append(schemas, s.GetName()+":"+s.GetCategory())
+		}
+		if want := []string{"db_insert:write", "write_file:write", "calculator:read"}; !slices.Equal(schemas, want) {
+			t.Errorf("AgentToolSchemas: %v, want %v", schemas, want)
 		}
 		if b, err := os.ReadFile(filepath.Join(env.WorkDir(), "out", "report.txt")); err != nil || string(b) != "done" {
 			t.Errorf("WorkDir %s: %q %v", env.WorkDir(), b, err)

@@ -117,3 +117,76 @@ func TestGradeTrialTestExecutionThroughTheRunner(t *testing.T) {
 		t.Errorf("grade = %v", g)
 	}
 }
+
+// The judge's tools run through the runner's own adapters (Env.Replay) against the
+// trial's state: a builtin reader registered without a category is offered as read,
+// its result reaches the judge, and the trial's state hashes the same after grading.
+func TestGradeTrialJudgeCallsReadOnlyToolsThroughTheRunner(t *testing.T) {
+	const key = "sk-runner-judge"
+	llmSrv, err := fakellm.New(fakellm.Config{APIKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := llmSrv.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = llmSrv.Close() })
+	secrets := t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "judge-api-key"), []byte(key), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	g := grading.New(grading.WithSecretsDir(secrets), grading.WithJudgeModels(judge.LLMModels(llm.Options{
+		Retry: &llm.RetryPolicy{MaxRetries: 1, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond},
+	})))
+	h := startRunner(t, nil, withGrader(g))
+
+	td := baseTask([]any{tool("db_get"), tool("db_insert")}, nil, obj{"items": []any{obj{"id": "a", "n": 1}}})
+	td["grading"] = obj{
+		"weights": obj{"llm_judge": 1},
+		"llm_judge": obj{"model_ref": "judge", "tools": []any{"db_get"}, "max_calls": 3, "rubric": obj{"criteria": []any{
+			obj{"id": "greets", "description": "Greets the user"},
+		}}},
+	}
+	spec, err := json.Marshal(obj{"trial_id": "jt", "run_id": "run-1", "attempt_id": "att-1", "task": td,
+		"agent": obj{"provider": "oracle"},
+		"judge": obj{"provider": "openai", "model": "judge-m", "base_url": llmSrv.URL(), "api_key_env": "judge-api-key"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := h.registerRaw(t, &runnerpb.RegisterTrialRequest{TrialId: "jt", TrialSpecJson: string(spec), EngineProtocolVersion: task.EngineProtocolVersion})
+	if !r.GetSuccess() {
+		t.Fatalf("register: %s", r.GetError())
+	}
+	before, err := h.db.c.Hash(ctxT(t), "jt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := llmSrv.Enqueue("judge-m",
+		fakellm.Reply{ToolCalls: []fakellm.ToolCall{{Name: "db_get", Arguments: `{"table":"items","key":"a"}`}}},
+		fakellm.Reply{Content: `{"criteria":[{"id":"greets","met":true,"score":1,"justification":"says hello"}]}`},
+	); err != nil {
+		t.Fatal(err)
+	}
+	resp := grade(t, h, &runnerpb.GradeTrialRequest{TrialId: "jt", TerminationReason: "agent_done",
+		LlmMessagesJson: `[{"role":"system","content":"be helpful"},{"role":"user","content":"hi"},{"role":"assistant","content":"Hello! How can I help?"}]`})
+	if !resp.GetSuccess() {
+		t.Fatalf("grade: %s", resp.GetError())
+	}
+	if rep := resp.GetGrade().GetJudgeReport(); rep.GetCalls() != 2 || rep.GetToolCalls() != 1 {
+		t.Errorf("judge_report = %v, want 2 calls and 1 tool call", rep)
+	}
+	reqs := llmSrv.Requests()
+	if len(reqs) != 2 || len(reqs[0].Tools) != 1 || reqs[0].Tools[0].Name != "db_get" {
+		t.Fatalf("requests %d, first offered %+v; want db_get offered", len(reqs), reqs[0].Tools)
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != "tool" || !strings.Contains(last.Content, `"n":1`) {
+		t.Errorf("the judge was shown %+v, want db_get's record", last)
+	}
+	after, err := h.db.c.Hash(ctxT(t), "jt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.StableHash != before.StableHash || after.FullHash != before.FullHash {
+		t.Errorf("grading changed the trial's state: %+v -> %+v", before, after)
+	}
+}

@@ -264,8 +264,11 @@ func TestDecodeTrialSpecValidation(t *testing.T) {
 			"task.grading.llm_judge.rubric.criteria[0].bar: 7 is outside [0, 1]"},
 		{"judge max_calls", []mutation{set("task.grading.llm_judge", raw(`{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d"}]},"max_calls":0}`))},
 			"task.grading.llm_judge.max_calls: 0 must be >= 1"},
-		{"judge tools", []mutation{set("task.grading.llm_judge", raw(`{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d"}]},"tools":["get_customer"]}`))},
-			"task.grading.llm_judge.tools: read-only judge tools are not supported yet (the judge sees every tool call and result in the transcript); remove [get_customer]"},
+		{"judge max_calls absurd", []mutation{set("task.grading.llm_judge", raw(`{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d"}]},"max_calls":8000}`))},
+			"task.grading.llm_judge.max_calls: 8000 exceeds 100, the most calls a judge may make in one trial (LLM calls and tool calls together; every LLM call is billed and re-sends the whole transcript)"},
+		{"judge tool naming no agent tool", []mutation{set("task.grading.llm_judge", raw(`{"model_ref":"j","rubric":{"criteria":[{"id":"a","description":"d"}]},"tools":["get_weather"]}`)),
+			set("task.grading.weights", raw(`{"state_checks":1,"llm_judge":1}`))},
+			`task.grading.llm_judge.tools[0]: "get_weather" names no agent tool of the task (neither "get_weather" nor *_get_weather); the judge may call only the agent's read-only tools`},
 		// custom checks
 		{"custom check expr", []mutation{set("task.grading.custom_checks", raw(`{"enabled":true,"checks":[{"name":"a"}]}`))},
 			"task.grading.custom_checks.checks[0].expr: required"},

@@ -330,6 +330,9 @@ func (t *TaskDescription) validate(c *checker, path string) {
 	if t.Grading != nil {
 		t.Grading.validate(c, joinKey(path, "grading"))
 		t.validatePythonChecksFile(c, joinKey(path, "grading"))
+		if j := t.Grading.LLMJudge; j != nil {
+			t.validateJudgeTools(c, joinKey(joinKey(joinKey(path, "grading"), "llm_judge"), "tools"), j.Tools)
+		}
 	}
 }
 

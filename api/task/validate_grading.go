@@ -262,18 +262,111 @@ func (j *LLMJudge) validate(c *checker, p string) {
 		c.failf(cp, "every criterion's weight is 0, so the rubric's weighted mean has no share to divide by and the judge would "+
 			"error on every trial after the agent's budget is spent; give at least one criterion a positive weight")
 	}
+	tp := joinKey(p, "tools")
+	seenTool := map[string]int{}
 	for i, name := range j.Tools {
-		c.required(joinIndex(joinKey(p, "tools"), i), name)
+		c.required(joinIndex(tp, i), name)
+		if k, dup := seenTool[name]; dup && name != "" {
+			c.failf(joinIndex(tp, i), "duplicate judge tool %q (also at index %d)", name, k)
+		}
+		seenTool[name] = i
 	}
-	if len(j.Tools) > 0 {
-		// Refused before the run rather than ignored: nothing in the runner can yet
-		// guarantee a tool is read-only, and a judge that mutates the trial's state
-		// would change what the state checks grade.
-		c.failf(joinKey(p, "tools"), "read-only judge tools are not supported yet (the judge sees every tool call and result in the transcript); remove %v", j.Tools)
+	if m := j.MaxCalls; m != nil {
+		switch {
+		case *m < 1:
+			c.failf(joinKey(p, "max_calls"), "%d must be >= 1", *m)
+		case *m > maxJudgeMaxCalls:
+			c.failf(joinKey(p, "max_calls"), "%d exceeds %d, the most calls a judge may make in one trial (LLM calls and tool calls together; "+
+				"every LLM call is billed and re-sends the whole transcript)", *m, maxJudgeMaxCalls)
+		case len(j.Tools) > 0 && *m < MinJudgeMaxCallsWithTools:
+			c.failf(joinKey(p, "max_calls"), "%d leaves the judge no call for its tools %v: after the first call a tool call and the answer "+
+				"take one each, so judge tools need max_calls >= %d", *m, j.Tools, MinJudgeMaxCallsWithTools)
+		}
 	}
-	if j.MaxCalls != nil && *j.MaxCalls < 1 {
-		c.failf(joinKey(p, "max_calls"), "%d must be >= 1", *j.MaxCalls)
+}
+
+// Bounds of llm_judge.max_calls.
+const (
+	// maxJudgeMaxCalls is the most calls (LLM and tool calls together) a judge may be
+	// given: far above what grading one transcript needs, low enough that a typo (8000
+	// for 8) cannot bill a judge loop for hours.
+	maxJudgeMaxCalls = 100
+	// MinJudgeMaxCallsWithTools is the least max_calls that lets a judge with tools call
+	// one: the call that asks, the tool call, and the answer.
+	MinJudgeMaxCallsWithTools = 3
+)
+
+// builtinWriters are the runner's builtin tools that change the trial: a judge may never
+// call them, whatever category the task declares (write_file's files are not even in the
+// DB snapshot the runner restores after the judge).
+var builtinWriters = []string{"write_file", "db_insert", "db_update", "db_delete"}
+
+// builtinReaders are the runner's builtin tools of category read (runner/tools/builtin's
+// catalog): a builtin declared without a category registers with its catalog's, which
+// for these is read, while ApplyDefaults has already written compute in its place.
+var builtinReaders = []string{"read_file", "list_dir", "db_get", "db_find"}
+
+// validateJudgeTools checks llm_judge.tools against the task's tools: each names one
+// agent tool (exactly, or the single agent tool "<prefix>_<name>", as golden actions
+// resolve) declared category read that is not a writing builtin. The runner also
+// restores the trial's DB after the judge (runner/grading), so a tool mislabelled read
+// still cannot change what is graded; this check keeps a pack from asking for a writer,
+// or for a tool the judge could not be offered, at all.
+func (t *TaskDescription) validateJudgeTools(c *checker, p string, names []string) {
+	for i, name := range names {
+		if name == "" {
+			continue // required() already named it
+		}
+		ip := joinIndex(p, i)
+		matches := matchTools(name, t.AgentTools)
+		switch {
+		case len(matches) == 0:
+			if um := matchTools(name, t.UserTools); len(um) > 0 {
+				c.failf(ip, "%q is user tool %s, which is not offered to the agent: the judge may call only the agent's read-only tools", name, um[0].Name)
+				continue
+			}
+			c.failf(ip, "%q names no agent tool of the task (neither %q nor *_%s); the judge may call only the agent's read-only tools", name, name, name)
+			continue
+		case len(matches) > 1:
+			ns := make([]string, len(matches))
+			for k, m := range matches {
+				ns[k] = m.Name
+			}
+			c.failf(ip, "%q matches several agent tools (%s); name one exactly", name, strings.Join(ns, ", "))
+			continue
+		}
+		at := matches[0]
+		builtin := at.Source == nil || at.Source.Toolset == toolsetBuiltin
+		switch {
+		case builtin && isMember(at.Name, builtinWriters):
+			c.failf(ip, "%q is the builtin %s, which writes: a judge tool must be read-only", name, at.Name)
+		case builtin && at.Category == CategoryCompute && isMember(at.Name, builtinReaders):
+			// Undeclared (or declared compute, which the runner's registration refuses
+			// by name when the judge runs): the builtin registers as read.
+		case at.Category != CategoryRead:
+			cat := at.Category
+			if cat == "" {
+				cat = CategoryCompute
+			}
+			c.failf(ip, "%q is agent tool %s, declared category %s: a judge tool must be declared category read", name, at.Name, cat)
+		}
 	}
+}
+
+// matchTools resolves an authored tool name the way golden actions resolve: the exact
+// name, else every tool named "<prefix>_<name>".
+func matchTools(name string, tools []ToolSchema) []*ToolSchema {
+	var suffixed []*ToolSchema
+	for k := range tools {
+		ts := &tools[k]
+		if ts.Name == name {
+			return []*ToolSchema{ts}
+		}
+		if len(ts.Name) > len(name)+1 && strings.HasSuffix(ts.Name, "_"+name) {
+			suffixed = append(suffixed, ts)
+		}
+	}
+	return suffixed
 }
 
 func (cc *CustomChecks) validate(c *checker, p string) {

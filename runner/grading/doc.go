@@ -42,8 +42,12 @@
 // The LLM rubric judge (eval_judge.go here: when it runs, the ledger, the weight share
 // that makes its failure fail the RPC) calls its model through runner/grading/judge:
 // the prompt, the small Model interface and its api/llm implementation, the key file
-// in the runner's secrets directory (never the environment) and the answer's
-// validation against the rubric.
+// in the runner's secrets directory (never the environment), the loop over its tool
+// calls and the answer's validation against the rubric. The judge's tools
+// (llm_judge.tools) are agent tools of category read, resolved and run here through
+// Env.Replay against the trial's state under a pre_judge snapshot that is restored,
+// hash-checked, after the judge on every path (a restore that fails fails the grade
+// whatever the judge's share).
 //
 // grading_method: test_execution (testexec.go, verifier_sandbox.go) dispatches after step
 // 0. The verifier never runs from the agent's files, which the agent's tools write: each

@@ -22,6 +22,10 @@ type Env interface {
 	// order (golden actions resolve against AgentTools only).
 	AgentTools() []string
 	UserTools() []string
+	// AgentToolSchemas are the registered agent tools as RegisterTrial advertised
+	// them (registered names, parameters, declared category); the judge is offered
+	// the ones llm_judge.tools names.
+	AgentToolSchemas() []*runnerpb.ToolSchema
 	// Records is a copy of the trial's ordered tool-call record.
 	Records() []task.RecordedToolCall
 	// Replay executes one golden action through the same adapter ExecuteTool

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice"
 	"tolokaforge.io/operator/dbservice/client"
@@ -103,6 +104,15 @@ func (e *testEnv) DB() *client.Client         { return e.db }
 func (e *testEnv) WorkDir() string            { return e.workDir }
 func (e *testEnv) VerifierSite() VerifierSite { return e.site }
 func (e *testEnv) PythonSite() PythonSite     { return e.python }
+
+// AgentToolSchemas advertises the task's agent tools as the runner would.
+func (e *testEnv) AgentToolSchemas() []*runnerpb.ToolSchema {
+	out := make([]*runnerpb.ToolSchema, 0, len(e.spec.Task.AgentTools))
+	for _, ts := range e.spec.Task.AgentTools {
+		out = append(out, &runnerpb.ToolSchema{Name: ts.Name, Description: ts.Description, ParametersJson: string(ts.Parameters), Category: string(ts.Category)})
+	}
+	return out
+}
 func (e *testEnv) PushToTools(ctx context.Context) error {
 	e.mu.Lock()
 	e.pushes++

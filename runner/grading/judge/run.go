@@ -46,18 +46,31 @@ func (o *Outcome) Apply(g *runnerpb.Grade) {
 	g.JudgeReport = o.Report
 }
 
-// Run makes the judge's calls over the trial's timeline. The outcome is never nil; its
-// report carries what was spent even when the run errored.
-func Run(ctx context.Context, tl *timeline.Timeline, j *task.LLMJudge, cfg *task.ModelConfig, o Options) (*Outcome, float64, error) {
+// Run makes the judge's calls over the trial's timeline. tools are the read-only agent
+// tools llm_judge.tools offers (nil when it names none); the caller owns the trial's
+// state around them. max_calls bounds the judge's LLM calls and tool calls together.
+// The outcome is never nil; its report carries what was spent even when the run
+// errored.
+func Run(ctx context.Context, tl *timeline.Timeline, j *task.LLMJudge, cfg *task.ModelConfig, o Options, tools *Tools) (*Outcome, float64, error) {
 	out := &Outcome{Status: runnerpb.JudgeStatus_JUDGE_STATUS_ERRORED, Report: &runnerpb.JudgeReport{}}
 	fail := func(err error) (*Outcome, float64, error) { return out, 0, err }
 
 	if cfg == nil {
 		return fail(fmt.Errorf("llm_judge.model_ref %q names TrialSpec.judge, but the trial was registered without a judge model config", j.ModelRef))
 	}
-	if len(j.Tools) > 0 {
-		return fail(fmt.Errorf("llm_judge.tools %v: read-only judge tools are not supported by this runner; remove llm_judge.tools "+
-			"(the judge already sees every tool call and its result in the transcript)", j.Tools))
+	if len(j.Tools) > 0 && tools == nil {
+		return fail(fmt.Errorf("llm_judge.tools %v: the grader offered the judge none of them", j.Tools))
+	}
+	maxCalls := task.DefaultJudgeMaxCalls
+	if j.MaxCalls != nil {
+		maxCalls = *j.MaxCalls
+	}
+	if maxCalls < 1 {
+		return fail(fmt.Errorf("llm_judge.max_calls %d leaves the judge no call", maxCalls))
+	}
+	if tools != nil && maxCalls < task.MinJudgeMaxCallsWithTools {
+		return fail(fmt.Errorf("llm_judge.max_calls %d leaves no call for the judge's tools %v (a tool call and the answer each take one after the first call)",
+			maxCalls, tools.names))
 	}
 	key, err := readJudgeKey(o.SecretsDir, cfg)
 	if err != nil {
@@ -69,36 +82,66 @@ func Run(ctx context.Context, tl *timeline.Timeline, j *task.LLMJudge, cfg *task
 	}
 
 	conv := judgePrompt(tl, j)
-	maxCalls := task.DefaultJudgeMaxCalls
-	if j.MaxCalls != nil {
-		maxCalls = *j.MaxCalls
-	}
-	if maxCalls < 1 {
-		return fail(fmt.Errorf("llm_judge.max_calls %d leaves the judge no call", maxCalls))
+	if tools != nil {
+		conv[0].Content += toolInstructions(tools.names, maxCalls)
 	}
 	jctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-
-	// No tools are offered, so one answered call settles the judge and max_calls
-	// (>= 1) is never the limit. An invalid answer is not asked again: that would
-	// spend calls to hide a judge that cannot follow the schema.
-	answer, calls, usage, err := model.Complete(jctx, conv, nil)
-	addUsage(out.Report, usage)
-	if err != nil {
-		out.Report.TranscriptJson = transcriptJSON(conv)
+	callErr := func(err error) error {
 		if jctx.Err() != nil && ctx.Err() == nil {
-			return fail(fmt.Errorf("the judge did not answer within %s: %w", o.Timeout, err))
+			return fmt.Errorf("the judge did not answer within %s: %w", o.Timeout, err)
 		}
-		return fail(fmt.Errorf("judge call failed: %w", err))
+		return err
 	}
-	conv = append(conv, task.Message{Role: task.RoleAssistant, Content: answer, ToolCalls: calls})
-	out.Report.TranscriptJson = transcriptJSON(conv)
-	if len(calls) > 0 {
-		names := make([]string, len(calls))
-		for i, c := range calls {
-			names[i] = c.Function.Name
+
+	// used counts LLM calls and tool calls together. Tools are offered on a call only
+	// while a tool call and the answer still fit after it, so the last call is offered
+	// none and must be the answer. An invalid answer is not asked again: that would
+	// spend calls to hide a judge that cannot follow the schema.
+	var answer string
+	for used := 0; ; {
+		var offer json.RawMessage
+		if tools != nil && used+3 <= maxCalls {
+			offer = tools.encoded
 		}
-		return fail(fmt.Errorf("the judge called tools %v, but none were offered", names))
+		content, calls, usage, err := model.Complete(jctx, conv, offer)
+		used++
+		addUsage(out.Report, usage)
+		if err != nil {
+			out.Report.TranscriptJson = transcriptJSON(conv)
+			return fail(callErr(fmt.Errorf("judge call failed: %w", err)))
+		}
+		conv = append(conv, task.Message{Role: task.RoleAssistant, Content: content, ToolCalls: calls})
+		out.Report.TranscriptJson = transcriptJSON(conv)
+		if len(calls) == 0 {
+			answer = content
+			break
+		}
+		if offer == nil {
+			names := toolNames(calls)
+			if tools == nil {
+				return fail(fmt.Errorf("the judge called tools %v, but none were offered", names))
+			}
+			return fail(fmt.Errorf("llm_judge.max_calls %d exhausted: the judge called tools %v on its last call, which is offered none and must be the answer",
+				maxCalls, names))
+		}
+		for i, c := range calls {
+			// The answer needs a call of its own after the tools.
+			if used+2 > maxCalls {
+				return fail(fmt.Errorf("llm_judge.max_calls %d exhausted before the judge answered (%d LLM calls, %d tool calls): "+
+					"its tool calls %v were not run, the last call being kept for the answer",
+					maxCalls, out.Report.Calls, out.Report.ToolCalls, toolNames(calls[i:])))
+			}
+			used++
+			out.Report.ToolCalls++
+			result, err := tools.run(jctx, c)
+			if err != nil {
+				out.Report.TranscriptJson = transcriptJSON(conv)
+				return fail(callErr(err))
+			}
+			conv = append(conv, task.Message{Role: task.RoleTool, Content: result, ToolCallID: c.ID})
+			out.Report.TranscriptJson = transcriptJSON(conv)
+		}
 	}
 
 	results, score, err := parseJudgeAnswer(answer, j.Rubric.Criteria)
@@ -108,6 +151,22 @@ func Run(ctx context.Context, tl *timeline.Timeline, j *task.LLMJudge, cfg *task
 	out.Status = runnerpb.JudgeStatus_JUDGE_STATUS_COMPLETED
 	out.Results = results
 	return out, score, nil
+}
+
+// toolInstructions tells a judge with tools what they are for and what they cost.
+func toolInstructions(names []string, maxCalls int) string {
+	return fmt.Sprintf("\nYou may call the tools offered (%s) to look at the trial's final state before you answer; "+
+		"they are read-only and what they return is evidence, like the transcript. You have at most %d calls in all: "+
+		"each reply of yours and each tool call counts one, and your last call is offered no tools and must be the answer.\n",
+		strings.Join(names, ", "), maxCalls)
+}
+
+func toolNames(calls []task.ToolCall) []string {
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Function.Name
+	}
+	return names
 }
 
 func addUsage(r *runnerpb.JudgeReport, u Usage) {
@@ -159,9 +218,11 @@ func clipReason(s string) string {
 	return s
 }
 
-// Check reports what keeps spec's llm_judge from running: no TrialSpec.judge, judge
-// tools, no judge client, or a key file that is not in secretsDir. The key is read and
-// dropped; grading reads it again (a rotated Secret is picked up).
+// Check reports what keeps spec's llm_judge from running: no TrialSpec.judge, no judge
+// client, or a key file that is not in secretsDir (llm_judge.tools is checked against
+// the task's agent tools when the spec decodes, and against the registered tools when
+// the judge runs). The key is read and dropped; grading reads it again (a rotated
+// Secret is picked up).
 func Check(spec *task.TrialSpec, secretsDir string) error {
 	if spec == nil || spec.Task == nil || spec.Task.Grading == nil {
 		return nil
@@ -171,11 +232,8 @@ func Check(spec *task.TrialSpec, secretsDir string) error {
 	if j == nil || cfg.GradingMethod == task.GradingTestExecution {
 		return nil
 	}
-	switch {
-	case spec.Judge == nil:
+	if spec.Judge == nil {
 		return fmt.Errorf("task.grading.llm_judge.model_ref %q names TrialSpec.judge, but the trial spec carries no judge model config", j.ModelRef)
-	case len(j.Tools) > 0:
-		return fmt.Errorf("task.grading.llm_judge.tools %v: read-only judge tools are not supported by this runner", j.Tools)
 	}
 	if err := llm.CheckConfig("judge", spec.Judge); err != nil {
 		return err
