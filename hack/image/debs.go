@@ -421,10 +421,10 @@ func ParseDebLock(b []byte, what string) (*DebLock, error) {
 	l := &DebLock{}
 	var haveArch bool
 	for i, line := range strings.Split(string(b), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
 			continue
 		}
-		f := strings.Fields(line)
 		bad := func(msg string) error { return fmt.Errorf("%s:%d: %s: %q", what, i+1, msg, line) }
 		switch f[0] {
 		case "roots":
@@ -531,15 +531,19 @@ func debPath(n string) string {
 
 func dropDebPath(name string) bool {
 	for _, p := range debDropPrefixes {
-		if strings.HasPrefix(name+"/", p) && name+"/" != p {
-			if p == "usr/share/doc/" && filepath.Base(name) == "copyright" {
-				return false // licences travel with the binaries
-			}
-			if p == "usr/share/doc/" && strings.Count(strings.TrimPrefix(name, p), "/") == 0 {
-				return false // the package's doc directory, parent of its copyright
-			}
-			return true
+		if name+"/" == p {
+			return p != "usr/share/doc/"
 		}
+		if !strings.HasPrefix(name, p) {
+			continue
+		}
+		if p == "usr/share/doc/" {
+			// Licences travel with the binaries: each package's directory
+			// and its copyright stay.
+			rest := strings.TrimPrefix(name, p)
+			return !(strings.Count(rest, "/") == 0 || filepath.Base(name) == "copyright")
+		}
+		return true
 	}
 	return false
 }
@@ -595,9 +599,6 @@ type debLayer struct {
 func loadDebs(ctx context.Context, o BuildOptions) (*debLayer, error) {
 	if o.Debs == "" {
 		return nil, nil
-	}
-	if o.Base != "" {
-		return nil, usageError{"build: --debs builds on the empty base; give --debs or --base, not both"}
 	}
 	lock, err := ReadDebLock(o.Debs)
 	if err != nil {

@@ -116,6 +116,9 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		return nil, fmt.Errorf("build: version %q: releases carry a versioned tag", o.Version)
 	}
 
+	if o.Debs != "" && o.Base != "" {
+		return nil, usageError{"build: --debs builds on the empty base; give --debs or --base, not both"}
+	}
 	// Fetch the base first: skipping must not cost a binary build.
 	base, err := loadBase(ctx, o)
 	if err != nil {
