@@ -214,3 +214,15 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatalf("copy %s: %v", src, err)
 	}
 }
+
+// envLookup is a container's env value, "" when the variable is not set.
+func envLookup(c object, name string) string {
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if e, ok := e.(object); ok && e["name"] == name {
+			v, _ := e["value"].(string)
+			return v
+		}
+	}
+	return ""
+}
