@@ -139,8 +139,14 @@ IMAGE_NAME ?= tolokaforge
 IMG ?= $(IMAGE_NAME):$(VERSION)
 REGISTRY ?=
 IMAGE_ARCH ?= $(shell go env GOARCH)
-# Base of the runner variant for packs whose MCP servers are Python.
-PYTHON_BASE ?= python:3.12-slim
+# The Python runner image (packs' Python tools, .py MCP servers, Python
+# checks): Debian's python3 and these packages with their dependencies,
+# fetched once with apt-get download into $(DEB_CACHE) (hack/image debs; a
+# lock file pins versions and SHA-256s) and rebuilt offline from there.
+# PYTHON_BASE=REF builds on a registry image instead, for those who have one.
+PYTHON_DEBS ?= python3 python3-yaml python3-pydantic python3-email-validator
+DEB_CACHE ?= $(BIN)/debs/$(IMAGE_ARCH)
+PYTHON_BASE ?=
 IMAGE_DIR ?= $(BIN)/image
 DIST ?= $(ROOT)/dist
 IMAGE_TOOL = go -C $(ROOT)/hack/image run .
@@ -157,10 +163,15 @@ image: ## OCI layout bin/image/tolokaforge (+ a `kind load image-archive` tarbal
 	$(IMAGE_TOOL) build --source $(ROOT) --version $(VERSION) --name $(IMAGE_NAME) --arch $(IMAGE_ARCH) \
 	  --out $(IMAGE_DIR)/tolokaforge --tarball $(IMAGE_DIR)/tolokaforge.tar
 
-image-python: ## Runner variant on $(PYTHON_BASE); skipped (exit 0, with the reason) when the base is unreachable.
+image-python: ## The Python runner image bin/image/tolokaforge-python from Debian's python3 (.debs cached in $(DEB_CACHE)); no registry.
+ifeq ($(PYTHON_BASE),)
+	$(IMAGE_TOOL) debs --cache $(DEB_CACHE) --arch $(IMAGE_ARCH) $(PYTHON_DEBS)
 	$(IMAGE_TOOL) build --source $(ROOT) --version $(VERSION)-python --name $(IMAGE_NAME) --arch $(IMAGE_ARCH) \
-	  --base $(PYTHON_BASE) --skip-unreachable-base \
-	  --out $(IMAGE_DIR)/tolokaforge-python --tarball $(IMAGE_DIR)/tolokaforge-python.tar
+	  --debs $(DEB_CACHE) --out $(IMAGE_DIR)/tolokaforge-python --tarball $(IMAGE_DIR)/tolokaforge-python.tar
+else
+	$(IMAGE_TOOL) build --source $(ROOT) --version $(VERSION)-python --name $(IMAGE_NAME) --arch $(IMAGE_ARCH) \
+	  --base $(PYTHON_BASE) --out $(IMAGE_DIR)/tolokaforge-python --tarball $(IMAGE_DIR)/tolokaforge-python.tar
+endif
 
 image-push: ## Build, then push the image to $(REGISTRY)/$(IMAGE_NAME):$(VERSION) (credentials: ~/.docker/config.json).
 	@[[ -n "$(REGISTRY)" ]] || { echo "image-push: set REGISTRY, e.g. make image-push REGISTRY=registry.example.com/team" >&2; exit 2; }

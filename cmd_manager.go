@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -40,6 +41,8 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	fs.StringVar(&f.ArtifactsDir, "artifacts-dir", "", "directory for each attempt's trajectory.yaml, grade.yaml and metrics.yaml (empty: none; same as --artifacts-url file:///DIR)")
 	fs.StringVar(&f.ArtifactsURL, "artifacts-url", "", "store for each attempt's artifacts, under <namespace>/<trial>/attempt-<n>/: file:///DIR, s3://BUCKET/PREFIX[?region=&endpoint=&use_path_style=true] or gs://BUCKET/PREFIX; credentials from the provider's environment (AWS_*, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS)")
 	fs.StringVar(&f.Image, "image", os.Getenv("TOLOKAFORGE_IMAGE"), "image of the runner and dbservice pods, normally the manager's own (default $TOLOKAFORGE_IMAGE)")
+	fs.StringVar(&f.PythonImage, "runner-python-image", os.Getenv("TOLOKAFORGE_PYTHON_IMAGE"), "image of the runner pods whose task needs Python (tau_sync/mcp_async tools, a .py MCP server, Python custom checks), e.g. tolokaforge:VERSION-python from `make image-python` (default $TOLOKAFORGE_PYTHON_IMAGE; empty: such Trials end Invalid)")
+	fs.StringVar(&f.Python, "runner-python", manager.DefaultPython, "the runner's --python in --runner-python-image: a name on the image's PATH or a path")
 	fs.StringVar(&f.Entrypoint, "entrypoint", "tolokaforge", "path of the tolokaforge binary in --image")
 	fs.StringVar(&f.Namespace, "namespace", "", "watch only this namespace (default: all)")
 	fs.StringVar(&f.ManagerNamespace, "manager-namespace", "", "namespace of the manager's pods, allowed to reach runners (default $POD_NAMESPACE, else "+manager.DefaultManagerNamespace+")")
@@ -56,6 +59,9 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	}
 	if f.Image == "" {
 		return nil, errors.New("manager flags: --image is required (or set $TOLOKAFORGE_IMAGE)")
+	}
+	if strings.TrimSpace(f.Python) == "" {
+		return nil, errors.New("manager flags: --runner-python must name the interpreter in --runner-python-image (default " + manager.DefaultPython + ")")
 	}
 	if f.MaxConcurrentTrials < 1 {
 		return nil, fmt.Errorf("manager flags: --max-concurrent-trials must be >= 1, got %d", f.MaxConcurrentTrials)
@@ -112,7 +118,7 @@ func managerMain(ctx context.Context, args []string) error {
 	}
 	opts := f.Options
 	opts.Logger = log
-	log.Info("starting manager", "image", opts.Image, "maxConcurrentTrials", opts.MaxConcurrentTrials,
+	log.Info("starting manager", "image", opts.Image, "pythonImage", opts.PythonImage, "maxConcurrentTrials", opts.MaxConcurrentTrials,
 		"namespace", opts.Namespace, "leaderElection", opts.LeaderElection)
 	return manager.Run(ctx, cfg, opts)
 }

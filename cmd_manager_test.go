@@ -11,6 +11,7 @@ import (
 
 func TestManagerFlagsDefaults(t *testing.T) {
 	t.Setenv("TOLOKAFORGE_IMAGE", "")
+	t.Setenv("TOLOKAFORGE_PYTHON_IMAGE", "")
 	f, err := parseManagerFlags([]string{"--image=reg/tolokaforge:v1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +20,8 @@ func TestManagerFlagsDefaults(t *testing.T) {
 	if o.Image != "reg/tolokaforge:v1" || o.MaxConcurrentTrials != manager.DefaultMaxConcurrentTrials ||
 		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElection ||
 		o.LeaderElectionID != manager.DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
-		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" || o.GatewayBindAddress != ":8090" || o.GatewayURL != "" {
+		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" || o.GatewayBindAddress != ":8090" || o.GatewayURL != "" ||
+		o.PythonImage != "" || o.Python != "python3" {
 		t.Errorf("defaults = %+v kubeconfig %q", o, f.Kubeconfig)
 	}
 }
@@ -30,6 +32,7 @@ func TestManagerFlagsAll(t *testing.T) {
 		"--max-concurrent-trials=50", "--artifacts-dir=/art", "--namespace=evals", "--kubeconfig=/k",
 		"--manager-namespace=ops", "--max-concurrent-reconciles=4", "--zap-log-level=debug",
 		"--gateway-bind-address=:9999", "--gateway-url=http://gw.ops.svc:9999/v1",
+		"--runner-python-image=reg/tolokaforge:v1-python", "--runner-python=/usr/local/bin/python3",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +41,8 @@ func TestManagerFlagsAll(t *testing.T) {
 	if !o.LeaderElection || o.MetricsBindAddress != ":9090" || o.HealthProbeBindAddress != "0" ||
 		o.MaxConcurrentTrials != 50 || o.ArtifactsDir != "/art" || o.Namespace != "evals" || f.Kubeconfig != "/k" ||
 		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 ||
-		o.GatewayBindAddress != ":9999" || o.GatewayURL != "http://gw.ops.svc:9999/v1" {
+		o.GatewayBindAddress != ":9999" || o.GatewayURL != "http://gw.ops.svc:9999/v1" ||
+		o.PythonImage != "reg/tolokaforge:v1-python" || o.Python != "/usr/local/bin/python3" {
 		t.Errorf("options = %+v", o)
 	}
 }
@@ -55,9 +59,10 @@ func TestManagerFlagsArtifactsURL(t *testing.T) {
 
 func TestManagerFlagsImageFromEnv(t *testing.T) {
 	t.Setenv("TOLOKAFORGE_IMAGE", "from-env:1")
+	t.Setenv("TOLOKAFORGE_PYTHON_IMAGE", "from-env:1-python")
 	f, err := parseManagerFlags(nil, io.Discard)
-	if err != nil || f.Image != "from-env:1" {
-		t.Fatalf("image %q, %v", f.Image, err)
+	if err != nil || f.Image != "from-env:1" || f.PythonImage != "from-env:1-python" {
+		t.Fatalf("image %q, python image %q, %v", f.Image, f.PythonImage, err)
 	}
 }
 
@@ -71,6 +76,7 @@ func TestManagerFlagsRefusesBadInput(t *testing.T) {
 		{[]string{"--image=i", "--max-concurrent-trials=0"}, "manager flags: --max-concurrent-trials must be >= 1, got 0"},
 		{[]string{"--image=i", "--max-concurrent-trials=-3"}, "manager flags: --max-concurrent-trials must be >= 1, got -3"},
 		{[]string{"--image=i", "--max-concurrent-reconciles=-1"}, "manager flags: --max-concurrent-reconciles must be >= 0, got -1"},
+		{[]string{"--image=i", "--runner-python= "}, "manager flags: --runner-python must name the interpreter in --runner-python-image (default python3)"},
 		{[]string{"--image=i", "extra"}, `manager flags: unexpected arguments ["extra"]`},
 		{[]string{"--image=i", "--max-concurrent-trials=many"}, `manager flags: invalid value "many" for flag -max-concurrent-trials`},
 		{[]string{"--no-such-flag"}, "manager flags: flag provided but not defined: -no-such-flag"},

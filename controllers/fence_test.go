@@ -28,7 +28,7 @@ import (
 // name it by flag; nothing puts it in the environment.
 func TestBothPodsMountTheAttemptCredential(t *testing.T) {
 	tr := testTrial()
-	for _, pod := range []*corev1.Pod{runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 3}), dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 3})} {
+	for _, pod := range []*corev1.Pod{runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 3}, nil), dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 3})} {
 		t.Run(pod.Name, func(t *testing.T) {
 			var vol *corev1.Volume
 			for i := range pod.Spec.Volumes {
@@ -124,7 +124,7 @@ func TestAttemptTokenNeedsTheTrialsOwnSecret(t *testing.T) {
 
 func TestEveryEmptyDirHasASizeLimit(t *testing.T) {
 	tr := testTrial()
-	for _, pod := range []*corev1.Pod{runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}), dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})} {
+	for _, pod := range []*corev1.Pod{runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}, nil), dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})} {
 		n := 0
 		for _, v := range pod.Spec.Volumes {
 			if v.EmptyDir == nil {
@@ -168,7 +168,7 @@ func TestResourcesDefaultAndOverride(t *testing.T) {
 			var pod *corev1.Pod
 			if tc.role == evalv1.RoleRunner {
 				tr.Spec.Runner.Resources = tc.override
-				pod = runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+				pod = runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}, nil)
 			} else {
 				tr.Spec.DBService.Resources = tc.override
 				pod = dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
@@ -276,7 +276,7 @@ func TestNetworkPolicyEgress(t *testing.T) {
 	mgr.GatewayPort = 8090
 	nps := trialPolicies(tr, mgr)
 
-	runner := runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+	runner := runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}, nil)
 	db := dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 	other := testTrial()
 	other.Name, other.UID = "t2", "uid-2"

@@ -17,11 +17,11 @@ func TestNetworkPolicyReachability(t *testing.T) {
 	tr := testTrial()
 	np := NetworkPolicy(tr, DefaultManagerPeer("tolokaforge-system"))
 
-	runner := runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1})
+	runner := runnerPod(PodConfig{Image: "i"}, attemptRef{tr, 1}, nil)
 	db := dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, 1})
 	otherTrial := testTrial()
 	otherTrial.Name, otherTrial.UID = "t2", "uid-2"
-	otherRunner := runnerPod(PodConfig{Image: "i"}, attemptRef{otherTrial, 1})
+	otherRunner := runnerPod(PodConfig{Image: "i"}, attemptRef{otherTrial, 1}, nil)
 
 	type peer struct {
 		ns     string

@@ -36,6 +36,9 @@ type world struct {
 	// why it could not be.
 	Task    *resolvedTask
 	TaskErr *taskError
+	// ImageErr says why no runner image can run the task: it needs Python
+	// and the manager has no Python image. Checked with the task.
+	ImageErr error
 	// KeyErr says why a provider Secret of the Trial may not be used; it is
 	// checked with the task, before any attempt's pods.
 	KeyErr *keyError
@@ -324,6 +327,12 @@ func (p *plan) startNext(w *world) {
 	}
 	if err := checkUserSimulator(t, w.Task.Desc); err != nil {
 		// A spec nobody can run as written: terminal, before any pod or token.
+		p.complete(w, evalv1.PhaseInvalid, err.Error())
+		p.cond(evalv1.TrialFailed, true, evalv1.ReasonInvalidConfig, err.Error())
+		return
+	}
+	if err := w.ImageErr; err != nil {
+		// No image of this manager can run the task: terminal, before any pod.
 		p.complete(w, evalv1.PhaseInvalid, err.Error())
 		p.cond(evalv1.TrialFailed, true, evalv1.ReasonInvalidConfig, err.Error())
 		return

@@ -32,7 +32,7 @@ func resolvedShop() *resolvedTask {
 func readyPod(tr *evalv1.Trial, n int32, role, ip string) *corev1.Pod {
 	p := dbServicePod(PodConfig{Image: "i"}, attemptRef{tr, n})
 	if role == evalv1.RoleRunner {
-		p = runnerPod(PodConfig{Image: "i"}, attemptRef{tr, n})
+		p = runnerPod(PodConfig{Image: "i"}, attemptRef{tr, n}, nil)
 	}
 	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}

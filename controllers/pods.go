@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"tolokaforge.io/operator/api/authn"
+	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
 )
@@ -53,6 +54,12 @@ type PodConfig struct {
 	// Image is the manager's own image (--image); a trial may override it
 	// per role.
 	Image string
+	// PythonImage runs the runner pods of tasks whose tools or checks need
+	// Python (--runner-python-image); empty: such a Trial ends Invalid.
+	PythonImage string
+	// Python is the runner's --python in PythonImage (default
+	// DefaultPython).
+	Python string
 	// Entrypoint is the container's command[0], the tolokaforge binary in
 	// the image. Default "tolokaforge".
 	Entrypoint string
@@ -127,7 +134,13 @@ func ownerRef(t *evalv1.Trial) metav1.OwnerReference {
 // service's IP is not known yet, and the TrialSpec's env_endpoints names it
 // per trial anyway (the flag is only the runner's fallback). Creating the
 // pods in parallel halves the time an attempt waits for readiness.
-func runnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
+//
+// Its image is the Go-only one unless the task needs Python (runnerImage);
+// the plan refused a Trial whose image cannot be chosen before any pod, so
+// an error here means the task changed under a running attempt and the
+// pod falls back to the Go-only image, where RegisterTrial names the tool
+// it cannot run.
+func runnerPod(cfg PodConfig, a attemptRef, desc *task.TaskDescription) *corev1.Pod {
 	t := a.Trial
 	args := []string{
 		"runner",
@@ -135,7 +148,15 @@ func runnerPod(cfg PodConfig, a attemptRef) *corev1.Pod {
 		"--work-dir=" + runnerWorkDir,
 		"--auth-token-file=" + authTokenFile,
 	}
-	c := baseContainer(cfg, evalv1.RoleRunner, t.Spec.Runner, args)
+	image, python, err := runnerImage(cfg, t, desc)
+	if python != "" {
+		args = append(args, "--python="+python)
+	}
+	o := t.Spec.Runner
+	if err == nil {
+		o.Image = image
+	}
+	c := baseContainer(cfg, evalv1.RoleRunner, o, args)
 	c.Ports = []corev1.ContainerPort{{Name: "grpc", ContainerPort: RunnerPort, Protocol: corev1.ProtocolTCP}}
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: RunnerPort}},

@@ -31,7 +31,7 @@ func testTrial() *evalv1.Trial {
 func TestPodsPassRestricted(t *testing.T) {
 	cfg := PodConfig{Image: "registry/tolokaforge:v1"}
 	tr := testTrial()
-	for _, pod := range []*corev1.Pod{runnerPod(cfg, attemptRef{tr, 2}), dbServicePod(cfg, attemptRef{tr, 2})} {
+	for _, pod := range []*corev1.Pod{runnerPod(cfg, attemptRef{tr, 2}, nil), dbServicePod(cfg, attemptRef{tr, 2})} {
 		t.Run(pod.Name, func(t *testing.T) {
 			ps := pod.Spec
 			if got := ptr.Deref(ps.AutomountServiceAccountToken, true); got {
@@ -111,7 +111,7 @@ func hasMount(c corev1.Container, vol, path string) bool {
 }
 
 func TestRunnerPodArgsAndProbe(t *testing.T) {
-	p := runnerPod(PodConfig{Image: "img", Entrypoint: "/tolokaforge"}, attemptRef{testTrial(), 1})
+	p := runnerPod(PodConfig{Image: "img", Entrypoint: "/tolokaforge"}, attemptRef{testTrial(), 1}, nil)
 	c := p.Spec.Containers[0]
 	if p.Name != "t1-a1-runner" {
 		t.Errorf("name = %q", p.Name)
@@ -158,7 +158,7 @@ func TestPodOverridesApplyPerRole(t *testing.T) {
 			corev1.ResourceMemory: resource.MustParse("512Mi"),
 		}},
 	}
-	r := runnerPod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
+	r := runnerPod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1}, nil)
 	d := dbServicePod(PodConfig{Image: "mgr:1"}, attemptRef{tr, 1})
 	if got := r.Spec.Containers[0].Image; got != "custom/runner:1" {
 		t.Errorf("runner image = %q", got)
@@ -192,7 +192,7 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 		APIKeySecretRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "judge"},
 		ExtraHeaders:    []evalv1.ExtraHeader{{Name: "X-Org", ValueFrom: evalv1.HeaderValueSource{SecretKeyRef: corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hdr"}, Key: "org"}}}}}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
-	p := runnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{tr, 1})
+	p := runnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{tr, 1}, nil)
 	c := p.Spec.Containers[0]
 	for _, e := range c.Env {
 		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
@@ -241,8 +241,8 @@ func TestRunnerPodHoldsTheGatewayTokenNeverAProviderKey(t *testing.T) {
 	// No gateway configured, or an oracle judge: no Secret but the attempt's
 	// credential.
 	for name, pod := range map[string]*corev1.Pod{
-		"no gateway":   runnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}),
-		"oracle judge": runnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{testTrial(), 1}),
+		"no gateway":   runnerPod(PodConfig{Image: "img"}, attemptRef{tr, 1}, nil),
+		"oracle judge": runnerPod(PodConfig{Image: "img", GatewayURL: gw}, attemptRef{testTrial(), 1}, nil),
 	} {
 		for _, v := range pod.Spec.Volumes {
 			if v.Secret != nil && v.Name != authVolume {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/refs"
@@ -266,6 +267,7 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
+			_, _, w.ImageErr = runnerImage(r.Pods, t, w.Task.Desc)
 			if w.Missing, w.KeyErr, err = trialSecrets(ctx, r.APIReader, t.Namespace, t.Spec.SecretUses()); err != nil {
 				return nil, fmt.Errorf("trial %s: %w", key, err)
 			}
@@ -423,7 +425,13 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 	for i, role := range p.CreatePod {
 		pods[i] = dbServicePod(r.Pods, ref)
 		if role == evalv1.RoleRunner {
-			pods[i] = runnerPod(r.Pods, ref)
+			// The claim holds the task resolved when the attempt started;
+			// a retried create finds it in the pool.
+			var desc *task.TaskDescription
+			if in := r.Pool.Input(key, a.ID); in != nil && in.Task != nil {
+				desc = in.Task.Desc
+			}
+			pods[i] = runnerPod(r.Pods, ref, desc)
 		}
 		wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
 	}

@@ -41,6 +41,8 @@ const (
 	// DefaultManagerNamespace is config/manager's namespace, used for the
 	// network policy's manager peer when POD_NAMESPACE is not set.
 	DefaultManagerNamespace = "tolokaforge-system"
+	// DefaultPython is the runner's --python in the Python image.
+	DefaultPython = controllers.DefaultPython
 )
 
 // Options configure a manager. Zero values take the defaults above.
@@ -49,6 +51,13 @@ type Options struct {
 	Image string
 	// Entrypoint is the binary's path in Image (default "tolokaforge").
 	Entrypoint string
+	// PythonImage runs the runner pods of tasks whose tools or checks need
+	// Python (`make image-python`); empty: such Trials end Invalid, naming
+	// --runner-python-image.
+	PythonImage string
+	// Python is the runner's --python in PythonImage (default
+	// controllers.DefaultPython, python3 on the image's PATH).
+	Python string
 	// MaxConcurrentTrials bounds the drivers running attempts at once.
 	MaxConcurrentTrials int
 	// MaxConcurrentReconciles of the Trial controller (default 8).
@@ -288,7 +297,7 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 			WrapRunner: opts.WrapRunner,
 			GatewayURL: opts.GatewayURL,
 		},
-		Pods:                    controllers.PodConfig{Image: opts.Image, Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL},
+		Pods:                    podConfig(opts),
 		ManagerPeer:             managerPeer(opts),
 		Metrics:                 metrics,
 		Log:                     opts.Logger.WithName("trial"),
@@ -380,4 +389,10 @@ func cacheOptions(namespace string) cache.Options {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
 	}
 	return o
+}
+
+// podConfig is the part of opts every attempt's pods take.
+func podConfig(opts Options) controllers.PodConfig {
+	return controllers.PodConfig{Image: opts.Image, PythonImage: opts.PythonImage, Python: opts.Python,
+		Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL}
 }

@@ -103,3 +103,13 @@ func TestCacheStripsTrialPolicySpecs(t *testing.T) {
 		t.Fatalf("namespace policy in the cache: managedFields %v, spec %+v, want %+v", got.ManagedFields, got.Spec, *want)
 	}
 }
+
+// TestPodConfigCarriesBothImages: the Python image and interpreter the flags
+// name reach every attempt's pods.
+func TestPodConfigCarriesBothImages(t *testing.T) {
+	got := podConfig(Options{Image: "tf:v1", PythonImage: "tf:v1-python", Python: "/usr/bin/python3", Entrypoint: "/tolokaforge", GatewayURL: "http://gw/v1"})
+	want := controllers.PodConfig{Image: "tf:v1", PythonImage: "tf:v1-python", Python: "/usr/bin/python3", Entrypoint: "/tolokaforge", GatewayURL: "http://gw/v1"}
+	if got != want {
+		t.Errorf("podConfig = %+v, want %+v", got, want)
+	}
+}

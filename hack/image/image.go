@@ -63,6 +63,9 @@ type BuildOptions struct {
 	// (default: tolokaforge-toolexec beside it); --source builds it.
 	Launcher            string
 	SkipUnreachableBase bool
+	// Debs is a cache filled by `image debs`: its locked Debian packages
+	// become one layer on the empty base (the Python runner image).
+	Debs string
 }
 
 // BuildResult names what was written.
@@ -113,8 +116,15 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		return nil, fmt.Errorf("build: version %q: releases carry a versioned tag", o.Version)
 	}
 
+	if o.Debs != "" && o.Base != "" {
+		return nil, usageError{"build: --debs builds on the empty base; give --debs or --base, not both"}
+	}
 	// Fetch the base first: skipping must not cost a binary build.
 	base, err := loadBase(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	debs, err := loadDebs(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +160,7 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 			launch, launcherPkg, err)
 	}
 
-	img, err := assemble(base, binary, launcher, o)
+	img, err := assemble(base, binary, launcher, debs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +252,7 @@ func imageFromLayout(dir string) (v1.Image, error) {
 	return img, nil
 }
 
-func assemble(base v1.Image, binary, launcher []byte, o BuildOptions) (v1.Image, error) {
+func assemble(base v1.Image, binary, launcher []byte, debs *debLayer, o BuildOptions) (v1.Image, error) {
 	epoch, err := buildTime()
 	if err != nil {
 		return nil, err
@@ -273,6 +283,13 @@ func assemble(base v1.Image, binary, launcher []byte, o BuildOptions) (v1.Image,
 			entries []entry
 		}{{"non-root user 65532", users}, {"CA certificates", certs}, {"/tmp", tmp}} {
 			add, err := addendum(l.entries, epoch, layerType, l.what)
+			if err != nil {
+				return nil, err
+			}
+			adds = append(adds, add)
+		}
+		if debs != nil {
+			add, err := addendum(debs.entries, epoch, layerType, debs.what)
 			if err != nil {
 				return nil, err
 			}
@@ -317,6 +334,10 @@ func assemble(base v1.Image, binary, launcher []byte, o BuildOptions) (v1.Image,
 	if base == nil {
 		c.Env = []string{"PATH=" + DefaultPath, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 		c.WorkingDir = "/"
+		if debs != nil {
+			// The root filesystem is read-only in the pod: no .pyc writes.
+			c.Env = append(c.Env, "PYTHONDONTWRITEBYTECODE=1")
+		}
 	}
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
@@ -325,6 +346,10 @@ func assemble(base v1.Image, binary, launcher []byte, o BuildOptions) (v1.Image,
 	c.Labels[LabelTitle] = o.Name
 	if o.Base != "" {
 		c.Labels[LabelBase] = o.Base
+	}
+	if debs != nil {
+		c.Labels[LabelPython] = DebPython
+		c.Labels[LabelDebs] = debs.summary
 	}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {

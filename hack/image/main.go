@@ -3,12 +3,16 @@
 //
 //	go run . build --source ../.. --out ../../bin/image/tolokaforge [--base REF|oci:DIR]
 //	go run . push --layout ../../bin/image/tolokaforge --ref REGISTRY/tolokaforge:VERSION
+//	go run . debs --cache ../../bin/debs/amd64 python3 python3-yaml ...
+//	go run . build --source ../.. --debs ../../bin/debs/amd64 --out ../../bin/image/tolokaforge-python
 //
 // Without --base the image starts from an empty base (no distroless base is
 // reachable here) and carries, as separate layers, a non-root user
 // (uid/gid 65532), the build machine's CA bundle, /tmp (1777) and the static
-// binary at /tolokaforge. With --base (e.g. python:3.12-slim, for packs whose
-// MCP servers are Python) only the binary layer is appended to that base.
+// binary at /tolokaforge. With --debs, the Debian packages `debs` cached
+// (python3 and the libraries packs import) are one more layer on the empty
+// base: the Python runner image, built with no registry. With --base (a
+// registry image or oci:DIR) only the binary layer is appended to that base.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // usageError exits 2, like flag's own errors, so a script can tell a wrong
@@ -39,15 +44,17 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"usage: image build|push [flags] (image build -h for flags)"}
+		return usageError{"usage: image build|push|debs [flags] (image build -h for flags)"}
 	}
 	switch args[0] {
 	case "build":
 		return runBuild(ctx, args[1:], stdout, stderr)
 	case "push":
 		return runPush(ctx, args[1:], stdout, stderr)
+	case "debs":
+		return runDebs(ctx, args[1:], stdout, stderr)
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want build or push)", args[0])}
+		return usageError{fmt.Sprintf("unknown command %q (want build, push or debs)", args[0])}
 	}
 }
 
@@ -65,6 +72,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.Base, "base", "", "base image: a registry reference or oci:DIR (default: empty base with user, CA and /tmp layers)")
 	fs.StringVar(&o.CACerts, "ca-certs", DefaultCACerts, "CA bundle copied into the empty-base image")
 	fs.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary and the image platform")
+	fs.StringVar(&o.Debs, "debs", "", "cache directory filled by `image debs`: its locked Debian packages become a layer on the empty base (the Python runner image)")
 	fs.BoolVar(&o.SkipUnreachableBase, "skip-unreachable-base", false, "exit 0 with a message when --base cannot be fetched")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,5 +117,31 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "pushed %s@%s\n", *ref, digest)
+	return nil
+}
+
+func runDebs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("debs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := DebOptions{}
+	fs.StringVar(&o.Cache, "cache", "", "directory of the cached .debs and their "+LockFile)
+	fs.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the image; must be this machine's architecture")
+	skip := fs.String("skip", strings.Join(DefaultSkipDebs, ","), "comma-separated packages left out with their dependencies")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	o.Packages = fs.Args()
+	if len(o.Packages) == 0 {
+		o.Packages = DefaultPythonDebs
+	}
+	o.Skip = strings.Split(*skip, ",")
+	lock, err := FetchDebs(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d Debian packages for %s in %s\n", len(lock.Debs), strings.Join(lock.Roots, " "), o.Cache)
 	return nil
 }

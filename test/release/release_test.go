@@ -120,6 +120,15 @@ func TestReleaseMatchesChart(t *testing.T) {
 		if c["image"] != want || envValue(t, c, "TOLOKAFORGE_IMAGE") != want {
 			t.Errorf("chart with image values: image %v, TOLOKAFORGE_IMAGE %q; want %s for both", c["image"], envValue(t, c, "TOLOKAFORGE_IMAGE"), want)
 		}
+		if got := envLookup(c, "TOLOKAFORGE_PYTHON_IMAGE"); got != "" {
+			t.Errorf("chart without runnerPythonImage: TOLOKAFORGE_PYTHON_IMAGE %q, want it unset", got)
+		}
+		r = mustRun(t, 2*time.Minute, root, nil, helm, "template", releaseName, chartDir, "--namespace", releaseNamespace,
+			"--set", "runnerPythonImage=registry.example/team/tolokaforge:v9.9.9-python")
+		c = managerContainer(t, decodeAll(t, "helm template --set runnerPythonImage", []byte(r.stdout)))
+		if got := envLookup(c, "TOLOKAFORGE_PYTHON_IMAGE"); got != "registry.example/team/tolokaforge:v9.9.9-python" {
+			t.Errorf("chart with runnerPythonImage: TOLOKAFORGE_PYTHON_IMAGE %q, want registry.example/team/tolokaforge:v9.9.9-python", got)
+		}
 	})
 
 	t.Run("editor and viewer aggregate", func(t *testing.T) {
