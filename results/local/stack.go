@@ -34,8 +34,27 @@ type StackConfig struct {
 	// .api_key_env names a file in it), as the runner pod's --secrets-dir; empty keeps
 	// the grader's default.
 	SecretsDir string
-	Log        logr.Logger
+	// Python runs a pack's Python tools and checks (the runner's --python);
+	// empty: $TOLOKAFORGE_PYTHON, else python3 on PATH.
+	Python string
+	Log    logr.Logger
 }
+
+// python is the interpreter the stack's runner uses.
+func (cfg StackConfig) python() string {
+	if cfg.Python != "" {
+		return cfg.Python
+	}
+	if p := os.Getenv(PythonEnv); p != "" {
+		return p
+	}
+	return "python3"
+}
+
+// PythonEnv names the environment variable that picks the local stack's
+// Python when no --python is given: CI and tests point it at Debian's
+// interpreter, whose packages (pydantic, yaml) pack tools import.
+const PythonEnv = "TOLOKAFORGE_PYTHON"
 
 // Stack is a DB service and a runner served on loopback, with a client
 // connected to the runner.
@@ -173,6 +192,7 @@ func (sv *services) serveRunner(cfg StackConfig, dbURL, token string, log logr.L
 		Version:           "local",
 		Logger:            log.WithName("runner"),
 		AuthToken:         token,
+		Python:            cfg.python(),
 	})
 	if err != nil {
 		return "", fmt.Errorf("start stack: %w", err)
