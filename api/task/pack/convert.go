@@ -944,6 +944,10 @@ func (c *converter) toolList() (map[string]task.ToolSchema, string, error) {
 	return map[string]task.ToolSchema{}, "", nil
 }
 
+// scriptedFiller is what the runner's scripted user says while a line waits
+// for its if_assistant_contains (controllers/host's scripted user).
+const scriptedFiller = "Please continue."
+
 // unhonoured are upstream tools the runner has no way to provide: refused by
 // name, never offered to the agent as a tool that cannot run.
 var unhonoured = map[string]string{
@@ -1200,20 +1204,40 @@ func (c *converter) userSimulator(t *mapping) error {
 			return convError(m.file, joinPath(p, "role"), "%q: a scripted flow holds the user's lines only", role)
 		}
 		var sl task.ScriptedLine
-		for _, key := range []string{"content", "message"} {
+		// {role: user, content: ...} and upstream's own {user: ...} (message
+		// is accepted too).
+		for _, key := range []string{"content", "message", "user"} {
 			if s, err := line.str(key); err != nil {
 				return err
 			} else if s != "" {
+				if sl.Message != "" {
+					return convError(m.file, joinPath(p, key), "a second text for one line (content, message and user are one key)")
+				}
 				sl.Message = s
 			}
-		}
-		if sl.Message == "" {
-			return convError(m.file, p, "a scripted line needs content")
 		}
 		if sl.IfAssistantContains, err = line.str("if_assistant_contains"); err != nil {
 			return err
 		}
-		line.leftovers(&c.rep, "a scripted line has role, content and if_assistant_contains")
+		def, err := line.str("default")
+		if err != nil {
+			return err
+		}
+		if def != "" {
+			// Upstream's default is what the user says while a conditional
+			// line waits; ours is fixed.
+			if def != scriptedFiller {
+				c.rep.add(m.file, joinPath(p, "default"), "the runner's scripted user says %q while a line waits for its if_assistant_contains, not %q", scriptedFiller, def)
+			}
+			if sl.Message == "" {
+				line.leftovers(&c.rep, "a scripted line has role, content (or user), if_assistant_contains and default")
+				continue
+			}
+		}
+		if sl.Message == "" {
+			return convError(m.file, p, "a scripted line needs content (or user)")
+		}
+		line.leftovers(&c.rep, "a scripted line has role, content (or user), if_assistant_contains and default")
 		u.ScriptedFlow = append(u.ScriptedFlow, sl)
 	}
 	m.leftovers(&c.rep, "the user simulator takes mode, persona, backstory and scripted_flow; protocol v2 dropped first_message and user_context")
