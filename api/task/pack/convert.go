@@ -258,6 +258,12 @@ func (c *converter) convert() error {
 	}
 	td := &c.td
 	td.AdapterType = task.AdapterNative
+	if isTerminalBench(t) {
+		if err := c.terminalBench(t); err != nil {
+			return err
+		}
+		return c.finish()
+	}
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -308,7 +314,12 @@ func (c *converter) convert() error {
 		return err
 	}
 	t.leftovers(&c.rep, "no TaskDescription field takes it")
+	return c.finish()
+}
 
+// finish encodes the TaskDescription and checks it decodes and can run.
+func (c *converter) finish() error {
+	td := &c.td
 	wire, err := task.Encode(td)
 	if err != nil {
 		return fmt.Errorf("%s: encode the TaskDescription: %w", c.name, err)
