@@ -24,8 +24,9 @@ func packMain(ctx context.Context, args []string) error {
 }
 
 const packUsage = `usage:
-  tolokaforge pack import DIR... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
-      pack.Convert Tolokaforge native task directories to Task manifests (and
+  tolokaforge pack import DIR|PROJECT... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
+      pack.Convert Tolokaforge task directories (a project or a folder of packs:
+      every task.yaml under it) to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
@@ -138,7 +139,17 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		names   = map[string]string{}
 		dropped int
 	)
+	var tasks []string
 	for _, dir := range dirs {
+		// A project (or a folder of packs) imports every task under it.
+		found, err := pack.FindTasks(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tasks = append(tasks, found...)
+	}
+	for _, dir := range tasks {
 		conv, err := pack.ConvertContext(ctx, dir, opts)
 		if ctx.Err() != nil {
 			// SIGTERM or ^C: stop now, write nothing, and say so rather
