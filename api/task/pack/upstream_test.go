@@ -38,8 +38,8 @@ func TestUpstreamPacks(t *testing.T) {
 		{
 			dir: fd + "order_modify_with_checks", taskID: "order_modify_with_checks",
 			toolSource: "mcp_server", script: "mcp_server.py",
-			tables: []string{"cities", "menu_item_categories", "menu_items", "menu_items_per_cuisine", "money_back_requests", "orders", "restaurant_names_desc", "restaurant_rates", "restaurants", "users"},
-			pkeys:  map[string]string{"cities": "city_id", "menu_item_categories": "category_id", "menu_items": "menu_item_id", "orders": "order_id", "restaurant_rates": "rating_id", "restaurants": "restaurant_id", "users": "user_id"},
+			tables:     []string{"cities", "menu_item_categories", "menu_items", "menu_items_per_cuisine", "money_back_requests", "orders", "restaurant_names_desc", "restaurant_rates", "restaurants", "users"},
+			pkeys:      map[string]string{"cities": "city_id", "menu_item_categories": "category_id", "menu_items": "menu_item_id", "orders": "order_id", "restaurant_rates": "rating_id", "restaurants": "restaurant_id", "users": "user_id"},
 			components: []string{"state_checks", "custom_checks"},
 			artifacts:  []string{"mcp_server.py", "tau_tools/cancel_order.py", "tau_tools/data/schemas.py", "tools_helpers.py", "check_helpers.py", "tasks/order_modify_with_checks/checks.py"},
 			check: func(t *testing.T, c *converted) {
