@@ -597,6 +597,9 @@ func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.Ta
 	var schemas []task.TableSchema
 	b.WriteByte('{')
 	for i, name := range keys {
+		if name == "" {
+			return nil, nil, fmt.Errorf("%s: a table with an empty name", file)
+		}
 		rows, keyField, isDict, err := c.tableRows(file, name, top[name])
 		if err != nil {
 			return nil, nil, err
@@ -724,7 +727,8 @@ func dictKeyField(keys []string, recs []map[string]json.RawMessage, fields []str
 		return "id", nil
 	}
 	for _, f := range fields {
-		if carries(f) {
+		// "" cannot name a key field: dict_tables reads it as unknown.
+		if f != "" && carries(f) {
 			return f, nil
 		}
 	}
