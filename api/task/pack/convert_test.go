@@ -257,7 +257,6 @@ custom_checks: {enabled: true, file: checks.py, lang: py}
 		"odd/grading.yaml custom_checks.lang",
 		"odd/grading.yaml llm_judge.rubric",
 		"odd/grading.yaml llm_judge.style",
-		"odd/grading.yaml state_checks.db_hash_check",
 		"odd/grading.yaml state_checks.hash.golden_actions[0].why",
 		"odd/grading.yaml state_checks.hash.salt",
 		"odd/grading.yaml state_checks.jsonpaths[0].op",

@@ -235,3 +235,37 @@ func TestConvertExplicitPythonSource(t *testing.T) {
 		t.Fatalf("artifacts %v\nwant %v", shipped, want)
 	}
 }
+
+// db_hash_check compares the end state with the hash source the block
+// names; with none, upstream scores it 1.0 and it grades nothing here.
+func TestConvertDBHashCheck(t *testing.T) {
+	for _, tc := range []struct {
+		grading string
+		hash    bool
+		diag    string
+	}{
+		{"state_checks: {db_hash_check: true, hash: {expected_state_hash: 2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881}}\n", true, ""},
+		{"state_checks: {db_hash_check: true, hash: {golden_actions: [{name: calculator, kwargs: {expression: '1'}}]}}\n", true, ""},
+		{"state_checks: {db_hash_check: true, jsonpaths: [{path: '$.db.t[0].a', equals: 1}]}\n", false,
+			"proj/tasks/t/g.yaml: state_checks.db_hash_check: nothing to compare the end state with (no hash.expected_state_hash or golden_actions): upstream scores it 1.0, so it grades nothing here either"},
+	} {
+		root := writeProject(t, map[string]string{"tasks/t/task.yaml": minimalTask + "grading: g.yaml\ninitial_state: {json_db: {t: [{a: 1}]}}\n", "tasks/t/g.yaml": tc.grading})
+		c, err := Convert(filepath.Join(root, "tasks/t"), Options{Builtins: builtin.Catalog{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Description.Grading.StateChecks.HashEnabled != tc.hash {
+			t.Fatalf("%s: hash_enabled %v", tc.grading, !tc.hash)
+		}
+		found := tc.diag == ""
+		for _, d := range c.Diagnostics {
+			found = found || d.String() == tc.diag
+			if d.DropsGrading() {
+				t.Fatalf("%s: drops %s", tc.grading, d)
+			}
+		}
+		if !found {
+			t.Fatalf("%s: diagnostics %v, want %s", tc.grading, c.Diagnostics, tc.diag)
+		}
+	}
+}
