@@ -134,9 +134,10 @@ func Convert(dir string, opts Options) (*converted, error) {
 // ConvertContext is Convert ending early, with ctx's error, once ctx is done
 // (the CLI's context is canceled by SIGTERM and ^C).
 //
-// Files are read below dir only: a symbolic link is followed while it stays
-// inside the task directory and refused, naming the link and its target,
-// when it leaves it; files over MaxFileBytes and anything but regular files
+// Files are read below the root only: dir, or for a task of a project
+// (dir below a folder named tasks) the project root, the folder holding
+// tasks/ (ProjectRoot). A path or a symbolic link is followed while it stays
+// inside the root and refused, naming it, when it leaves it; files over MaxFileBytes and anything but regular files
 // are refused too. Every YAML file is refused past the alias budget
 // (MaxAliasNodes, MaxAliasDepth).
 func ConvertContext(ctx context.Context, dir string, opts Options) (*converted, error) {
