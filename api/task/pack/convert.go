@@ -137,9 +137,9 @@ func Convert(dir string, opts Options) (*converted, error) {
 // Files are read below the root only: dir, or for a task of a project
 // (dir below a folder named tasks) the project root, the folder holding
 // tasks/ (ProjectRoot). A path or a symbolic link is followed while it stays
-// inside the root and refused, naming it, when it leaves it; files over MaxFileBytes and anything but regular files
-// are refused too. Every YAML file is refused past the alias budget
-// (MaxAliasNodes, MaxAliasDepth).
+// inside the root and refused, naming it, when it leaves it; files over
+// MaxFileBytes and anything but regular files are refused too. Every YAML
+// file is refused past the alias budget (MaxAliasNodes, MaxAliasDepth).
 func ConvertContext(ctx context.Context, dir string, opts Options) (*converted, error) {
 	if opts.Builtins == nil {
 		return nil, fmt.Errorf("pack %s: no builtin tool catalog (Options.Builtins)", dir)
