@@ -996,7 +996,14 @@ func (c *converter) tools(t *mapping) error {
 		if script != "" {
 			art, err := c.artifact(script)
 			if err != nil {
-				return convError(m.file, m.at("mcp_server"), "%v", err)
+				// A script outside the pack is fine when --mcp-command maps
+				// it: nothing of it is read or shipped.
+				if _, mapped := c.opts.MCPCommands[path.Base(filepath.ToSlash(script))]; !mapped {
+					if _, mapped = c.opts.MCPCommands[script]; !mapped {
+						return convError(m.file, m.at("mcp_server"), "%v", err)
+					}
+				}
+				art = script
 			}
 			s := resolveMCP(art, enabled, c.opts.MCPCommands)
 			if s.note != "" {

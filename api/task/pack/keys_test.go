@@ -269,3 +269,20 @@ func TestConvertDBHashCheck(t *testing.T) {
 		}
 	}
 }
+
+// A server script outside the pack is refused unless --mcp-command maps it,
+// and then nothing of it is read.
+func TestConvertScriptOutsideThePack(t *testing.T) {
+	dir := writePack(t, "p", map[string]string{"task.yaml": strings.Replace(minimalTask, "calculator", "ping", 1) + "    mcp_server: ../srv/server.py\n",
+		"fixtures/tools.json": `[{"name": "ping", "description": "d"}]`})
+	if _, err := Convert(dir, Options{Builtins: builtin.Catalog{}}); err == nil || !strings.Contains(err.Error(), `p/task.yaml: tools.agent.mcp_server: p: "../srv/server.py" leaves the task directory`) {
+		t.Fatalf("error %v", err)
+	}
+	c, err := Convert(dir, Options{Builtins: builtin.Catalog{}, MCPCommands: map[string][]string{"server.py": {"/opt/srv"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Description.AgentTools[0].Source; string(s.Extra["command"]) != `["/opt/srv"]` || len(c.Description.ToolArtifacts) != 0 {
+		t.Fatalf("source %+v, artifacts %v", s, c.Description.ToolArtifacts)
+	}
+}
