@@ -225,7 +225,7 @@ grading: grading.yaml
 		"prompt.md": "You compute.",
 		"checks.py": "from tolokaforge.core.grading.checks_interface import check\n",
 		"db.json":   `{"users": {"u1": {"id": "u1", "n": 1.50}}, "logs": [{"at": 1}]}`,
-		"grading.yaml": `combine: {method: all_pass, weights: {state_checks: 1, transcript_rules: 1, llm_judge: 1}, pass_threshold: 1, style: strict}
+		"grading.yaml": `combine: {method: all_pass, weights: {state_checks: 1, transcript_rules: 1, llm_judge: 1, custom_checks: 1}, pass_threshold: 1, style: strict}
 state_checks:
   db_hash_check: true
   hash:
