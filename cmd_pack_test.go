@@ -212,3 +212,19 @@ func TestValidateCommandRefusesUngradableShapes(t *testing.T) {
 		}
 	}
 }
+
+// pack validate PROJECT validates every task under it.
+func TestValidateProject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs trials")
+	}
+	project := t.TempDir()
+	copyPack(t, filepath.Join(project, "tasks", "a"), nil)
+	var out, errb bytes.Buffer
+	if err := runPack(context.Background(), []string{"validate", project}, &out, &errb, os.Args[0]); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "PASS shop_orders_02 ("+filepath.Join(project, "tasks", "a")+"): state checks 1") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}
