@@ -24,13 +24,14 @@ func packMain(ctx context.Context, args []string) error {
 }
 
 const packUsage = `usage:
-  tolokaforge pack import DIR... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
-      pack.Convert Tolokaforge native task directories to Task manifests (and
+  tolokaforge pack import DIR|PROJECT... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
+      pack.Convert Tolokaforge task directories (a project or a folder of packs:
+      every task.yaml under it) to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
       nothing is written (exit 1) unless --allow-lossy.
-  tolokaforge pack validate DIR... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR]
+  tolokaforge pack validate DIR|PROJECT... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR]
       Run each task's golden path with the oracle agent on a local runner and
       DB service, graded by every component the task configures. A task fails
       unless the state checks (what a golden replay decides) score 1.0 and
@@ -138,7 +139,17 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		names   = map[string]string{}
 		dropped int
 	)
+	var tasks []string
 	for _, dir := range dirs {
+		// A project (or a folder of packs) imports every task under it.
+		found, err := pack.FindTasks(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		tasks = append(tasks, found...)
+	}
+	for _, dir := range tasks {
 		conv, err := pack.ConvertContext(ctx, dir, opts)
 		if ctx.Err() != nil {
 			// SIGTERM or ^C: stop now, write nothing, and say so rather
@@ -226,8 +237,17 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 		defer func() { _ = fake.Close() }()
 		judgeFor = fake.For
 	}
-	failed := 0
+	// A project (or a folder of packs) validates every task under it.
+	var tasks []string
 	for _, dir := range dirs {
+		found, err := pack.FindTasks(dir)
+		if err != nil {
+			return fmt.Errorf("pack validate: %w", err)
+		}
+		tasks = append(tasks, found...)
+	}
+	failed := 0
+	for _, dir := range tasks {
 		v := local.ValidatePack(ctx, l, dir, pack.Options{Builtins: builtin.Catalog{}, MCPCommands: cmds},
 			local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout, JudgeFor: judgeFor}, *strict, stderr)
 		status := "PASS"
@@ -242,7 +262,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 		fmt.Fprintf(stdout, "%s %s (%s): state checks %s, score %.4g, %s\n", status, v.TaskID, v.Dir, state, v.Score, v.Why)
 	}
 	if failed > 0 {
-		return &exitError{code: 1, msg: fmt.Sprintf("%d of %d tasks failed validation", failed, len(dirs))}
+		return &exitError{code: 1, msg: fmt.Sprintf("%d of %d tasks failed validation", failed, len(tasks))}
 	}
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // The upstream task packs the pack commands are tried on.
-const fixtures = "../shared/fixtures/tolokaforge"
+// fixtures are upstream's packs as the project keeps them (unchanged, with their NOTICE).
+const fixtures = "api/task/pack/testdata/tolokaforge"
 
 func fixture(name string) string { return filepath.Join(fixtures, name) }
 

@@ -12,13 +12,15 @@ import (
 
 func TestImportCommand(t *testing.T) {
 	var out, errb bytes.Buffer
-	args := []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic")}
-	// calc_basic's grading.yaml has two keys the Go runner cannot grade:
-	// without --allow-lossy nothing is written and the exit status says so.
+	// A pack whose grading.yaml has a key the runner cannot grade: without
+	// --allow-lossy nothing is written and the exit status says so.
+	lossy := writePack(t, "lossy", map[string]string{"task.yaml": minimalTask + "grading: grading.yaml\n",
+		"grading.yaml": "transcript_rules: {must_contain: [x], tool_expectations: {disallowed_tools: [bash]}}\n"})
+	args := []string{"import", fixture("shop_orders_02"), "--namespace", "evals", "--label", "suite=shop", fixture("calc_basic"), lossy}
 	err := runPack(context.Background(), args, &out, &errb, "")
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 ||
-		ee.Error() != "pack import: 2 grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them" || out.Len() != 0 {
+		ee.Error() != "pack import: 1 grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them" || out.Len() != 0 {
 		t.Fatalf("lossy import without --allow-lossy: %v, %d bytes written", err, out.Len())
 	}
 	lossReport := errb.String()
@@ -31,17 +33,18 @@ func TestImportCommand(t *testing.T) {
 		t.Fatalf("the loss report differs with --allow-lossy:\n%s\nvs\n%s", errb.String(), lossReport)
 	}
 	tasks, cms := readStream(t, out.Bytes())
-	if len(tasks) != 2 || len(cms) != 1 || tasks[0].Name != "shop-orders-02" || tasks[1].Name != "calc-basic" || tasks[1].Labels["suite"] != "shop" || cms[0].Namespace != "evals" {
+	if len(tasks) != 3 || len(cms) != 1 || tasks[0].Name != "shop-orders-02" || tasks[1].Name != "calc-basic" || tasks[1].Labels["suite"] != "shop" || cms[0].Namespace != "evals" {
 		t.Fatalf("stream: %d tasks %d configmaps", len(tasks), len(cms))
 	}
 	wantErr := strings.Join([]string{
 		"shop_orders_02/task.yaml: policies: kept as metadata.policies only: the runner does not show policies to the agent; put them in the system prompt to enforce them",
 		"calc_basic/task.yaml: system_prompt: absent and no system_prompt.md: the description is used as the system prompt",
-		`calc_basic/grading.yaml: state_checks.files: not mapped (env_assertions and file checks are not evaluated by the Go runner): [{"path":"result.txt","must_exist":true,"must_contain":"391"}]`,
-		`calc_basic/grading.yaml: transcript_rules.must_contain_phrases: not mapped (not a key of Tolokaforge's transcript_rules): ["391"]`,
+		`calc_basic/grading.yaml: transcript_rules.must_contain_phrases: graded as must_contain (Tolokaforge's TranscriptRulesConfig has no such key and ignores it)`,
+		"lossy/task.yaml: system_prompt: absent and no system_prompt.md: the description is used as the system prompt",
+		`lossy/grading.yaml: transcript_rules.tool_expectations.disallowed_tools: not mapped (disallowed tools have no transcript rule; express them as trace_checks (kind absent, match {tool: NAME}), which the import keeps): ["bash"]`,
 	}, "\n") + "\n"
-	if errb.String() != wantErr {
-		t.Fatalf("stderr\n%s\nwant\n%s", errb.String(), wantErr)
+	if !strings.HasPrefix(errb.String(), wantErr) {
+		t.Fatalf("stderr\n%s\nwant it to start with\n%s", errb.String(), wantErr)
 	}
 
 	// --mcp-command overrides the known server.
@@ -52,6 +55,28 @@ func TestImportCommand(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "- /opt/shop\n") || strings.Contains(out.String(), "- tolokaforge\n") {
 		t.Fatalf("command not overridden:\n%s", out.String())
+	}
+}
+
+// pack import PROJECT imports every task under the project, the project's
+// own files reached from each task through ../..
+func TestImportProject(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := runPack(context.Background(), []string{"import", fixture("projects/food_delivery_2")}, &out, &errb, ""); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	tasks, cms := readStream(t, out.Bytes())
+	if len(tasks) != 2 || tasks[0].Name != "order-modify-with-checks" || tasks[1].Name != "order-six-items-golden" || len(cms) != 0 ||
+		strings.Count(out.String(), "- order_id: order_53\n") != 2 || strings.Count(out.String(), "mcp_server_script: mcp_server.py") != 46 {
+		t.Fatalf("stream: %d tasks, %d configmaps", len(tasks), len(cms))
+	}
+	// A folder of packs with one the runner cannot honour: nothing written,
+	// the refusal named.
+	out.Reset()
+	errb.Reset()
+	err := runPack(context.Background(), []string{"import", fixtures}, &out, &errb, "")
+	if err == nil || !strings.Contains(err.Error(), `browser_basic/task.yaml: tools.agent.enabled[0]: tool "browser" cannot be honoured`) || out.Len() != 0 {
+		t.Fatalf("error %v, %d bytes written", err, out.Len())
 	}
 }
 
@@ -70,7 +95,7 @@ func TestImportCommandErrors(t *testing.T) {
 		{[]string{"import", "--label", "-bad=x", fixture("calc_basic")}, `--label "-bad=x": key: name part must consist of`},
 		{[]string{"import", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"import", fixture("shop_orders_02"), dup}, `Task name "shop-orders-02" is also`},
-		{[]string{"import", fixture("calc_basic"), filepath.Join(t.TempDir(), "missing")}, "missing: open"},
+		{[]string{"import", fixture("calc_basic"), filepath.Join(t.TempDir(), "missing")}, "missing: no such file or directory"},
 		{[]string{"validate"}, "pack validate: name at least one task directory"},
 	}
 	for _, tc := range cases {
@@ -133,7 +158,7 @@ func TestValidateCommand(t *testing.T) {
 	// its golden calls, so only the state verdict is pinned here.
 	want := []string{
 		"PASS shop_orders_02 (" + shop + "): state checks 1, score ",
-		"FAIL calc_basic (" + calc + "): state checks n/a, score ",
+		"FAIL calc_basic (" + calc + "): state checks 0, score ",
 		"FAIL shop_orders_02 (" + broken + "): state checks ",
 	}
 	for i, w := range want {
@@ -144,7 +169,9 @@ func TestValidateCommand(t *testing.T) {
 	if !strings.Contains(lines[0], ", golden path verified") {
 		t.Errorf("shop: %s", lines[0])
 	}
-	if !strings.Contains(lines[1], "the golden path decides nothing: the task has no state checks to replay it against") {
+	// calc_basic's state_checks.files are path_glob checks now: the oracle,
+	// with no golden path, writes no result.txt.
+	if !strings.Contains(lines[1], "failed: result.txt exists (result.txt selected nothing, expected a file)") {
 		t.Errorf("calc_basic: %s", lines[1])
 	}
 	if !strings.Contains(lines[2], "the golden path does not reach the expected state: State: hash match | JSONPath: ") {
@@ -183,5 +210,21 @@ func TestValidateCommandRefusesUngradableShapes(t *testing.T) {
 		if !strings.HasPrefix(lines[i], "FAIL ") || !strings.HasSuffix(lines[i], w) {
 			t.Errorf("line %d:\n%s\nwant FAIL ... %s", i, lines[i], w)
 		}
+	}
+}
+
+// pack validate PROJECT validates every task under it.
+func TestValidateProject(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs trials")
+	}
+	project := t.TempDir()
+	copyPack(t, filepath.Join(project, "tasks", "a"), nil)
+	var out, errb bytes.Buffer
+	if err := runPack(context.Background(), []string{"validate", project}, &out, &errb, os.Args[0]); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), "PASS shop_orders_02 ("+filepath.Join(project, "tasks", "a")+"): state checks 1") {
+		t.Fatalf("output:\n%s", out.String())
 	}
 }

@@ -297,7 +297,7 @@ func TestRunProjectDirectory(t *testing.T) {
 	g := filepath.Join(failing, "grading.yaml")
 	b, _ := os.ReadFile(g)
 	b = []byte(strings.Replace(string(b), "equals: 41\n", "equals: 40\n", 1))
-	b = []byte(strings.Replace(string(b), "transcript_rules:\n", "transcript_rules:\n  must_contain_phrases: [\"paid\"]\n", 1))
+	b = []byte(strings.Replace(string(b), "transcript_rules:\n", "transcript_rules:\n  tool_expectations: {disallowed_tools: [refund]}\n", 1))
 	if err := os.WriteFile(g, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestRunProjectDirectory(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("lossy project: err = %v, want %q\n%s", err, want, log.String())
 	}
-	if !strings.Contains(log.String(), "b/grading.yaml: transcript_rules.must_contain_phrases: not mapped") {
+	if !strings.Contains(log.String(), "b/grading.yaml: transcript_rules.tool_expectations.disallowed_tools: not mapped") {
 		t.Errorf("the dropped key is not listed:\n%s", log.String())
 	}
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -75,15 +77,54 @@ type converted struct {
 type converter struct {
 	ctx  context.Context
 	dir  string
-	root *rootfs.Root // dir: every read goes through it
-	name string       // dir's base name, prefixing file names in diagnostics
-	opts Options
-	rep  report
-	td   task.TaskDescription
-	out  converted
+	root *rootfs.Root // the project root (or dir, for a lone pack): every read goes through it
+	// taskRel is dir relative to the root, slash-separated ("" for a lone
+	// pack, "tasks/order_53" in a project).
+	taskRel string
+	name    string // dir's base name, prefixing file names in diagnostics
+	opts    Options
+	rep     report
+	td      task.TaskDescription
+	out     converted
+	// dictTables: table -> key field of every json_db table written as a
+	// dict of records ("" when empty), for Python tools' extra.dict_tables.
+	dictTables map[string]string
+	// files: InitialState.filesystem (trial-relative path -> content).
+	files map[string]string
+	// statePrompt is initial_state.system_prompt, the task's fallback.
+	statePrompt string
 }
 
-func (c *converter) file(name string) string { return filepath.Join(c.name, name) }
+// file names a pack file in diagnostics and errors: relative to the root's
+// parent (the pack's parent for a lone pack, the project's for a project
+// task), so a project file reached through .. reads as what it is.
+func (c *converter) file(name string) string {
+	if art, err := c.artifact(name); err == nil {
+		return filepath.Join(filepath.Base(c.root.Dir()), filepath.FromSlash(art))
+	}
+	return filepath.Join(c.name, filepath.FromSlash(name))
+}
+
+// ProjectRoot is the project a task directory belongs to: the parent of the
+// nearest enclosing folder named tasks (a project keeps its packs in
+// tasks/<id>/ or tasks/<category>/<id>/ and its shared files beside tasks/).
+// A lone pack is its own root. Both are absolute.
+func ProjectRoot(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for p := abs; ; {
+		parent := filepath.Dir(p)
+		if parent == p {
+			return abs, nil
+		}
+		if filepath.Base(p) == "tasks" && p != abs {
+			return parent, nil
+		}
+		p = parent
+	}
+}
 
 // Convert reads one native task directory.
 func Convert(dir string, opts Options) (*converted, error) {
@@ -93,11 +134,12 @@ func Convert(dir string, opts Options) (*converted, error) {
 // ConvertContext is Convert ending early, with ctx's error, once ctx is done
 // (the CLI's context is canceled by SIGTERM and ^C).
 //
-// Files are read below dir only: a symbolic link is followed while it stays
-// inside the task directory and refused, naming the link and its target,
-// when it leaves it; files over MaxFileBytes and anything but regular files
-// are refused too. Every YAML file is refused past the alias budget
-// (MaxAliasNodes, MaxAliasDepth).
+// Files are read below the root only: dir, or for a task of a project
+// (dir below a folder named tasks) the project root, the folder holding
+// tasks/ (ProjectRoot). A path or a symbolic link is followed while it stays
+// inside the root and refused, naming it, when it leaves it; files over
+// MaxFileBytes and anything but regular files are refused too. Every YAML
+// file is refused past the alias budget (MaxAliasNodes, MaxAliasDepth).
 func ConvertContext(ctx context.Context, dir string, opts Options) (*converted, error) {
 	if opts.Builtins == nil {
 		return nil, fmt.Errorf("pack %s: no builtin tool catalog (Options.Builtins)", dir)
@@ -109,12 +151,23 @@ func ConvertContext(ctx context.Context, dir string, opts Options) (*converted, 
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
-	root, err := rootfs.Open(abs)
+	top, err := ProjectRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	rel, err := filepath.Rel(top, abs)
+	if err != nil {
+		return nil, fmt.Errorf("pack %s: %w", dir, err)
+	}
+	root, err := rootfs.Open(top)
 	if err != nil {
 		return nil, fmt.Errorf("pack %s: %w", dir, err)
 	}
 	defer root.Close()
-	c := &converter{ctx: ctx, dir: abs, root: root, name: filepath.Base(abs), opts: opts}
+	c := &converter{ctx: ctx, dir: abs, root: root, taskRel: filepath.ToSlash(rel), name: filepath.Base(abs), opts: opts}
+	if c.taskRel == "." {
+		c.taskRel = ""
+	}
 	c.out.Dir = dir
 	if err := c.convert(); err != nil {
 		return nil, err
@@ -124,13 +177,31 @@ func ConvertContext(ctx context.Context, dir string, opts Options) (*converted, 
 }
 
 // local is name (slash-separated, relative to the task directory) as a
-// path below it, or an error when it climbs out or is absolute.
+// path below the root, or an error when it climbs out of it or is absolute.
+// In a project, "../../wiki.md" from tasks/<id>/ is the project's wiki.md;
+// a lone pack's root is its own directory.
 func (c *converter) local(name string) (string, error) {
-	p := filepath.FromSlash(name)
-	if !filepath.IsLocal(p) {
-		return "", fmt.Errorf("%s: %q leaves the task directory", c.name, name)
+	rel, err := c.artifact(name)
+	if err != nil {
+		return "", err
 	}
-	return p, nil
+	return filepath.FromSlash(rel), nil
+}
+
+// artifact is name (relative to the task directory) relative to the root,
+// slash-separated: the key it has in tool_artifacts.
+func (c *converter) artifact(name string) (string, error) {
+	if filepath.IsAbs(filepath.FromSlash(name)) || strings.HasPrefix(name, "/") {
+		return "", fmt.Errorf("%s: %q is an absolute path: a pack names its files relative to its task directory", c.name, name)
+	}
+	rel := path.Clean(path.Join(c.taskRel, filepath.ToSlash(name)))
+	if !filepath.IsLocal(filepath.FromSlash(rel)) {
+		if c.taskRel == "" {
+			return "", fmt.Errorf("%s: %q leaves the task directory", c.name, name)
+		}
+		return "", fmt.Errorf("%s: %q leaves the project root %s (the folder that holds tasks/)", c.name, name, c.root.Dir())
+	}
+	return rel, nil
 }
 
 func (c *converter) read(name string) ([]byte, error) {
@@ -188,6 +259,12 @@ func (c *converter) convert() error {
 	}
 	td := &c.td
 	td.AdapterType = task.AdapterNative
+	if isTerminalBench(t) {
+		if err := c.terminalBench(t); err != nil {
+			return err
+		}
+		return c.finish()
+	}
 	for _, f := range []struct {
 		key string
 		dst *string
@@ -219,10 +296,10 @@ func (c *converter) convert() error {
 	if c.out.InitialUserMessage, err = t.str("initial_user_message"); err != nil {
 		return err
 	}
-	if err := c.systemPrompt(t); err != nil {
+	if err := c.initialState(t); err != nil {
 		return err
 	}
-	if err := c.initialState(t); err != nil {
+	if err := c.systemPrompt(t); err != nil {
 		return err
 	}
 	if err := c.tools(t); err != nil {
@@ -238,7 +315,12 @@ func (c *converter) convert() error {
 		return err
 	}
 	t.leftovers(&c.rep, "no TaskDescription field takes it")
+	return c.finish()
+}
 
+// finish encodes the TaskDescription and checks it decodes and can run.
+func (c *converter) finish() error {
+	td := &c.td
 	wire, err := task.Encode(td)
 	if err != nil {
 		return fmt.Errorf("%s: encode the TaskDescription: %w", c.name, err)
@@ -267,10 +349,35 @@ func objectName(taskID string) string {
 	return s
 }
 
+// systemPrompt follows upstream's order: policies.agent_system_prompt (an
+// inline prompt), then the file system_prompt names (in the task, else in
+// initial_state), then system_prompt.md, then the description.
 func (c *converter) systemPrompt(t *mapping) error {
 	name, err := t.str("system_prompt")
 	if err != nil {
 		return err
+	}
+	key := "system_prompt"
+	if name == "" && c.statePrompt != "" {
+		name, key = c.statePrompt, "initial_state.system_prompt"
+	}
+	if pol := t.vals["policies"]; pol != nil && pol.Kind == yaml.MappingNode {
+		pm, err := asMapping(t.file, "policies", pol)
+		if err != nil {
+			return err
+		}
+		if p, err := pm.str("agent_system_prompt"); err != nil {
+			return err
+		} else if strings.TrimSpace(p) != "" {
+			c.td.SystemPrompt = p
+			if name != "" {
+				c.rep.add(t.file, key, "not read: policies.agent_system_prompt is the system prompt (upstream's order)")
+			}
+			return nil
+		}
+	}
+	if name == "__adapter__" {
+		return convError(t.file, key, "\"__adapter__\" asks a harness adapter for the prompt; a native import has none: name the prompt file")
 	}
 	if name == "" {
 		if ok, err := c.exists("system_prompt.md"); err != nil {
@@ -286,10 +393,10 @@ func (c *converter) systemPrompt(t *mapping) error {
 	}
 	data, err := c.read(name)
 	if err != nil {
-		return convError(t.file, "system_prompt", "%v", err)
+		return convError(t.file, key, "%v", err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return convError(t.file, "system_prompt", "%s is empty", name)
+		return convError(t.file, key, "%s is empty", name)
 	}
 	c.td.SystemPrompt = string(data)
 	return nil
@@ -300,53 +407,201 @@ func (c *converter) initialState(t *mapping) error {
 	if err != nil {
 		return err
 	}
-	db, err := is.str("json_db")
-	if err != nil {
-		return err
-	}
 	if acts, err := is.list("initialization_actions"); err != nil {
 		return err
 	} else if err := c.initActions(is, acts); err != nil {
 		return err
 	}
-	is.leftovers(&c.rep, "the Go runner provisions only tables (json_db) and initialization actions")
-	if db == "" {
+	if err := c.filesystem(is); err != nil {
+		return err
+	}
+	// Upstream reads system_prompt from initial_state too; the task's own key
+	// wins when both are set (systemPrompt reads this one as its fallback).
+	if s, err := is.str("system_prompt"); err != nil {
+		return err
+	} else if s != "" {
+		c.statePrompt = s
+	}
+	var data []byte
+	src := "json_db"
+	switch db := is.take("json_db"); {
+	case db == nil:
+	case db.Kind == yaml.ScalarNode:
+		if data, err = c.read(db.Value); err != nil {
+			return convError(is.file, is.at("json_db"), "%v", err)
+		}
+		src = c.file(db.Value)
+	case db.Kind == yaml.MappingNode:
+		// An inline database: the same tables a json_db file holds.
+		if data, err = nodeJSON(db); err != nil {
+			return convError(is.file, is.at("json_db"), "%v", err)
+		}
+		src = is.file + ": " + is.at("json_db")
+	default:
+		return convError(is.file, is.at("json_db"), "expected a file name or a mapping of tables, got %s", kindOf(db))
+	}
+	for _, k := range []string{"device_overrides", "mock_web", "rag"} {
+		if is.has(k) {
+			return convError(is.file, is.at(k), "cannot be honoured: the runner has no %s service; refused rather than run the task without it", k)
+		}
+		is.take(k)
+	}
+	is.leftovers(&c.rep, "the Go runner provisions tables (json_db), files (filesystem) and initialization actions")
+	if data == nil {
+		if len(c.files) > 0 {
+			c.td.InitialState = &task.InitialState{Tables: map[string]json.RawMessage{}, Schemas: []task.TableSchema{}, UnstableFields: []task.UnstableField{}, Filesystem: c.files}
+		}
 		return nil
 	}
-	data, err := c.read(db)
-	if err != nil {
-		return convError(is.file, is.at("json_db"), "%v", err)
-	}
-	tables, schemas, err := c.tables(db, data)
+	tables, schemas, err := c.tables(src, data)
 	if err != nil {
 		return err
 	}
 	c.out.Tables = tables
 	var byName map[string]json.RawMessage
 	if err := json.Unmarshal(tables, &byName); err != nil {
-		return fmt.Errorf("%s: %w", c.file(db), err)
+		return fmt.Errorf("%s: %w", src, err)
+	}
+	if schemas == nil {
+		schemas = []task.TableSchema{}
 	}
 	c.td.InitialState = &task.InitialState{Tables: byName, Schemas: schemas, UnstableFields: []task.UnstableField{}}
+	if len(c.files) > 0 {
+		c.td.InitialState.Filesystem = c.files
+	}
 	return nil
 }
 
-// tables reads a json_db file: an object of table name to a list of records
-// (a tau-style dict of records becomes the list of its values, as
-// Tolokaforge's loader makes it). Number literals are kept as written.
+// agentVisible is the root of upstream's agent file system; our file tools
+// work in the trial's directory, so paths under it become relative ones.
+const agentVisible = "/env/fs/agent-visible/"
+
+// agentPath maps an upstream agent-visible path onto the trial's directory.
+func agentPath(p string) (string, bool) {
+	if strings.HasPrefix(p, agentVisible) {
+		p = strings.TrimPrefix(p, agentVisible)
+	}
+	if p == "" || !filepath.IsLocal(filepath.FromSlash(p)) {
+		return "", false
+	}
+	return path.Clean(p), true
+}
+
+// filesystem maps initial_state.filesystem (copy: [{from, to}], a pack file
+// copied into the agent's file system) and workspace.files ([{path,
+// content}]) onto InitialState.filesystem.
+func (c *converter) filesystem(is *mapping) error {
+	put := func(p, at, content string) error {
+		rel, ok := agentPath(p)
+		if !ok {
+			return convError(is.file, at, "%q is outside the agent's file system (%s...): the runner writes initial files under the trial's directory only", p, agentVisible)
+		}
+		if c.files == nil {
+			c.files = map[string]string{}
+		}
+		if _, dup := c.files[rel]; dup {
+			return convError(is.file, at, "%q is written twice", p)
+		}
+		c.files[rel] = content
+		return nil
+	}
+	if is.has("filesystem") {
+		fsm, err := is.sub("filesystem")
+		if err != nil {
+			return err
+		}
+		copies, err := fsm.list("copy")
+		if err != nil {
+			return err
+		}
+		for i, n := range copies {
+			at := fmt.Sprintf("%s[%d]", fsm.at("copy"), i)
+			m, err := asMapping(is.file, at, n)
+			if err != nil {
+				return err
+			}
+			from, err := m.str("from")
+			if err != nil {
+				return err
+			}
+			to, err := m.str("to")
+			if err != nil {
+				return err
+			}
+			if from == "" || to == "" {
+				return convError(is.file, at, "a copy needs from and to")
+			}
+			data, err := c.read(from)
+			if err != nil {
+				return convError(is.file, joinPath(at, "from"), "%v", err)
+			}
+			if err := put(to, joinPath(at, "to"), string(data)); err != nil {
+				return err
+			}
+			m.leftovers(&c.rep, "a copy has from and to")
+		}
+		fsm.leftovers(&c.rep, "filesystem has copy")
+	} else {
+		is.take("filesystem")
+	}
+	if is.has("workspace") {
+		ws, err := is.sub("workspace")
+		if err != nil {
+			return err
+		}
+		files, err := ws.list("files")
+		if err != nil {
+			return err
+		}
+		for i, n := range files {
+			at := fmt.Sprintf("%s[%d]", ws.at("files"), i)
+			m, err := asMapping(is.file, at, n)
+			if err != nil {
+				return err
+			}
+			p, err := m.str("path")
+			if err != nil {
+				return err
+			}
+			content, err := m.str("content")
+			if err != nil {
+				return err
+			}
+			if err := put(p, joinPath(at, "path"), content); err != nil {
+				return err
+			}
+			m.leftovers(&c.rep, "a workspace file has path and content")
+		}
+		ws.leftovers(&c.rep, "workspace has files")
+	} else {
+		is.take("workspace")
+	}
+	return nil
+}
+
+// tables reads a json_db: an object of table name to a list of records. A
+// tau-style dict of records ({"order_1": {"order_id": "order_1", ...}})
+// becomes the list of its values, as Tolokaforge's loader makes it, and the
+// field that carries each record's key becomes the table's primary key and
+// is remembered (dictTables) so Python tools get the dict back. Number
+// literals are kept as written.
 func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.TableSchema, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
-		return nil, nil, fmt.Errorf("%s: want a JSON object of tables: %v", c.file(file), errOr(err, "got null"))
+		return nil, nil, fmt.Errorf("%s: want a JSON object of tables: %v", file, errOr(err, "got null"))
 	}
 	keys, err := objectKeys(data)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", c.file(file), err)
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
 	}
 	var b bytes.Buffer
 	var schemas []task.TableSchema
 	b.WriteByte('{')
 	for i, name := range keys {
-		rows, err := c.tableRows(file, name, top[name])
+		if name == "" {
+			return nil, nil, fmt.Errorf("%s: a table with an empty name", file)
+		}
+		rows, keyField, isDict, err := c.tableRows(file, name, top[name])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -359,24 +614,33 @@ func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.Ta
 		allIDs := true
 		for j, r := range rows {
 			if err := c.ctx.Err(); err != nil {
-				return nil, nil, fmt.Errorf("%s: %w", c.file(file), err)
+				return nil, nil, fmt.Errorf("%s: %w", file, err)
 			}
 			if j > 0 {
 				b.WriteByte(',')
 			}
 			if err := json.Compact(&b, r); err != nil {
-				return nil, nil, fmt.Errorf("%s: %s[%d]: %w", c.file(file), name, j, err)
+				return nil, nil, fmt.Errorf("%s: %s[%d]: %w", file, name, j, err)
 			}
 			var rec map[string]json.RawMessage
 			if err := json.Unmarshal(r, &rec); err != nil || rec == nil {
-				return nil, nil, fmt.Errorf("%s: %s[%d]: want a JSON object (a record)", c.file(file), name, j)
+				return nil, nil, fmt.Errorf("%s: %s[%d]: want a JSON object (a record)", file, name, j)
 			}
 			if _, ok := rec["id"]; !ok {
 				allIDs = false
 			}
 		}
 		b.WriteByte(']')
-		if allIDs {
+		switch {
+		case isDict:
+			if c.dictTables == nil {
+				c.dictTables = map[string]string{}
+			}
+			c.dictTables[name] = keyField
+			if keyField != "" {
+				schemas = append(schemas, task.TableSchema{TableName: name, PrimaryKey: keyField})
+			}
+		case allIDs:
 			schemas = append(schemas, task.TableSchema{TableName: name, PrimaryKey: task.DefaultPrimaryKey})
 		}
 	}
@@ -384,32 +648,100 @@ func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.Ta
 	return b.Bytes(), schemas, nil
 }
 
-func (c *converter) tableRows(file, name string, raw json.RawMessage) ([]json.RawMessage, error) {
+// tableRows reads one table: a list of records, a dict of records keyed by
+// a field each record carries (isDict, keyField; "" for an empty dict), or a
+// single record (a mapping whose values are not all records), which becomes a
+// one-record table as upstream's loader makes it.
+func (c *converter) tableRows(file, name string, raw json.RawMessage) (rows []json.RawMessage, keyField string, isDict bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) > 0 && raw[0] == '[':
-		var rows []json.RawMessage
 		if err := json.Unmarshal(raw, &rows); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", c.file(file), name, err)
+			return nil, "", false, fmt.Errorf("%s: %s: %w", file, name, err)
 		}
-		return rows, nil
+		return rows, "", false, nil
 	case len(raw) > 0 && raw[0] == '{':
 		keys, err := objectKeys(raw)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", c.file(file), name, err)
+			return nil, "", false, fmt.Errorf("%s: %s: %w", file, name, err)
 		}
 		var byKey map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &byKey); err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", c.file(file), name, err)
+			return nil, "", false, fmt.Errorf("%s: %s: %w", file, name, err)
 		}
-		rows := make([]json.RawMessage, 0, len(keys))
+		recs := make([]map[string]json.RawMessage, 0, len(keys))
+		for _, k := range keys {
+			var rec map[string]json.RawMessage
+			v := bytes.TrimSpace(byKey[k])
+			if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &rec) != nil {
+				recs = nil
+				break
+			}
+			recs = append(recs, rec)
+		}
+		if recs == nil && len(keys) > 0 {
+			c.rep.add(file, name, "a single record (its values are not all records): the table holds it as its one record, as Tolokaforge's loader does")
+			return []json.RawMessage{raw}, "", false, nil
+		}
+		keyField, err := dictKeyField(keys, recs, objectKeysOf(byKey, keys))
+		if err != nil {
+			return nil, "", false, fmt.Errorf("%s: %s: %w", file, name, err)
+		}
+		rows = make([]json.RawMessage, 0, len(keys))
 		for _, k := range keys {
 			rows = append(rows, byKey[k])
 		}
-		c.rep.add(c.file(file), name, "a dict of %d records keyed by id: the records become the table's list and the keys are dropped (as Tolokaforge's native loader does); keep the id inside each record", len(keys))
-		return rows, nil
+		if keyField == "" {
+			c.rep.add(file, name, "an empty dict of records: the table starts empty; Python tools get it back as a dict (extra.dict_tables), its key field unknown")
+		}
+		return rows, keyField, true, nil
 	}
-	return nil, fmt.Errorf("%s: %s: want a list of records", c.file(file), name)
+	return nil, "", false, fmt.Errorf("%s: %s: want a list of records or a dict of records, got %s: the DB service holds tables of records", file, name, describeJSON(raw))
+}
+
+// objectKeysOf is the first record's keys in document order (the order
+// candidates for the key field are tried in).
+func objectKeysOf(byKey map[string]json.RawMessage, keys []string) []string {
+	if len(keys) == 0 {
+		return nil
+	}
+	fields, _ := objectKeys(byKey[keys[0]])
+	return fields
+}
+
+// dictKeyField is the field whose value equals the dict key in every record
+// ("id" preferred, then the first such field of the first record).
+func dictKeyField(keys []string, recs []map[string]json.RawMessage, fields []string) (string, error) {
+	if len(keys) == 0 {
+		return "", nil
+	}
+	carries := func(f string) bool {
+		for i, k := range keys {
+			var v string
+			if json.Unmarshal(recs[i][f], &v) != nil || v != k {
+				return false
+			}
+		}
+		return true
+	}
+	if carries("id") {
+		return "id", nil
+	}
+	for _, f := range fields {
+		// "" cannot name a key field: dict_tables reads it as unknown.
+		if f != "" && carries(f) {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("a dict of records keyed by id, but no field of the records carries its key in every record (record %q has none equal to %q): the DB service keeps a table as a list of records, so the keys would be lost; add the key to each record", keys[0], keys[0])
+}
+
+func describeJSON(raw json.RawMessage) string {
+	s := string(raw)
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
 }
 
 // objectKeys lists a JSON object's keys in document order.
@@ -467,6 +799,102 @@ func (c *converter) initActions(is *mapping, acts []*yaml.Node) error {
 	return nil
 }
 
+// toolSource reads a tool's explicit implementation (tools.json's source:
+// {toolset, module_path, class_name, invocation_style}) and ships the
+// module's package: a Python class runs in the runner's Python host, which
+// imports module_path from the task's artifacts.
+func (c *converter) toolSource(tool *mapping) (*task.ToolSource, error) {
+	m, err := tool.sub("source")
+	if err != nil {
+		return nil, err
+	}
+	src := &task.ToolSource{}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"toolset", &src.Toolset}, {"module_path", &src.ModulePath}, {"class_name", &src.ClassName}} {
+		if *f.dst, err = m.str(f.key); err != nil {
+			return nil, err
+		}
+	}
+	style, err := m.str("invocation_style")
+	if err != nil {
+		return nil, err
+	}
+	if script, err := m.str("mcp_server_script"); err != nil {
+		return nil, err
+	} else if script != "" {
+		art, err := c.artifact(script)
+		if err != nil {
+			return nil, convError(m.file, m.at("mcp_server_script"), "%v", err)
+		}
+		src.MCPServerScript = &art
+	}
+	if extra, err := m.object("extra"); err != nil {
+		return nil, err
+	} else if extra != nil {
+		if err := json.Unmarshal(extra, &src.Extra); err != nil {
+			return nil, convError(m.file, m.at("extra"), "%v", err)
+		}
+	}
+	m.leftovers(&c.rep, "a tool source has toolset, module_path, class_name, invocation_style, mcp_server_script and extra")
+	switch style {
+	case "", string(task.InvocationTauSync), "mcp_async":
+		src.InvocationStyle = task.InvocationTauSync
+		if style != "" {
+			src.InvocationStyle = task.ToolSource{}.InvocationStyle
+			_ = json.Unmarshal([]byte(strconv.Quote(style)), &src.InvocationStyle)
+		}
+		if src.ModulePath == "" || src.ClassName == "" {
+			return nil, convError(m.file, m.path, "a %s tool needs module_path and class_name", orDefault(style, "tau_sync"))
+		}
+		if err := c.shipModule(src.ModulePath); err != nil {
+			return nil, convError(m.file, m.at("module_path"), "%v", err)
+		}
+	case string(task.InvocationMCPServer):
+		src.InvocationStyle = task.InvocationMCPServer
+		if src.MCPServerScript != nil {
+			if err := c.shipScript(m, *src.MCPServerScript); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		return nil, convError(m.file, m.at("invocation_style"), "%q cannot be honoured: the runner runs tau_sync, mcp_async and mcp_server tools", style)
+	}
+	return src, nil
+}
+
+// shipModule ships a Python module and its package: "tau_tools.x" ships
+// every .py under tau_tools/ (its siblings and subpackages are what it
+// imports), a top-level "x" ships x.py.
+func (c *converter) shipModule(module string) error {
+	parts := strings.Split(module, ".")
+	for _, p := range parts {
+		if p == "" || !filepath.IsLocal(p) {
+			return fmt.Errorf("%q is not a Python module path", module)
+		}
+	}
+	file := strings.Join(parts, "/") + ".py"
+	if ok, err := c.exists(c.fromRoot(file)); err != nil {
+		return err
+	} else if !ok {
+		if ok, _ := c.exists(c.fromRoot(strings.Join(parts, "/") + "/__init__.py")); !ok {
+			return fmt.Errorf("module %s: neither %s nor its package is in the pack", module, file)
+		}
+	}
+	if len(parts) == 1 {
+		return c.ship(file)
+	}
+	return c.shipPyTree(parts[0], true)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
 func (c *converter) toolList() (map[string]task.ToolSchema, string, error) {
 	for _, name := range []string{"fixtures/tools.json", "tools.json"} {
 		if ok, err := c.exists(name); err != nil {
@@ -514,7 +942,14 @@ func (c *converter) toolList() (map[string]task.ToolSchema, string, error) {
 			} else if to != nil {
 				s.TimeoutS = *to
 			}
-			m.leftovers(&c.rep, "a tool schema has name, description, parameters, category and timeout_s")
+			if m.has("source") {
+				if s.Source, err = c.toolSource(m); err != nil {
+					return nil, "", err
+				}
+			} else {
+				m.take("source")
+			}
+			m.leftovers(&c.rep, "a tool schema has name, description, parameters, category, timeout_s and source")
 			if _, dup := out[s.Name]; dup {
 				return nil, "", convError(m.file, m.at("name"), "duplicate tool %q", s.Name)
 			}
@@ -523,6 +958,16 @@ func (c *converter) toolList() (map[string]task.ToolSchema, string, error) {
 		return out, name, nil
 	}
 	return map[string]task.ToolSchema{}, "", nil
+}
+
+// scriptedFiller is what the runner's scripted user says while a line waits
+// for its if_assistant_contains (controllers/host's scripted user).
+const scriptedFiller = "Please continue."
+
+// unhonoured are upstream tools the runner has no way to provide: refused by
+// name, never offered to the agent as a tool that cannot run.
+var unhonoured = map[string]string{
+	"browser": "the runner has no browser",
 }
 
 func (c *converter) tools(t *mapping) error {
@@ -549,39 +994,47 @@ func (c *converter) tools(t *mapping) error {
 		}
 		var src *mcpSource
 		if script != "" {
-			s := resolveMCP(script, enabled, c.opts.MCPCommands)
-			if s.note != "" {
-				c.rep.add(m.file, m.at("mcp_server"), "%s", s.note)
-				// Shipped when the pack holds it. A script named by a path
-				// out of the pack is not the pack's to ship (the note says
-				// how to run it); a link out of the pack is refused, never
-				// read.
-				if filepath.IsLocal(filepath.FromSlash(script)) {
-					ok, err := c.exists(script)
-					if err != nil {
+			art, err := c.artifact(script)
+			if err != nil {
+				// A script outside the pack is fine when --mcp-command maps
+				// it: nothing of it is read or shipped.
+				if _, mapped := c.opts.MCPCommands[path.Base(filepath.ToSlash(script))]; !mapped {
+					if _, mapped = c.opts.MCPCommands[script]; !mapped {
 						return convError(m.file, m.at("mcp_server"), "%v", err)
 					}
-					if ok {
-						data, err := c.read(script)
-						if err != nil {
-							return convError(m.file, m.at("mcp_server"), "%v", err)
-						}
-						if c.td.ToolArtifacts == nil {
-							c.td.ToolArtifacts = map[string]string{}
-						}
-						c.td.ToolArtifacts[filepath.ToSlash(script)] = base64.StdEncoding.EncodeToString(data)
-					}
+				}
+				art = script
+			}
+			s := resolveMCP(art, enabled, c.opts.MCPCommands)
+			if s.note != "" {
+				c.rep.add(m.file, m.at("mcp_server"), "%s", s.note)
+				if err := c.shipScript(m, art); err != nil {
+					return err
 				}
 			}
 			src = &s
 		}
 		out := []task.ToolSchema{}
+		placeholders := 0
 		for i, name := range enabled {
 			p := fmt.Sprintf("%s[%d]", m.at("enabled"), i)
+			if why, ok := unhonoured[name]; ok {
+				if _, listed := schemas[name]; !listed || src == nil {
+					return convError(m.file, p, "tool %q cannot be honoured: %s; refused rather than offer the agent a tool that cannot run", name, why)
+				}
+			}
 			s, listed := schemas[name]
 			switch {
+			case listed && s.Source != nil:
+				// tools.json named the tool's implementation itself.
 			case listed && src != nil:
 				s.Source = src.source(name)
+			case src != nil && src.script != "":
+				// Upstream asks the script for its schemas (tools/list); the
+				// import cannot run it, so the tool is offered with upstream's
+				// own fallback schema.
+				s = task.ToolSchema{Name: name, Description: "Agent tool: " + name, Parameters: json.RawMessage(`{"type":"object","properties":{}}`), Category: task.CategoryCompute, Source: src.source(name)}
+				placeholders++
 			case listed:
 				if _, ok := c.opts.Builtins.Lookup(name); !ok {
 					return convError(m.file, p, "tool %q has a schema in %s but no implementation: it is no builtin and tools.%s.mcp_server is not set", name, listFile, actor)
@@ -600,7 +1053,16 @@ func (c *converter) tools(t *mapping) error {
 			if s.TimeoutS == 0 {
 				s.TimeoutS = task.DefaultToolTimeoutS
 			}
+			if isPython(s.Source) {
+				if s.Source.Extra == nil {
+					s.Source.Extra = map[string]json.RawMessage{}
+				}
+				s.Source.Extra["dict_tables"] = c.dictTablesJSON()
+			}
 			out = append(out, s)
+		}
+		if placeholders > 0 {
+			c.rep.add(m.file, m.at("enabled"), "%d tool(s) have no schema in fixtures/tools.json: offered with upstream's fallback schema (description \"Agent tool: NAME\", no parameters); write fixtures/tools.json to give the agent real ones", placeholders)
 		}
 		m.leftovers(&c.rep, "tools take enabled and mcp_server")
 		if actor == "agent" {
@@ -610,6 +1072,119 @@ func (c *converter) tools(t *mapping) error {
 		}
 	}
 	tools.leftovers(&c.rep, "tools has agent and user")
+	return nil
+}
+
+// isPython says the tool runs in the runner's Python host: tau_sync and
+// mcp_async classes, and an mcp_server whose script is a .py file.
+func isPython(s *task.ToolSource) bool {
+	if s == nil {
+		return false
+	}
+	switch s.InvocationStyle {
+	case task.InvocationTauSync, "mcp_async", "":
+		return true
+	case task.InvocationMCPServer:
+		return s.MCPServerScript != nil && strings.HasSuffix(*s.MCPServerScript, ".py")
+	}
+	return false
+}
+
+// dictTablesJSON is extra.dict_tables: every json_db table written as a dict
+// of records, with the field that carries its key, so the Python host hands
+// tools the dict they index by key.
+func (c *converter) dictTablesJSON() json.RawMessage {
+	m := c.dictTables
+	if m == nil {
+		m = map[string]string{}
+	}
+	raw, _ := json.Marshal(m) // a map of strings always marshals
+	return raw
+}
+
+// shipScript carries an MCP server script in tool_artifacts and, for a .py
+// script, every .py file under its folder: the modules it imports (a
+// project's tau_tools/ package, helpers beside it). Only .py files travel:
+// data files a script would load itself (upstream's mcp_server.py reads
+// data/*.json when present) are the DB service's business, and shipping them
+// would let the script start from the files instead of the trial's tables.
+func (c *converter) shipScript(m *mapping, art string) error {
+	ok, err := c.exists(c.fromRoot(art))
+	if err != nil {
+		return convError(m.file, m.at("mcp_server"), "%v", err)
+	}
+	if !ok {
+		return convError(m.file, m.at("mcp_server"), "%s: no such file in the pack", art)
+	}
+	if err := c.ship(art); err != nil {
+		return convError(m.file, m.at("mcp_server"), "%v", err)
+	}
+	if !strings.HasSuffix(art, ".py") {
+		return nil
+	}
+	if err := c.shipPyTree(path.Dir(art), true); err != nil {
+		return convError(m.file, m.at("mcp_server"), "%v", err)
+	}
+	return nil
+}
+
+// fromRoot turns a root-relative artifact path into a name relative to the
+// task directory, for read and exists.
+func (c *converter) fromRoot(art string) string {
+	if c.taskRel == "" {
+		return art
+	}
+	up := strings.Repeat("../", strings.Count(c.taskRel, "/")+1)
+	return up + art
+}
+
+// ship adds one root-relative file to tool_artifacts.
+func (c *converter) ship(art string) error {
+	if _, done := c.td.ToolArtifacts[art]; done {
+		return nil
+	}
+	data, err := c.read(c.fromRoot(art))
+	if err != nil {
+		return err
+	}
+	if c.td.ToolArtifacts == nil {
+		c.td.ToolArtifacts = map[string]string{}
+	}
+	c.td.ToolArtifacts[art] = base64.StdEncoding.EncodeToString(data)
+	return nil
+}
+
+// shipPyTree ships the .py files of a root-relative folder; recursive walks
+// its subfolders too, skipping tasks/ (other tasks' files), hidden folders
+// and __pycache__.
+func (c *converter) shipPyTree(dir string, recursive bool) error {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	ents, err := c.root.ReadDir(filepath.FromSlash(dir))
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		rel := path.Join(dir, name)
+		if dir == "." {
+			rel = name
+		}
+		switch {
+		case strings.HasPrefix(name, "."):
+		case e.IsDir():
+			if recursive && name != "__pycache__" && name != "tasks" {
+				if err := c.shipPyTree(rel, true); err != nil {
+					return err
+				}
+			}
+		case strings.HasSuffix(name, ".py"):
+			if err := c.ship(rel); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -652,20 +1227,40 @@ func (c *converter) userSimulator(t *mapping) error {
 			return convError(m.file, joinPath(p, "role"), "%q: a scripted flow holds the user's lines only", role)
 		}
 		var sl task.ScriptedLine
-		for _, key := range []string{"content", "message"} {
+		// {role: user, content: ...} and upstream's own {user: ...} (message
+		// is accepted too).
+		for _, key := range []string{"content", "message", "user"} {
 			if s, err := line.str(key); err != nil {
 				return err
 			} else if s != "" {
+				if sl.Message != "" {
+					return convError(m.file, joinPath(p, key), "a second text for one line (content, message and user are one key)")
+				}
 				sl.Message = s
 			}
-		}
-		if sl.Message == "" {
-			return convError(m.file, p, "a scripted line needs content")
 		}
 		if sl.IfAssistantContains, err = line.str("if_assistant_contains"); err != nil {
 			return err
 		}
-		line.leftovers(&c.rep, "a scripted line has role, content and if_assistant_contains")
+		def, err := line.str("default")
+		if err != nil {
+			return err
+		}
+		if def != "" {
+			// Upstream's default is what the user says while a conditional
+			// line waits; ours is fixed.
+			if def != scriptedFiller {
+				c.rep.add(m.file, joinPath(p, "default"), "the runner's scripted user says %q while a line waits for its if_assistant_contains, not %q", scriptedFiller, def)
+			}
+			if sl.Message == "" {
+				line.leftovers(&c.rep, "a scripted line has role, content (or user), if_assistant_contains and default")
+				continue
+			}
+		}
+		if sl.Message == "" {
+			return convError(m.file, p, "a scripted line needs content (or user)")
+		}
+		line.leftovers(&c.rep, "a scripted line has role, content (or user), if_assistant_contains and default")
 		u.ScriptedFlow = append(u.ScriptedFlow, sl)
 	}
 	m.leftovers(&c.rep, "the user simulator takes mode, persona, backstory and scripted_flow; protocol v2 dropped first_message and user_context")

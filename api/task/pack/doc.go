@@ -1,6 +1,8 @@
-// Package pack converts Tolokaforge native task directories (task.yaml,
-// grading.yaml, initial_state.json, system_prompt.md, fixtures/tools.json)
-// into Task manifests.
+// Package pack converts Tolokaforge task directories (task.yaml,
+// grading.yaml, initial_state.json, system_prompt.md, fixtures/tools.json),
+// whole projects of them (tasks/<id>/ reaching the project's files through
+// ..) and Terminal-Bench task folders into Task manifests. KEYS.md lists
+// every upstream key and what the import does with it.
 //
 // Conversion is explicit about loss: every key of task.yaml or grading.yaml
 // that has no place in the TaskDescription is reported with its path (a
@@ -10,8 +12,9 @@
 // to the canonical hash.
 //
 // A pack is someone else's input, read as hostile: files are read only below
-// the task directory (a symbolic link that leaves it is refused, naming the
-// link and its target; links inside are followed), each file is bounded
+// its root, the task directory or, for a project task, the project root (the
+// folder that holds tasks/): a path or a symbolic link that leaves it is
+// refused, naming it (links inside are followed), each file is bounded
 // (MaxFileBytes, regular files only), every YAML file is refused past an
 // alias budget (MaxAliasNodes expanded nodes, MaxAliasDepth) and alias
 // cycles are refused, and ConvertContext stops with the context's error when
@@ -20,8 +23,13 @@
 // expr, when, weight, description) are kept in TaskDescription.grading's own
 // keys and pass that component's validation at import (selectors, kinds,
 // bindings; every CEL expression compiled), so a bad one is refused naming its
-// file and key before any trial. Python custom checks (a block without checks)
-// are reported, not kept.
+// file and key before any trial. A Python custom-check suite (file,
+// relative_imports, timeout_seconds, interface_version) is kept in the same
+// block and its files travel in tool_artifacts, as do a Python MCP server
+// script's .py tree and an explicit tool source's package; tables written as
+// dicts of records record their key field (TableSchema.PrimaryKey and the
+// Python tool sources' extra.dict_tables). What the runner cannot honour (a
+// browser, env_assertions, an agentic judge) is refused by name.
 //
 // Conversion is pure: it reads the pack directory and writes manifests. The
 // CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;

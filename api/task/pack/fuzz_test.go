@@ -53,6 +53,12 @@ func FuzzConvertTaskYAML(f *testing.F) {
 	f.Add([]byte(minimalTask + "user_simulator: {mode: scripted, scripted_flow: [{content: hi}]}\n"))
 	f.Add([]byte(minimalTask + "initial_state: {initialization_actions: [{tool_name: calculator}]}\n"))
 	f.Add([]byte("task_id: 1\nname: 2\ncategory: 3\ndescription: 4\n"))
+	// Upstream's shapes: an inline json_db of dict tables, {user: ...} lines
+	// and a default, policies' prompt, a Terminal-Bench instruction.
+	f.Add([]byte(minimalTask + "initial_state: {json_db: {o: {a: {id: a}}, c: {k: 1}, e: {}}}\n"))
+	f.Add([]byte(minimalTask + "user_simulator: {mode: scripted, scripted_flow: [{user: hi}, {if_assistant_contains: x, user: y}, {default: z}]}\n"))
+	f.Add([]byte(minimalTask + "policies: {agent_system_prompt: p}\ninitial_state: {workspace: {files: [{path: a.txt, content: x}]}}\n"))
+	f.Add([]byte("instruction: do it\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		for _, name := range []string{"grading.yaml", "initial_state.json", "system_prompt.md"} {
@@ -155,6 +161,44 @@ func FuzzConvertGradingYAML(f *testing.F) {
 		}
 		if _, err := task.DecodeTaskDescription(c.Wire); err != nil {
 			t.Fatalf("converted output does not decode: %v", err)
+		}
+	})
+}
+
+// FuzzJSONDB: a json_db file either is refused or becomes tables of records,
+// and every dict table's key field is carried by each of its records.
+func FuzzJSONDB(f *testing.F) {
+	for _, s := range []string{
+		`{"orders": {"o1": {"order_id": "o1", "n": 1.50}}, "logs": [{"at": 1}]}`,
+		`{"empty": {}, "single": {"mode": "x"}}`, `{"t": {"a": {"id": "b"}}}`, `{"t": 0}`, `[]`,
+		`{"u": {"1": {"id": 1}}}`, `{"t": {"a": {"x": "a", "id": "a"}, "b": {"x": "b", "id": "c"}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &converter{ctx: context.Background(), name: "fz"}
+		tables, schemas, err := c.tables("db.json", data)
+		if err != nil {
+			return
+		}
+		var byName map[string][]map[string]json.RawMessage
+		if err := json.Unmarshal(tables, &byName); err != nil {
+			t.Fatalf("tables %s are not tables of records: %v", tables, err)
+		}
+		for _, s := range schemas {
+			for i, rec := range byName[s.TableName] {
+				if _, ok := rec[s.PrimaryKey]; !ok {
+					t.Fatalf("%s[%d] has no primary key %s", s.TableName, i, s.PrimaryKey)
+				}
+			}
+		}
+		for name, key := range c.dictTables {
+			if _, ok := byName[name]; !ok {
+				t.Fatalf("dict table %s is not a table", name)
+			}
+			if key == "" && len(byName[name]) > 0 {
+				t.Fatalf("dict table %s has records but no key field", name)
+			}
 		}
 	})
 }

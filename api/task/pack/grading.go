@@ -3,6 +3,8 @@ package pack
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"path/filepath"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -188,6 +190,7 @@ func (c *converter) stateChecks(g *mapping, cfg *task.GradingConfig) error {
 			}
 			sc.GoldenActions = append(sc.GoldenActions, task.GoldenAction{ToolName: a.name, Arguments: a.args})
 		}
+		h.take("description") // prose for the pack's reader; nothing grades it
 		h.leftovers(&c.rep, "hash has enabled, weight, golden_actions and expected_state_hash")
 	} else {
 		m.take("hash")
@@ -206,9 +209,24 @@ func (c *converter) stateChecks(g *mapping, cfg *task.GradingConfig) error {
 	if b, err := m.boolean("db_hash_check"); err != nil {
 		return err
 	} else if b != nil && *b {
-		c.rep.add(m.file, m.at("db_hash_check"), "not mapped: the legacy DB hash check has no equivalent; use hash.enabled with golden_actions")
+		// Upstream compares the end state's hash with hash.expected_state_hash
+		// and, with nothing to compare with, scores 1.0.
+		if sc.ExpectedHash != nil || len(sc.GoldenActions) > 0 {
+			sc.HashEnabled = true
+		} else {
+			c.rep.add(m.file, m.at("db_hash_check"), "nothing to compare the end state with (no hash.expected_state_hash or golden_actions): upstream scores it 1.0, so it grades nothing here either")
+		}
 	}
-	m.leftovers(&c.rep, "env_assertions and file checks are not evaluated by the Go runner")
+	if err := c.fileChecks(m, sc); err != nil {
+		return err
+	}
+	if m.has("env_assertions") {
+		if n := m.vals["env_assertions"]; n.Kind != yaml.SequenceNode || len(n.Content) > 0 {
+			return convError(m.file, m.at("env_assertions"), "cannot be honoured: an env assertion calls a function of upstream's Python environment, which the runner does not have; express it as jsonpaths over the tables or a custom check")
+		}
+	}
+	m.take("env_assertions")
+	m.leftovers(&c.rep, "not a key of Tolokaforge's state_checks")
 	if sc.HashEnabled || len(sc.GoldenActions) > 0 || sc.ExpectedHash != nil || len(sc.JSONPaths) > 0 || sc.HashWeight != nil {
 		cfg.StateChecks = sc
 	}
@@ -247,6 +265,65 @@ func (c *converter) action(file, path string, n *yaml.Node) (action, error) {
 	}
 	m.leftovers(&c.rep, "an action has name and kwargs")
 	return a, nil
+}
+
+// fileChecks maps state_checks.files ({path, must_exist, must_contain}) onto
+// path_glob checks over the trial's files: one check per assertion.
+func (c *converter) fileChecks(m *mapping, sc *task.StateChecks) error {
+	files, err := m.list("files")
+	if err != nil {
+		return err
+	}
+	for i, n := range files {
+		at := fmt.Sprintf("%s[%d]", m.at("files"), i)
+		f, err := asMapping(m.file, at, n)
+		if err != nil {
+			return err
+		}
+		p, err := f.str("path")
+		if err != nil {
+			return err
+		}
+		glob, ok := agentPath(p)
+		if !ok {
+			return convError(m.file, joinPath(at, "path"), "%q is outside the agent's files: a file check reads the trial's directory", p)
+		}
+		exist, err := f.boolean("must_exist")
+		if err != nil {
+			return err
+		}
+		if exist != nil {
+			b := true
+			chk := task.JSONPathCheck{PathGlob: glob, Description: p + " exists"}
+			if *exist {
+				chk.Exists = &b
+			} else {
+				chk.Absent, chk.Description = &b, p+" is absent"
+			}
+			sc.JSONPaths = append(sc.JSONPaths, chk)
+		}
+		for _, op := range []string{"must_contain", "must_not_contain"} {
+			s, err := f.str(op)
+			if err != nil {
+				return err
+			}
+			if s == "" {
+				continue
+			}
+			chk := task.JSONPathCheck{PathGlob: glob, Description: fmt.Sprintf("%s %s %q", p, strings.ReplaceAll(op, "_", " "), s)}
+			if op == "must_contain" {
+				chk.Contains, _ = json.Marshal(s)
+			} else {
+				return convError(m.file, joinPath(at, op), "cannot be honoured: a path_glob check has no negated contains")
+			}
+			sc.JSONPaths = append(sc.JSONPaths, chk)
+		}
+		if len(f.keys) > 0 && exist == nil && !f.has("must_contain") {
+			return convError(m.file, at, "a file check needs must_exist or must_contain")
+		}
+		f.leftovers(&c.rep, "a file check has path, must_exist and must_contain")
+	}
+	return nil
 }
 
 func (c *converter) jsonPath(file, path string, n *yaml.Node) (task.JSONPathCheck, error) {
@@ -297,6 +374,13 @@ func (c *converter) jsonPath(file, path string, n *yaml.Node) (task.JSONPathChec
 	if j.Count, err = m.integer("count"); err != nil {
 		return j, err
 	}
+	if j.PathGlob != "" {
+		g, ok := agentPath(j.PathGlob)
+		if !ok {
+			return j, convError(file, joinPath(path, "path_glob"), "%q is outside the agent's files (%s...): path_glob reads the trial's directory", j.PathGlob, agentVisible)
+		}
+		j.PathGlob = g
+	}
 	m.leftovers(&c.rep, "a JSONPath check has path or path_glob, one operator and description")
 	return j, nil
 }
@@ -313,6 +397,14 @@ func (c *converter) transcriptRules(g *mapping, cfg *task.GradingConfig) error {
 	tr := &task.TranscriptRules{}
 	if tr.MustContain, err = m.strings("must_contain"); err != nil {
 		return err
+	}
+	if phrases, err := m.strings("must_contain_phrases"); err != nil {
+		return err
+	} else if len(phrases) > 0 {
+		// Upstream's model has no such key and ignores it; its author meant
+		// must_contain, so it grades as that.
+		tr.MustContain = append(tr.MustContain, phrases...)
+		c.rep.add(m.file, m.at("must_contain_phrases"), "graded as must_contain (Tolokaforge's TranscriptRulesConfig has no such key and ignores it)")
 	}
 	if tr.DisallowRegex, err = m.strings("disallow_regex"); err != nil {
 		return err
@@ -457,14 +549,39 @@ func (c *converter) judge(g *mapping, cfg *task.GradingConfig) error {
 	if rubric == "" {
 		return convError(m.file, m.at("rubric"), "required with model_ref")
 	}
+	if b, err := m.boolean("agentic"); err != nil {
+		return err
+	} else if b != nil && *b {
+		return convError(m.file, m.at("agentic"), "cannot be honoured: the runner's judge reads the transcript and calls no tools of its own; set agentic: false")
+	}
+	if packs, err := m.strings("tool_packs"); err != nil {
+		return err
+	} else if len(packs) > 0 {
+		return convError(m.file, m.at("tool_packs"), "cannot be honoured: the runner's judge has no tool packs (%s)", strings.Join(packs, ", "))
+	}
+	instructions := rubric
+	if sp, err := m.str("system_prompt"); err != nil {
+		return err
+	} else if sp != "" {
+		instructions = sp + "\n\n" + rubric
+		c.rep.add(m.file, m.at("system_prompt"), "put before the rubric in the judge's instructions (the runner's judge keeps its own system prompt)")
+	}
+	if m.has("output_schema") {
+		if _, err := m.object("output_schema"); err != nil {
+			return err
+		}
+		c.rep.add(m.file, m.at("output_schema"), "the runner's judge answers per criterion ({criteria: [{id, met, score}]}); the rubric's one graded criterion carries the score upstream's schema asked for")
+	} else {
+		m.take("output_schema")
+	}
 	cfg.LLMJudge = &task.LLMJudge{
 		ModelRef: ref,
-		Rubric: task.Rubric{Instructions: rubric, Criteria: []task.Criterion{{
+		Rubric: task.Rubric{Instructions: instructions, Criteria: []task.Criterion{{
 			ID: "rubric", Description: "The transcript meets the rubric in the instructions.", Kind: task.CriterionGraded,
 		}}},
 	}
 	c.rep.add(m.file, m.at("rubric"), "the free-text rubric became the judge's instructions with one graded criterion \"rubric\"")
-	m.leftovers(&c.rep, "the Go judge has no output_schema, agentic mode, system_prompt or tool_packs")
+	m.leftovers(&c.rep, "not a key of Tolokaforge's llm_judge")
 	return nil
 }
 
@@ -504,11 +621,10 @@ func (c *converter) customChecks(g *mapping, cfg *task.GradingConfig) error {
 	if err != nil {
 		return err
 	}
-	if !m.has("checks") {
-		// Left untaken: leftovers reports the whole block.
-		return nil
-	}
 	g.take("custom_checks")
+	if !m.has("checks") {
+		return c.pythonChecks(g, m, cfg)
+	}
 	block := map[string]json.RawMessage{}
 	for _, k := range []string{"enabled", "fail_on_error", "checks"} {
 		if !m.has(k) {
@@ -535,6 +651,73 @@ func (c *converter) customChecks(g *mapping, cfg *task.GradingConfig) error {
 			len(one.CustomChecks.Checks))
 	}
 	cfg.CustomChecks = one.CustomChecks
+	return nil
+}
+
+// pythonChecks keeps a Python custom-check suite (upstream's checks.py with
+// the checks_interface API): the file and the .py files of each
+// relative_imports folder travel in tool_artifacts and the runner's Python
+// host runs the suite. A relative_imports folder is shipped without its
+// subfolders: upstream adds the folder itself to the import path.
+func (c *converter) pythonChecks(g, m *mapping, cfg *task.GradingConfig) error {
+	cc := &task.CustomChecks{}
+	file, err := m.str("file")
+	if err != nil {
+		return err
+	}
+	if file == "" {
+		return convError(m.file, m.path, "a custom_checks block needs checks (CEL) or file (a Python suite)")
+	}
+	art, err := c.artifact(file)
+	if err != nil {
+		return convError(m.file, m.at("file"), "%v", err)
+	}
+	if err := c.ship(art); err != nil {
+		return convError(m.file, m.at("file"), "%v", err)
+	}
+	cc.File = art
+	if cc.RelativeImports, err = m.strings("relative_imports"); err != nil {
+		return err
+	}
+	for i, ri := range cc.RelativeImports {
+		at := fmt.Sprintf("%s[%d]", m.at("relative_imports"), i)
+		dir := path.Clean(path.Join(path.Dir(art), ri))
+		if !filepath.IsLocal(filepath.FromSlash(dir)) && dir != "." {
+			return convError(m.file, at, "%q leaves the project root %s", ri, c.root.Dir())
+		}
+		if err := c.shipPyTree(dir, false); err != nil {
+			return convError(m.file, at, "%v", err)
+		}
+	}
+	if b, err := m.boolean("enabled"); err != nil {
+		return err
+	} else if b != nil {
+		cc.Enabled = *b
+	}
+	if cc.FailOnError, err = m.boolean("fail_on_error"); err != nil {
+		return err
+	}
+	if n, err := m.number("timeout_seconds"); err != nil {
+		return err
+	} else if n != nil {
+		if *n <= 0 {
+			return convError(m.file, m.at("timeout_seconds"), "%g: want a positive number of seconds", *n)
+		}
+		cc.TimeoutSeconds = *n
+	}
+	if cc.InterfaceVersion, err = m.str("interface_version"); err != nil {
+		return err
+	}
+	if w, err := m.number("weight"); err != nil {
+		return err
+	} else if w != nil && *w != 1 {
+		c.rep.add(m.file, m.at("weight"), "not read: the suite's share is combine.weights.custom_checks (upstream reads it there too)")
+	}
+	m.leftovers(&c.rep, "a Python custom_checks block has enabled, file, relative_imports, timeout_seconds, interface_version, fail_on_error and weight")
+	if !cc.Enabled {
+		c.rep.add(g.file, m.at("enabled"), "false or absent: the Python suite is kept but not run (a recorded skip); set enabled: true to grade with it")
+	}
+	cfg.CustomChecks = cc
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 // Diagnostic is one thing the conversion could not carry over, or carried
 // over with a caveat, named by file and key path.
 type Diagnostic struct {
-	File string // the file, relative to the pack's parent directory
+	File string // the file, relative to the root's parent (the pack's, or for a project task the project's)
 	Path string // the key path inside it ("state_checks.files")
 	Msg  string
 }
