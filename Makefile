@@ -43,9 +43,9 @@ tools: protoc python-deps $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/
 # python-deps: Debian's python3 with pydantic and email-validator, which the
 # Python tool host's tests and the upstream packs' tools (food_delivery_2) need.
 python-deps:
-	@test -x /usr/bin/python3 && /usr/bin/python3 -c 'import pydantic, email_validator' 2>/dev/null || { \
-	  echo "installing python3, python3-pydantic, python3-email-validator (Debian)"; \
-	  (apt-get update -qq && apt-get install -y -qq python3 python3-pydantic python3-email-validator) >/dev/null; }
+	@test -x /usr/bin/python3 && /usr/bin/python3 -c 'import pydantic, email_validator, pytest, yaml' 2>/dev/null || { \
+	  echo "installing python3, python3-pydantic, python3-email-validator, python3-pytest, python3-yaml (Debian)"; \
+	  (apt-get update -qq && apt-get install -y -qq python3 python3-pydantic python3-email-validator python3-pytest python3-yaml) >/dev/null; }
 
 protoc:
 	@command -v protoc >/dev/null || { echo "installing protobuf-compiler (Debian)"; \

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"tolokaforge.io/operator/api/result"
 
@@ -84,7 +85,7 @@ func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescr
 	}
 	run.AllComponents = true
 	res := s.RunOracle(ctx, desc, initialUserMessage, maxTurns, 0, run)
-	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc))
+	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc), hasGoldenPath(desc))
 }
 
 // OracleVerdict is ValidateTask's verdict on an oracle trial of desc that ran
@@ -92,7 +93,17 @@ func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescr
 // was graded with OracleComponents: the golden path must reach the expected state
 // and every component desc configures must grade the oracle's episode.
 func OracleVerdict(desc *task.TaskDescription, res host.AttemptResult, strict bool) Verdict {
-	return judge(Verdict{TaskID: desc.TaskID}, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc))
+	return judge(Verdict{TaskID: desc.TaskID}, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc), hasGoldenPath(desc))
+}
+
+// hasGoldenPath reports whether desc declares golden actions for the oracle to
+// replay. Many upstream packs declare none (an answer file to write, a
+// Terminal-Bench task without its solution): the oracle cannot solve those, so
+// their validation proves that the task registers, runs and that every configured
+// component grades it, and only --strict asks the oracle's run to score 1.
+func hasGoldenPath(td *task.TaskDescription) bool {
+	g := td.Grading
+	return g != nil && g.StateChecks != nil && len(g.StateChecks.GoldenActions) > 0
 }
 
 // configuredComponents is what a validation run must see graded: nothing for
@@ -108,7 +119,7 @@ func configuredComponents(td *task.TaskDescription) []string {
 // judge decides a task's verdict from its oracle trial. A golden replay proves the
 // state checks; every other configured component must grade the oracle's transcript
 // (a score, whatever it is), and only --strict requires the whole grade to be 1.
-func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *runnerpb.Grade, strict bool, configured []string) Verdict {
+func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *runnerpb.Grade, strict bool, configured []string, golden bool) Verdict {
 	v.Outcome = string(outcome)
 	if outcome == evalv1.OutcomeGradingFailed {
 		v.Why = fmt.Sprintf("a grading component cannot grade the oracle's transcript (%s): %s", failingComponent(message), message)
@@ -135,6 +146,12 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 	switch {
 	case len(unscored) > 0:
 		v.Why = "configured components did not grade the oracle's transcript: " + strings.Join(unscored, "; ") + "; reasons: " + g.GetReasons()
+	case !golden && strict && v.Score != 1:
+		v.Why = "--strict: no golden path to verify and the oracle's run scored below 1.0: " + g.GetReasons()
+	case !golden:
+		v.Pass = true
+		v.Why = fmt.Sprintf("no golden path to verify (the task declares no golden_actions): the oracle's run registered, ran and was graded%s; it scored %s (only --strict requires 1): %s",
+			gradedBy(v.Components), strconv.FormatFloat(v.Score, 'g', 6, 64), g.GetReasons())
 	case v.StateScore == nil:
 		v.Why = "the golden path decides nothing: the task has no state checks to replay it against; reasons: " + g.GetReasons()
 	case *v.StateScore != 1:
@@ -156,6 +173,18 @@ func judge(v Verdict, outcome evalv1.AttemptOutcome, reason, message string, g *
 		}
 	}
 	return v
+}
+
+// gradedBy names the components that graded a run, for a verdict sentence.
+func gradedBy(cs []componentResult) string {
+	if len(cs) == 0 {
+		return ""
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.String()
+	}
+	return " by every configured component (" + strings.Join(parts, ", ") + ")"
 }
 
 // unscoredWhy says why a configured component has no score.
