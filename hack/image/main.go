@@ -3,6 +3,7 @@
 //
 //	go run . build --source ../.. --out ../../bin/image/tolokaforge [--base REF|oci:DIR]
 //	go run . push --layout ../../bin/image/tolokaforge --ref REGISTRY/tolokaforge:VERSION
+//	go run . pause --tarball ../../bin/image/pause.tar   (the e2e cluster's sandbox image)
 //
 // Without --base the image starts from an empty base (no distroless base is
 // reachable here) and carries, as separate layers, a non-root user
@@ -39,15 +40,17 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"usage: image build|push [flags] (image build -h for flags)"}
+		return usageError{"usage: image build|push|pause [flags] (image build -h for flags)"}
 	}
 	switch args[0] {
 	case "build":
 		return runBuild(ctx, args[1:], stdout, stderr)
 	case "push":
 		return runPush(ctx, args[1:], stdout, stderr)
+	case "pause":
+		return runPause(ctx, args[1:], stdout, stderr)
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want build or push)", args[0])}
+		return usageError{fmt.Sprintf("unknown command %q (want build, push or pause)", args[0])}
 	}
 }
 
@@ -109,5 +112,34 @@ func runPush(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "pushed %s@%s\n", *ref, digest)
+	return nil
+}
+
+func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pause", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o PauseOptions
+	fs.StringVar(&o.Out, "out", "", "directory of the OCI image layout to write (replaced)")
+	fs.StringVar(&o.Tarball, "tarball", "", "a `ctr images import` tarball")
+	fs.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary and the image platform")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("pause: unexpected arguments %q", fs.Args())}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	o.Module = wd
+	res, err := BuildPause(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s (%s)\n", res.Ref, res.Digest)
 	return nil
 }
