@@ -82,6 +82,9 @@ type State struct {
 	Sysctls    map[string]string `json:"sysctls"`
 	Created    []string          `json:"created"`
 	Netns      []string          `json:"netnsBefore"`
+	// NftTables are the nftables tables before Up: iptables-nft creates
+	// ip/ip6 filter, nat and mangle on first use, and Down removes those.
+	NftTables []string `json:"nftTablesBefore"`
 	Containerd string            `json:"containerdSocket"`
 	Kubeconfig string            `json:"kubeconfig"`
 	NodeBin    string            `json:"nodeBin"`
@@ -115,6 +118,15 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		o.Log = io.Discard
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(o.Log, "cluster: "+f+"\n", a...) }
+	// Kubeconfigs and configs name files by absolute path: the processes
+	// read them from their own working directory.
+	for _, p := range []*string{&o.Dir, &o.K8sBin, &o.NodeBin} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		*p = abs
+	}
 	if _, err := os.Stat(filepath.Join(o.Dir, stateFile)); err == nil {
 		return nil, fmt.Errorf("cluster: %s exists: a cluster is up or was not torn down; run down first", filepath.Join(o.Dir, stateFile))
 	}
@@ -165,6 +177,7 @@ func Up(ctx context.Context, o Options) (*State, error) {
 			st.Netns = append(st.Netns, e.Name())
 		}
 	}
+	st.NftTables = nftTables()
 	if err := st.save(); err != nil {
 		return st, fmt.Errorf("cluster: %w", err)
 	}
@@ -174,7 +187,7 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	if err != nil {
 		return st, err
 	}
-	ports, err := freePorts(6)
+	ports, err := freePorts(7)
 	if err != nil {
 		return st, err
 	}
@@ -313,7 +326,7 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		return st, err
 	}
 	proxyCfg := filepath.Join(o.Dir, "kube-proxy.yaml")
-	if err := os.WriteFile(proxyCfg, []byte(kubeProxyConfig(kc["kube-proxy"])), 0o644); err != nil {
+	if err := os.WriteFile(proxyCfg, []byte(kubeProxyConfig(kc["kube-proxy"], ports[6])), 0o644); err != nil {
 		return st, fmt.Errorf("cluster: %w", err)
 	}
 	if err := start("kube-proxy", filepath.Join(o.NodeBin, "kube-proxy"), "--config="+proxyCfg); err != nil {
@@ -453,4 +466,19 @@ func procStart(pid int) uint64 {
 	var v uint64
 	fmt.Sscan(fields[19], &v)
 	return v
+}
+
+// nftTables lists "family name" of every nftables table; nil without nft.
+func nftTables() []string {
+	out, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		return nil
+	}
+	var ts []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "table" {
+			ts = append(ts, f[1]+" "+f[2])
+		}
+	}
+	return ts
 }

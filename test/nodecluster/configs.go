@@ -96,7 +96,7 @@ resolvConf: /etc/resolv.conf
 
 // kubeProxyConfig: iptables mode; conntrack settings 0 and no localhost
 // NodePorts, so kube-proxy leaves nf_conntrack_* and route_localnet alone.
-func kubeProxyConfig(kubeconfig string) string {
+func kubeProxyConfig(kubeconfig string, metricsPort int) string {
 	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: iptables
@@ -104,7 +104,7 @@ hostnameOverride: %s
 clusterCIDR: %s
 clientConnection:
   kubeconfig: %s
-metricsBindAddress: "127.0.0.1:0"
+metricsBindAddress: "127.0.0.1:%d"
 healthzBindAddress: ""
 iptables:
   localhostNodePorts: false
@@ -113,5 +113,5 @@ conntrack:
   min: 0
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
-`, NodeName, PodCIDR, kubeconfig)
+`, NodeName, PodCIDR, kubeconfig, metricsPort)
 }

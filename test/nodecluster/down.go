@@ -67,6 +67,15 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 	for _, tool := range []string{"iptables", "ip6tables"} {
 		keep(removeChains(tool, []string{"KUBE-", "CNI-"}))
 	}
+	if st.NftTables != nil || len(nftTables()) > 0 {
+		for _, t := range nftTables() {
+			if !slices.Contains(st.NftTables, t) && (strings.HasPrefix(t, "ip ") || strings.HasPrefix(t, "ip6 ")) {
+				if out, err := exec.Command("sh", "-c", "nft delete table "+t).CombinedOutput(); err != nil {
+					keep(fmt.Errorf("cluster: nft delete table %s: %w: %s", t, err, out))
+				}
+			}
+		}
+	}
 	if fileExists("/sys/class/net/" + Bridge) {
 		if out, err := exec.Command("ip", "link", "del", Bridge).CombinedOutput(); err != nil {
 			keep(fmt.Errorf("cluster: ip link del %s: %w: %s", Bridge, err, out))
