@@ -33,4 +33,4 @@ kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokafo
 
 E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
 E2E_CONTAINERD="$dir/containerd/containerd.sock" \
-  go test -count=1 -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}
+  go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

@@ -113,6 +113,47 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		Expect(roles).To(HaveKey(string(evalv1.RoleDBService)))
 	})
 
+	It("ends an attempt InfraFailed when the runtime kills its runner container, and the retry passes", func() {
+		sock := os.Getenv("E2E_CONTAINERD")
+		if sock == "" {
+			Skip("E2E_CONTAINERD is not set: the runner is killed through containerd")
+		}
+		trial := strings.NewReplacer("name: shop-oracle\n", "name: shop-oracle-killed\n").Replace(sample("eval_v1alpha1_trial_oracle.yaml"))
+		mustKubectl(trial, "-n", ns, "apply", "-f", "-")
+		// Kill the first attempt's runner as soon as its container runs:
+		// before the manager registers the trial, so the attempt cannot
+		// have passed already.
+		var killed string
+		Eventually(func() error {
+			var pods corev1.PodList
+			if err := k8s.List(context.Background(), &pods, client.InNamespace(ns),
+				client.MatchingLabels{evalv1.LabelTrial: "shop-oracle-killed", evalv1.LabelRole: string(evalv1.RoleRunner)}); err != nil {
+				return err
+			}
+			for _, p := range pods.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.State.Running != nil && cs.ContainerID != "" {
+						id := strings.TrimPrefix(cs.ContainerID, "containerd://")
+						if out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id).CombinedOutput(); err != nil {
+							return fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
+						}
+						killed = p.Name
+						return nil
+					}
+				}
+			}
+			return fmt.Errorf("no running runner container yet")
+		}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+		Eventually(trialPhase("shop-oracle-killed")).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Equal(evalv1.PhasePassed))
+		var t evalv1.Trial
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "shop-oracle-killed"}, &t)).To(Succeed())
+		Expect(len(t.Status.Attempts)).To(BeNumerically(">=", 2), "attempts: %+v", t.Status.Attempts)
+		first := t.Status.Attempts[0]
+		Expect(first.Outcome).To(Equal(evalv1.AttemptOutcome("InfraFailed")), "attempt 1: %+v", first)
+		Expect(first.RunnerPod).To(Equal(killed))
+		GinkgoWriter.Printf("attempt 1 of %s: %s/%s: %s\n", t.Name, first.Outcome, first.Reason, first.Message)
+	})
+
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{
 			ObjectMeta: metav1.ObjectMeta{Name: "twenty", Namespace: ns},
