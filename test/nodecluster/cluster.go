@@ -77,17 +77,17 @@ type Proc struct {
 // State is what Down needs, written to Dir/state.json as soon as each part
 // exists, so a failed Up is torn down as far as it got.
 type State struct {
-	Dir        string            `json:"dir"`
-	Procs      []Proc            `json:"procs"`
-	Sysctls    map[string]string `json:"sysctls"`
-	Created    []string          `json:"created"`
-	Netns      []string          `json:"netnsBefore"`
+	Dir     string            `json:"dir"`
+	Procs   []Proc            `json:"procs"`
+	Sysctls map[string]string `json:"sysctls"`
+	Created []string          `json:"created"`
+	Netns   []string          `json:"netnsBefore"`
 	// NftTables are the nftables tables before Up: iptables-nft creates
 	// ip/ip6 filter, nat and mangle on first use, and Down removes those.
-	NftTables []string `json:"nftTablesBefore"`
-	Containerd string            `json:"containerdSocket"`
-	Kubeconfig string            `json:"kubeconfig"`
-	NodeBin    string            `json:"nodeBin"`
+	NftTables  []string `json:"nftTablesBefore"`
+	Containerd string   `json:"containerdSocket"`
+	Kubeconfig string   `json:"kubeconfig"`
+	NodeBin    string   `json:"nodeBin"`
 }
 
 func (s *State) save() error {
