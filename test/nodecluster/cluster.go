@@ -342,7 +342,7 @@ func Up(ctx context.Context, o Options) (*State, error) {
 				if c.Status == corev1.ConditionTrue {
 					return nil
 				}
-				return fmt.Errorf("Ready=%s: %s", c.Status, c.Message)
+				return fmt.Errorf("condition Ready=%s: %s", c.Status, c.Message)
 			}
 		}
 		return errors.New("no Ready condition yet")
