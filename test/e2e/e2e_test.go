@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -113,46 +114,67 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		Expect(roles).To(HaveKey(string(evalv1.RoleDBService)))
 	})
 
-	It("ends an attempt InfraFailed when the runtime kills its runner container, and the retry passes", func() {
-		sock := os.Getenv("E2E_CONTAINERD")
-		if sock == "" {
-			Skip("E2E_CONTAINERD is not set: the runner is killed through containerd")
-		}
-		trial := strings.NewReplacer("name: shop-oracle\n", "name: shop-oracle-killed\n").Replace(sample("eval_v1alpha1_trial_oracle.yaml"))
-		mustKubectl(trial, "-n", ns, "apply", "-f", "-")
-		// Kill the first attempt's runner as soon as its container runs:
-		// before the manager registers the trial, so the attempt cannot
-		// have passed already.
-		var killed string
-		Eventually(func() error {
-			var pods corev1.PodList
-			if err := k8s.List(context.Background(), &pods, client.InNamespace(ns),
-				client.MatchingLabels{evalv1.LabelTrial: "shop-oracle-killed", evalv1.LabelRole: string(evalv1.RoleRunner)}); err != nil {
-				return err
-			}
-			for _, p := range pods.Items {
-				for _, cs := range p.Status.ContainerStatuses {
-					if cs.State.Running != nil && cs.ContainerID != "" {
-						id := strings.TrimPrefix(cs.ContainerID, "containerd://")
-						if out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id).CombinedOutput(); err != nil {
-							return fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
+	// Attempt faults: attempt 1's pod is broken as soon as its container
+	// runs (before the manager registers the trial, so the attempt cannot
+	// have passed already); the attempt ends InfraFailed and the retry passes.
+	for _, fault := range []struct {
+		desc, trial string
+		role        string
+		breakPod    func(p corev1.Pod, containerID string) error
+	}{
+		{"the runtime kills its runner container", "shop-oracle-killed", evalv1.RoleRunner,
+			func(p corev1.Pod, id string) error {
+				sock := os.Getenv("E2E_CONTAINERD")
+				if sock == "" {
+					return fmt.Errorf("E2E_CONTAINERD is not set: the runner is killed through containerd")
+				}
+				if out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "tasks", "kill", "-s", "SIGKILL", id).CombinedOutput(); err != nil {
+					return fmt.Errorf("ctr tasks kill %s: %w: %s", id, err, out)
+				}
+				return nil
+			}},
+		{"its DB-service pod is deleted", "shop-oracle-db-deleted", evalv1.RoleDBService,
+			func(p corev1.Pod, _ string) error {
+				return k8s.Delete(context.Background(), &p)
+			}},
+	} {
+		It("ends an attempt InfraFailed when "+fault.desc+", and the retry passes", func() {
+			trial := strings.NewReplacer("name: shop-oracle\n", "name: "+fault.trial+"\n").Replace(sample("eval_v1alpha1_trial_oracle.yaml"))
+			mustKubectl(trial, "-n", ns, "apply", "-f", "-")
+			var broken string
+			Eventually(func() error {
+				var pods corev1.PodList
+				if err := k8s.List(context.Background(), &pods, client.InNamespace(ns),
+					client.MatchingLabels{evalv1.LabelTrial: fault.trial, evalv1.LabelRole: fault.role}); err != nil {
+					return err
+				}
+				for _, p := range pods.Items {
+					for _, cs := range p.Status.ContainerStatuses {
+						if cs.State.Running != nil && cs.ContainerID != "" {
+							if err := fault.breakPod(p, strings.TrimPrefix(cs.ContainerID, "containerd://")); err != nil {
+								return StopTrying(err.Error())
+							}
+							broken = p.Name
+							return nil
 						}
-						killed = p.Name
-						return nil
 					}
 				}
+				return fmt.Errorf("no running %s container yet", fault.role)
+			}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+			Eventually(trialPhase(fault.trial)).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Equal(evalv1.PhasePassed))
+			var t evalv1.Trial
+			Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: fault.trial}, &t)).To(Succeed())
+			Expect(len(t.Status.Attempts)).To(BeNumerically(">=", 2), "attempts: %+v", t.Status.Attempts)
+			first := t.Status.Attempts[0]
+			Expect(first.Outcome).To(Equal(evalv1.AttemptOutcome("InfraFailed")), "attempt 1: %+v", first)
+			if fault.role == evalv1.RoleRunner {
+				Expect(first.RunnerPod).To(Equal(broken))
+			} else {
+				Expect(first.DBServicePod).To(Equal(broken))
 			}
-			return fmt.Errorf("no running runner container yet")
-		}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
-		Eventually(trialPhase("shop-oracle-killed")).WithTimeout(4 * time.Minute).WithPolling(time.Second).Should(Equal(evalv1.PhasePassed))
-		var t evalv1.Trial
-		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "shop-oracle-killed"}, &t)).To(Succeed())
-		Expect(len(t.Status.Attempts)).To(BeNumerically(">=", 2), "attempts: %+v", t.Status.Attempts)
-		first := t.Status.Attempts[0]
-		Expect(first.Outcome).To(Equal(evalv1.AttemptOutcome("InfraFailed")), "attempt 1: %+v", first)
-		Expect(first.RunnerPod).To(Equal(killed))
-		GinkgoWriter.Printf("attempt 1 of %s: %s/%s: %s\n", t.Name, first.Outcome, first.Reason, first.Message)
-	})
+			GinkgoWriter.Printf("attempt 1 of %s: %s/%s: %s\n", t.Name, first.Outcome, first.Reason, first.Message)
+		})
+	}
 
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{
@@ -166,6 +188,20 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		}
 		Expect(k8s.Create(context.Background(), c)).To(Succeed())
 		start := time.Now()
+		// The leader manager pod is deleted while Trials run: the other
+		// replica takes over, and every Trial still ends once.
+		Eventually(func() int32 {
+			var got evalv1.Campaign
+			_ = k8s.Get(context.Background(), client.ObjectKeyFromObject(c), &got)
+			return got.Status.Counts.Running + got.Status.Counts.Passed
+		}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(BeNumerically(">=", 3))
+		var lease coordinationv1.Lease
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: "tolokaforge-system",
+			Name: "tolokaforge-manager.eval.tolokaforge.io"}, &lease)).To(Succeed())
+		Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
+		leader := strings.SplitN(*lease.Spec.HolderIdentity, "_", 2)[0]
+		mustKubectl("", "-n", "tolokaforge-system", "delete", "pod", leader, "--wait=false")
+		GinkgoWriter.Printf("deleted the leader manager pod %s\n", leader)
 		Eventually(func() string {
 			var got evalv1.Campaign
 			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(c), &got); err != nil {
@@ -175,5 +211,28 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 				got.Status.Counts.Failed, got.Status.Counts.InfraFailed, got.Status.Counts.Invalid)
 		}).WithTimeout(6 * time.Minute).WithPolling(2 * time.Second).Should(Equal("passed=20 failed=0 infra=0 invalid=0"))
 		GinkgoWriter.Printf("20-Trial Campaign completed in %s\n", time.Since(start).Round(time.Second))
+		// Graded once each: one Passed attempt per Trial, whatever ended
+		// InfraFailed when the leader went.
+		var trials evalv1.TrialList
+		Expect(k8s.List(context.Background(), &trials, client.InNamespace(ns))).To(Succeed())
+		n, infra := 0, 0
+		for _, t := range trials.Items {
+			if t.Labels[evalv1.LabelCampaign] != "twenty" {
+				continue
+			}
+			n++
+			passed := 0
+			for _, a := range t.Status.Attempts {
+				switch a.Outcome {
+				case "Passed":
+					passed++
+				case "InfraFailed":
+					infra++
+				}
+			}
+			Expect(passed).To(Equal(1), "%s attempts: %+v", t.Name, t.Status.Attempts)
+		}
+		Expect(n).To(Equal(20))
+		GinkgoWriter.Printf("attempts ended InfraFailed by the failover: %d\n", infra)
 	})
 })
