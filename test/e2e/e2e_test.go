@@ -176,6 +176,23 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		})
 	}
 
+	It("ends an attempt whose runner image cannot be pulled with a condition naming the pull error, not a hang", func() {
+		trial := strings.NewReplacer("name: shop-oracle\n", "name: shop-oracle-no-image\n",
+			"maxAttempts: 3", "maxAttempts: 1",
+			"  agent:\n", "  runner:\n    image: tolokaforge.local/missing:0\n  timeouts:\n    podsReady: 30s\n  agent:\n",
+		).Replace(sample("eval_v1alpha1_trial_oracle.yaml"))
+		Expect(trial).To(ContainSubstring("tolokaforge.local/missing:0"))
+		mustKubectl(trial, "-n", ns, "apply", "-f", "-")
+		Eventually(trialPhase("shop-oracle-no-image")).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Equal(evalv1.PhaseInfraFailed))
+		var t evalv1.Trial
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "shop-oracle-no-image"}, &t)).To(Succeed())
+		Expect(t.Status.Attempts).To(HaveLen(1))
+		a := t.Status.Attempts[0]
+		Expect(a.Reason).To(Equal(evalv1.ReasonPodsNotReady))
+		Expect(a.Message).To(MatchRegexp(`shop-oracle-no-image-a1-runner \(Pending: container runner (ErrImagePull|ImagePullBackOff)`))
+		GinkgoWriter.Printf("attempt 1 of %s: %s/%s: %s\n", t.Name, a.Outcome, a.Reason, a.Message)
+	})
+
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{
 			ObjectMeta: metav1.ObjectMeta{Name: "twenty", Namespace: ns},
