@@ -34,7 +34,7 @@ const (
 
 // fixedPaths are the paths kubelet, containerd's shims and the CNI plugins use
 // whatever their flags say; Down removes the ones Up found missing.
-var fixedPaths = []string{"/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/containerd"}
+var fixedPaths = []string{"/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/containerd", "/run/netns"}
 
 // sysctls are the keys kubelet (protectKernelDefaults off), kube-proxy and the
 // bridge plugin write; Up records them, Down writes the recorded values back.
