@@ -121,6 +121,13 @@ fuzz: ## Run every fuzz target briefly (seeds also run as regression cases in `m
 	    echo "== $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-10s} $$pkg || exit 1; \
 	  done; done
 
+.PHONY: e2e node
+node: ## Build kubelet, kube-proxy, kube-scheduler, kube-controller-manager (bin/node) from source.
+	@nice -n 10 hack/build-node.sh
+
+e2e: ## Single-node cluster on this machine (containerd, runc, CNI; root), the e2e suite, teardown.
+	hack/e2e.sh
+
 demo: build-dev ## Start a local control plane and run the sample trials.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" hack/demo.sh
 

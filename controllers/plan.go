@@ -426,13 +426,30 @@ func allDeleting(pods map[string]*corev1.Pod) bool {
 }
 
 func podPhase(p *corev1.Pod) string {
-	if p.Status.Phase == "" {
-		return "Pending"
+	phase := string(p.Status.Phase)
+	switch p.Status.Phase {
+	case "":
+		phase = "Pending"
+	case corev1.PodRunning:
+		phase = "Running, not ready"
 	}
-	if p.Status.Phase == corev1.PodRunning {
-		return "Running, not ready"
+	// On a real node the reason a pod does not start is a container's
+	// waiting reason (ErrImagePull, ImagePullBackOff, CreateContainerError):
+	// the attempt's end names it, not only "Pending".
+	for _, cs := range p.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+			msg := w.Message
+			if len(msg) > 200 {
+				msg = msg[:200] + "..."
+			}
+			phase += fmt.Sprintf(": container %s %s", cs.Name, w.Reason)
+			if msg != "" {
+				phase += " (" + msg + ")"
+			}
+			break
+		}
 	}
-	return string(p.Status.Phase)
+	return phase
 }
 
 // cond sets a condition of the planned status. meta.SetStatusCondition keeps

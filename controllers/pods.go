@@ -318,6 +318,11 @@ const (
 	podGone                     // exited, failed or being deleted
 )
 
+// neverStarts are container waiting reasons kubelet does not recover from
+// without a new pod spec (ErrImagePull and ImagePullBackOff may: a registry
+// comes back).
+var neverStarts = map[string]bool{"ErrImageNeverPull": true, "InvalidImageName": true}
+
 // observePod classifies a pod and explains a gone pod in one sentence.
 func observePod(p *corev1.Pod) (podHealth, string, string) {
 	if p == nil {
@@ -333,6 +338,11 @@ func observePod(p *corev1.Pod) (podHealth, string, string) {
 	for _, cs := range p.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			return podGone, evalv1.ReasonPodFailed, fmt.Sprintf("pod %s %s", p.Name, exitDescription(p))
+		}
+		// kubelet never retries these: waiting for the pods-ready timeout
+		// would only delay the same end.
+		if w := cs.State.Waiting; w != nil && neverStarts[w.Reason] {
+			return podGone, evalv1.ReasonPodFailed, fmt.Sprintf("pod %s cannot start: container %s %s (%s)", p.Name, cs.Name, w.Reason, w.Message)
 		}
 	}
 	for _, c := range p.Status.Conditions {

@@ -312,6 +312,16 @@ func TestObservePod(t *testing.T) {
 		}}, podGone, evalv1.ReasonPodFailed, "pod p container runner exited with code 137 (Error)"},
 		{"deleting", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", DeletionTimestamp: &now}, Status: ready},
 			podGone, evalv1.ReasonPodLost, "pod p is being deleted"},
+		{"image never pulled", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
+			Phase: corev1.PodPending,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "runner", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: "image \"x:1\" is not present"}}}},
+		}}, podGone, evalv1.ReasonPodFailed, `pod p cannot start: container runner ErrImageNeverPull (image "x:1" is not present)`},
+		{"image pull back-off waits", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
+			Phase: corev1.PodPending,
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "runner", State: corev1.ContainerState{
+				Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}},
+		}}, podWaiting, "", ""},
 		{"evicted", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{
 			Phase: corev1.PodFailed, Reason: "Evicted"}}, podGone, evalv1.ReasonPodFailed, "pod p is Failed (Evicted)"},
 	} {
@@ -321,5 +331,32 @@ func TestObservePod(t *testing.T) {
 				t.Errorf("observePod = %v %q %q, want %v %q %q", h, reason, msg, tc.want, tc.wantReason, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// TestPodPhaseNamesTheWaitingReason: an attempt that ends PodsNotReady on a
+// real node says why its pod never started.
+func TestPodPhaseNamesTheWaitingReason(t *testing.T) {
+	waiting := func(reason, msg string) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "runner", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want string
+	}{
+		{"no status", &corev1.Pod{}, "Pending"},
+		{"running", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, "Running, not ready"},
+		{"creating", waiting("ContainerCreating", ""), "Pending"},
+		{"pull back-off", waiting("ImagePullBackOff", `Back-off pulling image "r/x:1"`),
+			`Pending: container runner ImagePullBackOff (Back-off pulling image "r/x:1")`},
+		{"no message", waiting("ErrImagePull", ""), "Pending: container runner ErrImagePull"},
+		{"long message", waiting("ErrImagePull", strings.Repeat("x", 300)),
+			"Pending: container runner ErrImagePull (" + strings.Repeat("x", 200) + "...)"},
+	} {
+		if got := podPhase(tc.pod); got != tc.want {
+			t.Errorf("%s: podPhase = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

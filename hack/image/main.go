@@ -5,6 +5,7 @@
 //	go run . push --layout ../../bin/image/tolokaforge --ref REGISTRY/tolokaforge:VERSION
 //	go run . debs --cache ../../bin/debs/amd64 python3 python3-yaml ...
 //	go run . build --source ../.. --debs ../../bin/debs/amd64 --out ../../bin/image/tolokaforge-python
+//	go run . pause --tarball ../../bin/image/pause.tar   (the e2e cluster's sandbox image)
 //
 // Without --base the image starts from an empty base (no distroless base is
 // reachable here) and carries, as separate layers, a non-root user
@@ -44,7 +45,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"usage: image build|push|debs [flags] (image build -h for flags)"}
+		return usageError{"usage: image build|push|debs|pause [flags] (image build -h for flags)"}
 	}
 	switch args[0] {
 	case "build":
@@ -53,8 +54,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runPush(ctx, args[1:], stdout, stderr)
 	case "debs":
 		return runDebs(ctx, args[1:], stdout, stderr)
+	case "pause":
+		return runPause(ctx, args[1:], stdout, stderr)
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want build, push or debs)", args[0])}
+		return usageError{fmt.Sprintf("unknown command %q (want build, push, debs or pause)", args[0])}
 	}
 }
 
@@ -143,5 +146,34 @@ func runDebs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(stdout, "%d Debian packages for %s in %s\n", len(lock.Debs), strings.Join(lock.Roots, " "), o.Cache)
+	return nil
+}
+
+func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pause", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o PauseOptions
+	fs.StringVar(&o.Out, "out", "", "directory of the OCI image layout to write (replaced)")
+	fs.StringVar(&o.Tarball, "tarball", "", "a `ctr images import` tarball")
+	fs.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary and the image platform")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("pause: unexpected arguments %q", fs.Args())}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	o.Module = wd
+	res, err := BuildPause(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s (%s)\n", res.Ref, res.Digest)
 	return nil
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the node components of the e2e cluster (kubelet, kube-scheduler,
+# kube-controller-manager, kube-proxy) from k8s.io/kubernetes through the Go
+# module proxy into bin/node, as hack/build-envtest.sh builds kube-apiserver and
+# etcd into bin/k8s; a binary already built from the same module files is kept.
+# Also builds the harness CLI (bin/node/cluster) and the pause image. Prints the
+# directory. Run it under `nice`: the first build takes minutes on two cores.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${NODE_ASSETS_DIR:-$root/bin/node}"
+src="$root/hack/node"
+k8s_version="v1.37.2"
+mkdir -p "$out"
+
+# Without the stamp every binary reports v0.0.0-master+$Format:%H$, and the
+# node's kubeletVersion would say so.
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version"
+ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
+ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+
+build() { # name
+  local name="$1"
+  local stamp="$out/.$name.stamp"
+  local want
+  want="$(cat "$src/go.mod" "$src/go.sum" "$src/$name/main.go" <(echo "$ldflags") | sha256sum | cut -d' ' -f1)"
+  if [[ -x "$out/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+    return 0
+  fi
+  echo "building $name $k8s_version (first build takes minutes)" >&2
+  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/$name.tmp" "./$name")
+  mv "$out/$name.tmp" "$out/$name"
+  echo "$want" > "$stamp"
+}
+
+for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager}; do
+  build "$name"
+done
+echo "$out"

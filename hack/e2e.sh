@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `make e2e`: builds what is missing (node binaries, the pause image, the
+# project's image, dist/install.yaml), brings up the single-node cluster of
+# test/nodecluster, runs the e2e suite against it and tears it down, also when
+# the suite fails or is interrupted. Needs root (containerd, kubelet, iptables).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+[[ "$(id -u)" == 0 ]] || { echo "e2e: needs root (it runs containerd, kubelet and kube-proxy)" >&2; exit 2; }
+
+missing=()
+for p in containerd runc containernetworking-plugins iptables; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "e2e: installing ${missing[*]} (Debian)" >&2
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") >/dev/null
+fi
+
+k8s_bin="$(nice -n 10 hack/build-envtest.sh)"
+node_bin="$(nice -n 10 hack/build-node.sh)"
+go build -o "$node_bin/cluster" ./test/nodecluster/cmd/cluster
+version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' version.go)"
+img_dir="$root/bin/image"
+nice -n 10 make --no-print-directory image release >/dev/null
+(cd hack/image && go run . pause --tarball "$img_dir/pause.tar" >/dev/null)
+
+dir="$root/bin/cluster"
+cluster() { "$node_bin/cluster" "$@" --dir "$dir" --k8s-bin "$k8s_bin" --node-bin "$node_bin"; }
+cluster down   # a cluster an earlier run left behind (killed before its trap)
+trap 'cluster down' EXIT
+kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokaforge.tar")"
+
+E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
+E2E_CONTAINERD="$dir/containerd/containerd.sock" \
+  go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

@@ -1,0 +1,484 @@
+package nodecluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Fixed names of the cluster: its own, so nothing else on the machine is
+// mistaken for it at teardown.
+const (
+	NodeName    = "tf-e2e-node"
+	Bridge      = "tfe2e0"
+	PodCIDR     = "10.244.0.0/24"
+	ServiceCIDR = "10.96.0.0/24"
+	// PauseImage is containerd's sandbox_image (hack/image pause).
+	PauseImage = "tolokaforge.local/pause:1"
+	stateFile  = "state.json"
+)
+
+// fixedPaths are the paths kubelet, containerd's shims and the CNI plugins use
+// whatever their flags say; Down removes the ones Up found missing.
+var fixedPaths = []string{"/var/lib/kubelet", "/var/log/pods", "/var/log/containers", "/var/lib/cni", "/run/containerd", "/run/netns"}
+
+// sysctls are the keys kubelet (protectKernelDefaults off), kube-proxy and the
+// bridge plugin write; Up records them, Down writes the recorded values back.
+var sysctls = []string{
+	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+	"net/ipv4/conf/all/route_localnet", "net/ipv4/ip_forward",
+	"net/bridge/bridge-nf-call-iptables", "net/bridge/bridge-nf-call-ip6tables",
+	"net/netfilter/nf_conntrack_max", "net/netfilter/nf_conntrack_tcp_timeout_established",
+	"net/netfilter/nf_conntrack_tcp_timeout_close_wait",
+}
+
+// Options says where the binaries are and where the cluster lives.
+type Options struct {
+	// Dir holds every file of the cluster (bin/cluster); Up wipes it first.
+	Dir string
+	// K8sBin holds etcd and kube-apiserver (bin/k8s); NodeBin kubelet,
+	// kube-proxy, kube-scheduler and kube-controller-manager (bin/node).
+	K8sBin, NodeBin string
+	// Images are `ctr images import` tarballs loaded into the node; the
+	// pause image must be one of them.
+	Images []string
+	// NodeIP is the address the API server advertises and kubelet reports;
+	// empty: the source address of the default route. Pods reach the API
+	// server through it, so it must not be loopback.
+	NodeIP string
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// Proc is one process Up started.
+type Proc struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	// Start is the process's start time in clock ticks (/proc/PID/stat field
+	// 22): Down signals a PID only while it still names this process.
+	Start uint64 `json:"start"`
+}
+
+// State is what Down needs, written to Dir/state.json as soon as each part
+// exists, so a failed Up is torn down as far as it got.
+type State struct {
+	Dir     string            `json:"dir"`
+	Procs   []Proc            `json:"procs"`
+	Sysctls map[string]string `json:"sysctls"`
+	Created []string          `json:"created"`
+	Netns   []string          `json:"netnsBefore"`
+	// NftTables are the nftables tables before Up: iptables-nft creates
+	// ip/ip6 filter, nat and mangle on first use, and Down removes those.
+	NftTables  []string `json:"nftTablesBefore"`
+	Containerd string   `json:"containerdSocket"`
+	Kubeconfig string   `json:"kubeconfig"`
+	NodeBin    string   `json:"nodeBin"`
+}
+
+func (s *State) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.Dir, stateFile), b, 0o600)
+}
+
+// LoadState reads the state Up wrote under dir.
+func LoadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("cluster state: %w", err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("cluster state %s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return &s, nil
+}
+
+// Up starts the cluster and returns once the node is Ready. On error the
+// caller still runs Down(Dir): the state names what was started.
+func Up(ctx context.Context, o Options) (*State, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	logf := func(f string, a ...any) { fmt.Fprintf(o.Log, "cluster: "+f+"\n", a...) }
+	// Kubeconfigs and configs name files by absolute path: the processes
+	// read them from their own working directory.
+	for _, p := range []*string{&o.Dir, &o.K8sBin, &o.NodeBin} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		*p = abs
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, stateFile)); err == nil {
+		return nil, fmt.Errorf("cluster: %s exists: a cluster is up or was not torn down; run down first", filepath.Join(o.Dir, stateFile))
+	}
+	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("cluster: %s not found (apt-get install containerd runc containernetworking-plugins iptables): %w", tool, err)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		return nil, fmt.Errorf("cluster: CNI plugins missing (apt-get install containernetworking-plugins): %w", err)
+	}
+	if _, err := os.Stat("/sys/class/net/" + Bridge); err == nil {
+		return nil, fmt.Errorf("cluster: bridge %s exists: an earlier cluster was not torn down", Bridge)
+	}
+	nodeIP := o.NodeIP
+	if nodeIP == "" {
+		ip, err := defaultRouteIP()
+		if err != nil {
+			return nil, err
+		}
+		nodeIP = ip
+	}
+	if err := os.RemoveAll(o.Dir); err != nil {
+		return nil, fmt.Errorf("cluster: wipe %s: %w", o.Dir, err)
+	}
+	dirs := map[string]string{}
+	for _, d := range []string{"pki", "etcd", "logs", "containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs"} {
+		dirs[d] = filepath.Join(o.Dir, d)
+		if err := os.MkdirAll(dirs[d], 0o755); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
+	st := &State{Dir: o.Dir, Sysctls: map[string]string{}, NodeBin: o.NodeBin,
+		Containerd: filepath.Join(dirs["containerd"], "containerd.sock"),
+		Kubeconfig: filepath.Join(o.Dir, "admin.kubeconfig")}
+	for _, p := range fixedPaths {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			st.Created = append(st.Created, p)
+		}
+	}
+	for _, k := range sysctls {
+		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
+			st.Sysctls[k] = strings.TrimSpace(string(b))
+		}
+	}
+	if ents, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range ents {
+			st.Netns = append(st.Netns, e.Name())
+		}
+	}
+	st.NftTables = nftTables()
+	if err := st.save(); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+
+	// PKI and kubeconfigs.
+	pk, err := newPKI(dirs["pki"])
+	if err != nil {
+		return st, err
+	}
+	ports, err := freePorts(7)
+	if err != nil {
+		return st, err
+	}
+	etcdPort, peerPort, apiPort, kubeletPort, cmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
+	leaves := []certSpec{
+		{name: "apiserver", cn: "kube-apiserver", server: true,
+			dns: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost", NodeName},
+			ips: []net.IP{net.ParseIP("10.96.0.1"), net.ParseIP(nodeIP), net.ParseIP("127.0.0.1")}},
+		{name: "admin", cn: "e2e-admin", orgs: []string{"system:masters"}, client: true},
+		{name: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client", orgs: []string{"system:masters"}, client: true},
+		{name: "controller-manager", cn: "system:kube-controller-manager", client: true},
+		{name: "scheduler", cn: "system:kube-scheduler", client: true},
+		{name: "kube-proxy", cn: "system:kube-proxy", client: true},
+		{name: "kubelet-client", cn: "system:node:" + NodeName, orgs: []string{"system:nodes"}, client: true},
+		{name: "kubelet", cn: NodeName, server: true, dns: []string{NodeName, "localhost"},
+			ips: []net.IP{net.ParseIP(nodeIP), net.ParseIP("127.0.0.1")}},
+	}
+	for i, l := range leaves {
+		if err := pk.issue(l, int64(i+2)); err != nil {
+			return st, err
+		}
+	}
+	if err := pk.serviceAccountKey(); err != nil {
+		return st, err
+	}
+	pkiFile := func(n string) string { return filepath.Join(dirs["pki"], n) }
+	server := fmt.Sprintf("https://%s:%d", nodeIP, apiPort)
+	kc := map[string]string{}
+	for _, id := range []string{"admin", "controller-manager", "scheduler", "kube-proxy", "kubelet-client"} {
+		kc[id] = filepath.Join(o.Dir, id+".kubeconfig")
+		if err := os.WriteFile(kc[id], []byte(kubeconfig(server, pkiFile("ca.crt"), pkiFile(id+".crt"), pkiFile(id+".key"))), 0o600); err != nil {
+			return st, fmt.Errorf("cluster: %w", err)
+		}
+	}
+
+	start := func(name, bin string, args ...string) error {
+		p, err := startProc(o.Dir, name, bin, args...)
+		if err != nil {
+			return err
+		}
+		st.Procs = append(st.Procs, p)
+		logf("started %s (pid %d)", name, p.PID)
+		return st.save()
+	}
+
+	// etcd and the API server.
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
+	if err := start("etcd", filepath.Join(o.K8sBin, "etcd"), "--data-dir="+dirs["etcd"],
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync=true", "--quota-backend-bytes=4294967296"); err != nil {
+		return st, err
+	}
+	if err := start("kube-apiserver", filepath.Join(o.K8sBin, "kube-apiserver"),
+		"--etcd-servers="+etcdURL,
+		// Pods reach the API server at 10.96.0.1, which kube-proxy sends to
+		// the advertised address: it must be bound there, not on loopback.
+		"--bind-address=0.0.0.0", fmt.Sprintf("--secure-port=%d", apiPort), "--advertise-address="+nodeIP,
+		"--tls-cert-file="+pkiFile("apiserver.crt"), "--tls-private-key-file="+pkiFile("apiserver.key"),
+		"--client-ca-file="+pkiFile("ca.crt"),
+		"--service-account-key-file="+pkiFile("sa.pub"), "--service-account-signing-key-file="+pkiFile("sa.key"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range="+ServiceCIDR,
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--kubelet-client-certificate="+pkiFile("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key="+pkiFile("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority="+pkiFile("ca.crt"),
+		// logs/exec go to the node's InternalIP, where kubelet listens and
+		// its serving certificate names: no reliance on the node name resolving.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--allow-privileged=true", "--profiling=false"); err != nil {
+		return st, err
+	}
+	cs, err := clientFor(kc["admin"])
+	if err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 90*time.Second, "kube-apiserver /readyz", func(ctx context.Context) error {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}); err != nil {
+		return st, err
+	}
+	logf("kube-apiserver ready at %s", server)
+
+	// containerd, its images, the CNI config.
+	ctrDir := dirs["containerd"]
+	cfg := containerdConfig(ctrDir, filepath.Join(o.Dir, "cni/net.d"))
+	if err := os.WriteFile(filepath.Join(ctrDir, "config.toml"), []byte(cfg), 0o644); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "cni/net.d/10-tolokaforge-e2e.conflist"), []byte(cniConfig(dirs["cni/ipam"])), 0o644); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	if err := start("containerd", "containerd", "--config="+filepath.Join(ctrDir, "config.toml")); err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 30*time.Second, "containerd socket", func(ctx context.Context) error {
+		return exec.CommandContext(ctx, "ctr", "--address", st.Containerd, "version").Run()
+	}); err != nil {
+		return st, err
+	}
+	for _, img := range o.Images {
+		out, err := exec.CommandContext(ctx, "ctr", "--address", st.Containerd, "-n", "k8s.io", "images", "import", "--no-unpack=false", img).CombinedOutput()
+		if err != nil {
+			return st, fmt.Errorf("cluster: ctr images import %s: %w: %s", img, err, out)
+		}
+		logf("imported %s", img)
+	}
+
+	// The rest of the control plane and the node.
+	if err := start("kube-controller-manager", filepath.Join(o.NodeBin, "kube-controller-manager"),
+		"--kubeconfig="+kc["controller-manager"], "--authentication-kubeconfig="+kc["controller-manager"],
+		"--authorization-kubeconfig="+kc["controller-manager"],
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", cmPort),
+		"--service-account-private-key-file="+pkiFile("sa.key"), "--root-ca-file="+pkiFile("ca.crt"),
+		"--cluster-signing-cert-file="+pkiFile("ca.crt"), "--cluster-signing-key-file="+pkiFile("ca.key"),
+		"--use-service-account-credentials=true", "--leader-elect=false",
+		"--service-cluster-ip-range="+ServiceCIDR); err != nil {
+		return st, err
+	}
+	if err := start("kube-scheduler", filepath.Join(o.NodeBin, "kube-scheduler"),
+		"--kubeconfig="+kc["scheduler"], "--authentication-kubeconfig="+kc["scheduler"],
+		"--authorization-kubeconfig="+kc["scheduler"],
+		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort), "--leader-elect=false"); err != nil {
+		return st, err
+	}
+	kubeletCfg := filepath.Join(dirs["kubelet"], "config.yaml")
+	if err := os.WriteFile(kubeletCfg, []byte(kubeletConfig(pkiFile, st.Containerd, dirs["pod-logs"], kubeletPort)), 0o644); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	if err := start("kubelet", filepath.Join(o.NodeBin, "kubelet"), "--config="+kubeletCfg,
+		"--kubeconfig="+kc["kubelet-client"], "--root-dir="+filepath.Join(dirs["kubelet"], "root"),
+		"--hostname-override="+NodeName, "--node-ip="+nodeIP, "--v=1"); err != nil {
+		return st, err
+	}
+	proxyCfg := filepath.Join(o.Dir, "kube-proxy.yaml")
+	if err := os.WriteFile(proxyCfg, []byte(kubeProxyConfig(kc["kube-proxy"], ports[6])), 0o644); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	if err := start("kube-proxy", filepath.Join(o.NodeBin, "kube-proxy"), "--config="+proxyCfg); err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 120*time.Second, "node "+NodeName+" Ready", func(ctx context.Context) error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				if c.Status == corev1.ConditionTrue {
+					return nil
+				}
+				return fmt.Errorf("condition Ready=%s: %s", c.Status, c.Message)
+			}
+		}
+		return errors.New("no Ready condition yet")
+	}); err != nil {
+		return st, err
+	}
+	// The default ServiceAccount exists before anything is applied: a pod
+	// created before it is refused.
+	if err := waitFor(ctx, 60*time.Second, "default ServiceAccount", func(ctx context.Context) error {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}); err != nil {
+		return st, err
+	}
+	logf("node %s Ready; KUBECONFIG=%s", NodeName, st.Kubeconfig)
+	return st, st.save()
+}
+
+func clientFor(kubeconfigPath string) (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: kubeconfig %s: %w", kubeconfigPath, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: client: %w", err)
+	}
+	return cs, nil
+}
+
+// waitFor polls check until it passes, naming what it waited for and the
+// last error when the time is up.
+func waitFor(ctx context.Context, d time.Duration, what string, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		last = check(cctx)
+		ccancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s not reached in %s: %w", what, d, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "0.0.0.0:0")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// defaultRouteIP is the source address of the IPv4 default route.
+func defaultRouteIP() (string, error) {
+	c, err := net.Dial("udp4", "192.0.2.255:9")
+	if err != nil {
+		return "", fmt.Errorf("cluster: no IPv4 default route to take the node IP from (set NodeIP): %w", err)
+	}
+	defer c.Close()
+	ip := c.LocalAddr().(*net.UDPAddr).IP
+	if ip.IsLoopback() {
+		return "", fmt.Errorf("cluster: the default route's source %s is loopback; pods could not reach the API server (set NodeIP)", ip)
+	}
+	return ip.String(), nil
+}
+
+// startProc starts bin in its own process group, logging to Dir/logs/name.log;
+// it outlives the caller (`cluster up` returns) and is stopped by Down.
+func startProc(dir, name, bin string, args ...string) (Proc, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return Proc{}, fmt.Errorf("cluster: %s log: %w", name, err)
+	}
+	defer f.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return Proc{}, fmt.Errorf("cluster: start %s: %w", name, err)
+	}
+	p := Proc{Name: name, PID: cmd.Process.Pid, Start: procStart(cmd.Process.Pid)}
+	// Reap it if it dies while the caller still runs; never block on it.
+	go func() { _ = cmd.Wait() }()
+	return p, nil
+}
+
+// procStart is field 22 of /proc/PID/stat (start time in ticks), 0 when gone.
+func procStart(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 20 {
+		return 0
+	}
+	var v uint64
+	fmt.Sscan(fields[19], &v)
+	return v
+}
+
+// nftTables lists "family name" of every nftables table; nil without nft.
+func nftTables() []string {
+	out, err := exec.Command("nft", "list", "tables").Output()
+	if err != nil {
+		return nil
+	}
+	var ts []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "table" {
+			ts = append(ts, f[1]+" "+f[2])
+		}
+	}
+	return ts
+}

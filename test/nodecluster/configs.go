@@ -1,0 +1,117 @@
+package nodecluster
+
+import (
+	"fmt"
+	"path/filepath"
+)
+
+// containerdConfig gives containerd its own root, state, socket and runc root,
+// so it never meets a system containerd. restrict_oom_score_adj: this VM drops
+// CAP_SYS_RESOURCE, and every sandbox asking for oom_score_adj -998 failed in
+// runc's nsexec without it.
+func containerdConfig(dir, cniConfDir string) string {
+	return fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = %[4]q
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[5]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[6]q
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[7]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[8]q
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
+		filepath.Join(dir, "containerd.sock.ttrpc"), filepath.Join(dir, "opt"), PauseImage,
+		filepath.Join(dir, "runc"), cniConfDir)
+}
+
+// cniConfig is a bridge of the cluster's own name with host-local IPAM whose
+// leases live under the cluster's directory.
+func cniConfig(ipamDir string) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "tolokaforge-e2e",
+  "plugins": [
+    {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, Bridge, PodCIDR, ipamDir)
+}
+
+// kubeletConfig: failCgroupV1 false (this VM is cgroup v1), cgroupfs, eviction
+// relaxed and image GC off, because nothing can be pulled again here.
+func kubeletConfig(pki func(string) string, containerdSock, podLogsDir string, port int) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://%s
+podLogsDir: %s
+port: %d
+healthzPort: 0
+readOnlyPort: 0
+address: 0.0.0.0
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %s}
+authorization:
+  mode: Webhook
+clusterDomain: cluster.local
+evictionHard:
+  memory.available: "100Mi"
+  nodefs.available: "1%%"
+  nodefs.inodesFree: "1%%"
+  imagefs.available: "1%%"
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+maxPods: 250
+resolvConf: /etc/resolv.conf
+`, containerdSock, podLogsDir, port, pki("kubelet.crt"), pki("kubelet.key"), pki("ca.crt"))
+}
+
+// kubeProxyConfig: iptables mode; conntrack settings 0 and no localhost
+// NodePorts, so kube-proxy leaves nf_conntrack_* and route_localnet alone.
+func kubeProxyConfig(kubeconfig string, metricsPort int) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: iptables
+hostnameOverride: %s
+clusterCIDR: %s
+clientConnection:
+  kubeconfig: %s
+metricsBindAddress: "127.0.0.1:%d"
+healthzBindAddress: ""
+iptables:
+  localhostNodePorts: false
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, NodeName, PodCIDR, kubeconfig, metricsPort)
+}
