@@ -31,7 +31,7 @@ const packUsage = `usage:
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
       nothing is written (exit 1) unless --allow-lossy.
-  tolokaforge pack validate DIR|PROJECT... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR]
+  tolokaforge pack validate DIR|PROJECT... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR] [--python PY]
       Run each task's golden path with the oracle agent on a local runner and
       DB service, graded by every component the task configures. A task fails
       unless the state checks (what a golden replay decides) score 1.0 and
@@ -191,6 +191,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return pack.WriteStream(stdout, ms)
 }
 
+// pythonFlagHelp documents --python of the commands that run a local stack.
+const pythonFlagHelp = "the Python interpreter for a pack's Python tools and checks (default $" + local.PythonEnv + ", else python3 on PATH); it needs the modules the pack's tools import"
+
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe string) error {
 	fs := flag.NewFlagSet("pack validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -198,6 +201,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	strict := fs.Bool("strict", false, "require the whole grade to be 1.0, not only the state checks")
 	artifacts := fs.String("artifacts", "", "write each trial's artifacts (trials/<task_id>/0/...) under this directory")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound of one task's trial")
+	python := fs.String("python", "", pythonFlagHelp)
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
 	modelConfig := fs.String("model-config", "", "JSON/YAML file whose \"judge\" model config judges the tasks with llm_judge (default: an in-process fake judge)")
 	secretsDir := fs.String("secrets-dir", "", "directory of the judge's key file (the judge config's api_key_env names a file in it)")
@@ -223,7 +227,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
-	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe, SecretsDir: *secretsDir})
+	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe, SecretsDir: *secretsDir, Python: *python})
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
