@@ -1042,11 +1042,11 @@ func (c *converter) tools(t *mapping) error {
 			default:
 				b, ok := c.opts.Builtins.Lookup(name)
 				if !ok {
-					where := "no tool list (fixtures/tools.json)"
+					where := "the pack has no tool list (fixtures/tools.json)"
 					if listFile != "" {
-						where = listFile
+						where = "it is not in " + listFile
 					}
-					return convError(m.file, p, "tool %q is neither in %s nor a builtin (%s)", name, where, strings.Join(c.opts.Builtins.Names(), ", "))
+					return convError(m.file, p, "tool %q has no implementation: %s, tools.%s.mcp_server is not set, and it is not a builtin (%s)", name, where, actor, strings.Join(c.opts.Builtins.Names(), ", "))
 				}
 				s = b
 			}
