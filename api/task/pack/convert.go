@@ -478,9 +478,7 @@ const agentVisible = "/env/fs/agent-visible/"
 
 // agentPath maps an upstream agent-visible path onto the trial's directory.
 func agentPath(p string) (string, bool) {
-	if strings.HasPrefix(p, agentVisible) {
-		p = strings.TrimPrefix(p, agentVisible)
-	}
+	p = strings.TrimPrefix(p, agentVisible)
 	if p == "" || !filepath.IsLocal(filepath.FromSlash(p)) {
 		return "", false
 	}
