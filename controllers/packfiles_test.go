@@ -116,3 +116,24 @@ func TestResolvePackFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanInvalidTaskNamesTheCause: a Task that cannot be resolved for good
+// ends the Trial Invalid before any pod, and Failed carries the cause's
+// reason (PackFilesInvalid), not only the phase.
+func TestPlanInvalidTaskNamesTheCause(t *testing.T) {
+	msg := `task fd: spec.files: configMap ns/fd-files key "files.tar": digest sha256:aa does not match the Task's sha256:bb`
+	w := world{Now: t0, Trial: testTrial(), TaskErr: &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: errString(msg)}}
+	p := planTrial(&w)
+	if p.Claim != nil || len(p.CreatePod) != 0 || len(p.Status.Attempts) != 0 {
+		t.Fatalf("an attempt started: claim %v pods %v attempts %d", p.Claim, p.CreatePod, len(p.Status.Attempts))
+	}
+	if p.Status.Phase != evalv1.PhaseInvalid {
+		t.Fatalf("phase %s, want Invalid", p.Status.Phase)
+	}
+	if c := cond(&p.Status, evalv1.TrialCompleted); c.Reason != string(evalv1.PhaseInvalid) || c.Message != msg {
+		t.Errorf("Completed = %+v", c)
+	}
+	if f := cond(&p.Status, evalv1.TrialFailed); f.Status != metav1.ConditionTrue || f.Reason != evalv1.ReasonPackFilesInvalid || f.Message != msg {
+		t.Errorf("Failed = %+v", f)
+	}
+}
