@@ -66,9 +66,18 @@ func TestImportProject(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	tasks, cms := readStream(t, out.Bytes())
-	if len(tasks) != 2 || tasks[0].Name != "order-modify-with-checks" || tasks[1].Name != "order-six-items-golden" || len(cms) != 0 ||
+	if len(tasks) != 2 || tasks[0].Name != "order-modify-with-checks" || tasks[1].Name != "order-six-items-golden" || len(cms) != 2 ||
 		strings.Count(out.String(), "- order_id: order_53\n") != 2 || strings.Count(out.String(), "mcp_server_script: mcp_server.py") != 46 {
 		t.Fatalf("stream: %d tasks, %d configmaps", len(tasks), len(cms))
+	}
+	// Each Task's Python files are a bundle in a ConfigMap it names by
+	// digest, not inline.
+	for i, tk := range tasks {
+		if tk.Spec.Files == nil || cms[i].Name != tk.Spec.Files.ConfigMap ||
+			int64(len(cms[i].BinaryData["files.tar"])) != tk.Spec.Files.Size ||
+			strings.Contains(string(tk.Spec.Description.Raw), "tool_artifacts") {
+			t.Fatalf("task %s: files %+v, configMap %s", tk.Name, tk.Spec.Files, cms[i].Name)
+		}
 	}
 	// A folder of packs with one the runner cannot honour: nothing written,
 	// the refusal named.

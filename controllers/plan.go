@@ -307,6 +307,11 @@ func (p *plan) startNext(w *world) {
 			return
 		}
 		p.complete(w, evalv1.PhaseInvalid, te.Error())
+		// Failed names the cause (InvalidDescription, PackFilesInvalid),
+		// as for a provider key below.
+		if te.Reason != "" {
+			p.cond(evalv1.TrialFailed, true, te.Reason, te.Error())
+		}
 		return
 	}
 	if ke := w.KeyErr; ke != nil {

@@ -21,8 +21,8 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// taskConfigMapIndex indexes Tasks by the ConfigMap their initial state
-// comes from, so a ConfigMap change re-validates exactly those Tasks.
+// taskConfigMapIndex indexes Tasks by the ConfigMaps their initial state
+// and pack files come from, so a ConfigMap change re-validates exactly those Tasks.
 const taskConfigMapIndex = "spec.initialStateFrom.configMapKeyRef.name"
 
 // transientRetry is how soon a Task whose ConfigMap could not be read is
@@ -43,10 +43,14 @@ func (r *TaskReconciler) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &evalv1.Task{}, taskConfigMapIndex,
 		func(o client.Object) []string {
 			t := o.(*evalv1.Task)
-			if t.Spec.InitialStateFrom == nil {
-				return nil
+			var names []string
+			if t.Spec.InitialStateFrom != nil {
+				names = append(names, t.Spec.InitialStateFrom.ConfigMapKeyRef.Name)
 			}
-			return []string{t.Spec.InitialStateFrom.ConfigMapKeyRef.Name}
+			if t.Spec.Files != nil && t.Spec.Files.ConfigMap != "" {
+				names = append(names, t.Spec.Files.ConfigMap)
+			}
+			return names
 		}); err != nil {
 		return fmt.Errorf("index tasks by configMap: %w", err)
 	}

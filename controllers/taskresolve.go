@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/refs"
@@ -47,7 +49,7 @@ type taskError struct {
 func (e *taskError) Error() string { return e.Err.Error() }
 func (e *taskError) Unwrap() error { return e.Err }
 
-// resolveTaskSpec merges a Task's initialStateFrom into its description and
+// resolveTaskSpec merges a Task's initialStateFrom and files into its description and
 // decodes the result strictly. Errors are *TaskError.
 func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spec *evalv1.TaskSpec) (*resolvedTask, error) {
 	raw := spec.Description.Raw
@@ -61,6 +63,17 @@ func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spe
 			return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
 		}
 		merged, err := mergeInitialState(raw, tables)
+		if err != nil {
+			return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
+		}
+		raw = merged
+	}
+	if f := spec.Files; f != nil {
+		files, err := loadPackFiles(ctx, r, namespace, f)
+		if err != nil {
+			return nil, err
+		}
+		merged, err := mergeToolArtifacts(raw, files)
 		if err != nil {
 			return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
 		}
@@ -110,6 +123,60 @@ func loadInitialState(ctx context.Context, r client.Reader, namespace string, re
 		return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
 	}
 	return data, nil
+}
+
+// loadPackFiles reads spec.files' bundle from its ConfigMap in the Task's
+// namespace and verifies it (size, digest, entries) before any file is
+// used. Only the manager reads it: the runner pod gets the verified files in
+// RegisterTrial's tool_artifacts, so it needs no ConfigMap mount, no store
+// credentials, and cannot be handed files nobody checked.
+func loadPackFiles(ctx context.Context, r client.Reader, namespace string, f *evalv1.PackFiles) (map[string][]byte, error) {
+	where := fmt.Sprintf("spec.files: configMap %s/%s key %q", namespace, f.ConfigMap, packfiles.ConfigMapKey)
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: f.ConfigMap}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true,
+				Missing: &refs.MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: namespace, Name: f.ConfigMap,
+					Field: "spec.files.configMap"}}
+		}
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
+	}
+	bundle, ok := cm.BinaryData[packfiles.ConfigMapKey]
+	if !ok {
+		msg := "key not found in binaryData"
+		if _, inData := cm.Data[packfiles.ConfigMapKey]; inData {
+			msg = "the bundle is in data; want it in binaryData"
+		}
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: %s", where, msg)}
+	}
+	files, err := packfiles.Open(bundle, packfiles.Ref{Digest: f.Digest, Size: f.Size}, where)
+	if err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: err}
+	}
+	return files, nil
+}
+
+// mergeToolArtifacts sets a description's tool_artifacts to files (base64,
+// the wire form). Files given inline and by spec.files are refused, as
+// tables given both ways are: a grade must say which files it ran.
+func mergeToolArtifacts(description []byte, files map[string][]byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(description, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("spec.description: want a JSON object: %v", errOr(err, "got null"))
+	}
+	if raw, ok := top["tool_artifacts"]; ok && !isJSONNull(raw) && string(bytes.TrimSpace(raw)) != "{}" {
+		return nil, errors.New("spec.description.tool_artifacts is set inline and by spec.files; use one")
+	}
+	arts := make(map[string]string, len(files))
+	for p, b := range files {
+		arts[p] = base64.StdEncoding.EncodeToString(b)
+	}
+	enc, err := task.Encode(arts)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool_artifacts: %w", err)
+	}
+	top["tool_artifacts"] = enc
+	return task.Encode(top)
 }
 
 // configMapValue extracts a key's bytes: binaryData gunzipped when ref.Gzip,
