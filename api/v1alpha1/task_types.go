@@ -44,7 +44,10 @@ type InitialStateSource struct {
 	ConfigMapKeyRef ConfigMapKeyRef `json:"configMapKeyRef"`
 }
 
-// PackFiles names a bundle of pack files by digest and says where it is.
+// PackFiles names a bundle of pack files by digest and says where it is:
+// a ConfigMap in the Task's namespace (small packs) or an object in the
+// manager's artifact store (large ones, written by `pack import --store`).
+// +kubebuilder:validation:XValidation:rule="has(self.configMap) != has(self.url)",message="give exactly one of configMap and url"
 type PackFiles struct {
 	// Digest is "sha256:" and the hex sha256 of the bundle's bytes.
 	// +kubebuilder:validation:MaxLength=71
@@ -56,9 +59,18 @@ type PackFiles struct {
 	Size int64 `json:"size"`
 	// ConfigMap is a ConfigMap in the Task's namespace holding the bundle
 	// in binaryData key "files.tar".
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	ConfigMap string `json:"configMap"`
+	ConfigMap string `json:"configMap,omitempty"`
+	// URL is the bundle's object in the manager's artifact store
+	// (s3://BUCKET/KEY or file:///PATH, no query). The manager reads it with
+	// its own credentials and refuses a URL outside its store; runner pods
+	// never see the store.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3://[^/?#]+|file://)/[^?#]+$')",message="url must be s3://BUCKET/KEY or file:///PATH, without a query or fragment"
+	URL string `json:"url,omitempty"`
 }
 
 // ConfigMapKeyRef selects a key of a ConfigMap in the Task's namespace.
