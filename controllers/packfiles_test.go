@@ -90,7 +90,7 @@ func TestResolvePackFiles(t *testing.T) {
 			}
 			f := tc.files
 			spec := &evalv1.TaskSpec{Description: apiextensionsv1.JSON{Raw: raw}, Files: &f}
-			rt, err := resolveTaskSpec(ctx, c, "ns", spec)
+			rt, err := resolveTaskSpec(ctx, c, nil, "ns", spec)
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatal(err)

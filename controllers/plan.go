@@ -300,7 +300,7 @@ func (p *plan) startNext(w *world) {
 		return
 	}
 	if te := w.TaskErr; te != nil {
-		if te.Transient {
+		if te.Transient && !te.EndsTrial {
 			st.Phase = evalv1.PhasePending
 			p.cond(evalv1.TrialCompleted, false, te.Reason, te.Error())
 			p.requeueIn(transientRetry)

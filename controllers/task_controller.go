@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
@@ -36,6 +37,9 @@ type TaskReconciler struct {
 	// APIReader reads ConfigMaps uncached: only their metadata is watched,
 	// so the manager never holds every ConfigMap's data.
 	APIReader client.Reader
+	// Packs is the store spec.files.url objects are read from (the
+	// manager's artifact store); nil: such Tasks are not Valid.
+	Packs *blobstore.Store
 }
 
 // SetupWithManager registers the controller.
@@ -81,7 +85,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	resolved, err := resolveTaskSpec(ctx, r.APIReader, t.Namespace, &t.Spec)
+	resolved, err := resolveTaskSpec(ctx, r.APIReader, r.Packs, t.Namespace, &t.Spec)
 	var te *taskError
 	if err != nil && !errors.As(err, &te) {
 		return reconcile.Result{}, fmt.Errorf("resolve task %s: %w", req.NamespacedName, err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -44,6 +45,10 @@ type taskError struct {
 	// error. A Task retries (its Valid condition follows the ConfigMap); a
 	// Trial fails fast on it.
 	Missing *refs.MissingRef
+	// EndsTrial: a Trial ends Invalid on it at once although the Task
+	// retries (a pack object not in the store: the Task may become valid
+	// once someone pushes it, a Trial waiting for that would hang).
+	EndsTrial bool
 }
 
 func (e *taskError) Error() string { return e.Err.Error() }
@@ -51,7 +56,9 @@ func (e *taskError) Unwrap() error { return e.Err }
 
 // resolveTaskSpec merges a Task's initialStateFrom and files into its description and
 // decodes the result strictly. Errors are *TaskError.
-func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spec *evalv1.TaskSpec) (*resolvedTask, error) {
+// packs is the store spec.files.url objects are read from (the manager's
+// artifact store); nil when the manager has none.
+func resolveTaskSpec(ctx context.Context, r client.Reader, packs *blobstore.Store, namespace string, spec *evalv1.TaskSpec) (*resolvedTask, error) {
 	raw := spec.Description.Raw
 	if src := spec.InitialStateFrom; src != nil {
 		tables, err := loadInitialState(ctx, r, namespace, src.ConfigMapKeyRef)
@@ -69,7 +76,13 @@ func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spe
 		raw = merged
 	}
 	if f := spec.Files; f != nil {
-		files, err := loadPackFiles(ctx, r, namespace, f)
+		var files map[string][]byte
+		var err error
+		if f.URL != "" {
+			files, err = fetchPackFiles(ctx, packs, f)
+		} else {
+			files, err = loadPackFiles(ctx, r, namespace, f)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -150,6 +163,45 @@ func loadPackFiles(ctx context.Context, r client.Reader, namespace string, f *ev
 		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: %s", where, msg)}
 	}
 	files, err := packfiles.Open(bundle, packfiles.Ref{Digest: f.Digest, Size: f.Size}, where)
+	if err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: err}
+	}
+	return files, nil
+}
+
+// fetchPackFiles reads spec.files' bundle from the manager's store with the
+// manager's credentials and verifies it as loadPackFiles does. Only a URL
+// inside that store is read: a Task cannot make the manager fetch from
+// another bucket or directory on its behalf. Size and digest form are
+// checked before any request, and no more than the Task's size is read.
+func fetchPackFiles(ctx context.Context, packs *blobstore.Store, f *evalv1.PackFiles) (map[string][]byte, error) {
+	where := "spec.files: url " + f.URL
+	ref := packfiles.Ref{Digest: f.Digest, Size: f.Size}
+	if packs == nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, EndsTrial: true,
+			Err: fmt.Errorf("%s: the manager has no artifact store (--artifacts-url) to read it from", where)}
+	}
+	key, err := packs.KeyOf(f.URL)
+	if err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid,
+			Err: fmt.Errorf("spec.files: %w; the manager reads pack files from its own store only", err)}
+	}
+	if err := packfiles.CheckRef(ref); err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: %w", where, err)}
+	}
+	// Never more than the Task's size: a larger object is refused unread
+	// (and a size of 0, which no bundle has, must not mean "no limit").
+	bundle, err := packs.GetLimit(ctx, key, max(f.Size, 1))
+	switch {
+	case blobstore.IsNotFound(err):
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Transient: true, EndsTrial: true,
+			Err: fmt.Errorf("%s: no such object in the store %s (upload it with tolokaforge pack import --store %s)", where, packs.Base(), packs.Base())}
+	case errors.Is(err, blobstore.ErrTooLarge):
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: larger than the Task's size %d: %w", where, f.Size, err)}
+	case err != nil:
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Transient: true, Err: fmt.Errorf("%s: %w", where, err)}
+	}
+	files, err := packfiles.Open(bundle, ref, where)
 	if err != nil {
 		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: err}
 	}

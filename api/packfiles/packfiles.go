@@ -103,15 +103,24 @@ type Ref struct {
 	Size   int64
 }
 
+// CheckRef refuses a Ref no bundle can match (a digest of the wrong form,
+// a size over the limit), so a reader can refuse it before fetching.
+func CheckRef(ref Ref) error {
+	if err := CheckDigest(ref.Digest); err != nil {
+		return err
+	}
+	if ref.Size > MaxBundleBytes {
+		return fmt.Errorf("size %d exceeds the limit of %d bytes", ref.Size, MaxBundleBytes)
+	}
+	return nil
+}
+
 // Open verifies bundle against ref (size, then digest) and reads its files.
 // where names the bundle's source in every error (e.g. "configMap ns/name
 // key files.tar").
 func Open(bundle []byte, ref Ref, where string) (map[string][]byte, error) {
-	if err := CheckDigest(ref.Digest); err != nil {
+	if err := CheckRef(ref); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
-	}
-	if ref.Size > MaxBundleBytes {
-		return nil, fmt.Errorf("%s: size %d exceeds the limit of %d bytes", where, ref.Size, MaxBundleBytes)
 	}
 	if int64(len(bundle)) > MaxBundleBytes {
 		return nil, fmt.Errorf("%s: %d bytes exceeds the limit of %d bytes", where, len(bundle), MaxBundleBytes)

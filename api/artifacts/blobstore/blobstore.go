@@ -240,6 +240,19 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // reading more than limit+1 of them: a reader that will check the size
 // anyway (a pack bundle) is not made to hold a huge object first.
 func (s *Store) GetLimit(ctx context.Context, key string, limit int64) ([]byte, error) {
+	if limit > 0 {
+		if err := checkKey(key); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+		}
+		// The size first: an object known too large is refused unread.
+		a, err := s.bucket.Attributes(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+		}
+		if a.Size > limit {
+			return nil, fmt.Errorf("read %s: %d bytes: %w of %d bytes", s.name(key), a.Size, ErrTooLarge, limit)
+		}
+	}
 	if s.root != nil {
 		data, err := s.getFile(key, limit)
 		if err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -264,10 +277,13 @@ func (s *Store) GetLimit(ctx context.Context, key string, limit int64) ([]byte, 
 		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("read %s: over the limit of %d bytes", s.name(key), limit)
+		return nil, fmt.Errorf("read %s: %w of %d bytes", s.name(key), ErrTooLarge, limit)
 	}
 	return b, nil
 }
+
+// ErrTooLarge is GetLimit's refusal of an object over its limit.
+var ErrTooLarge = errors.New("over the limit")
 
 // Exists says whether key is there.
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {

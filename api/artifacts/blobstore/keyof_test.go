@@ -1,6 +1,7 @@
 package blobstore_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestGetLimitAndExists(t *testing.T) {
 		if b, err := s.GetLimit(ctx, "packs/a.tar", 10); err != nil || string(b) != "0123456789" {
 			t.Errorf("%s: GetLimit(10) = %q, %v", name, b, err)
 		}
-		if _, err := s.GetLimit(ctx, "packs/a.tar", 9); err == nil || !strings.Contains(err.Error(), "9 bytes") {
+		if _, err := s.GetLimit(ctx, "packs/a.tar", 9); !errors.Is(err, blobstore.ErrTooLarge) || !strings.Contains(err.Error(), "10 bytes: over the limit of 9 bytes") {
 			t.Errorf("%s: GetLimit(9) error %v; want over the limit of 9 bytes", name, err)
 		}
 		if _, err := s.GetLimit(ctx, "packs/missing.tar", 9); !blobstore.IsNotFound(err) {
