@@ -28,6 +28,13 @@ var digestRE = regexp.MustCompile(DigestPattern)
 // ConfigMapKey is the binaryData key of a bundle kept in a ConfigMap.
 const ConfigMapKey = "files.tar"
 
+// StoreKey is where a bundle lives in an artifact store, by content:
+// packs/sha256/<hex>.tar. Two packs with the same files share one object,
+// and an object is never rewritten with other bytes.
+func StoreKey(digest string) string {
+	return "packs/sha256/" + strings.TrimPrefix(digest, "sha256:") + ".tar"
+}
+
 // Digest is the bundle's name: "sha256:" and the hex of its sha256.
 func Digest(bundle []byte) string {
 	sum := sha256.Sum256(bundle)

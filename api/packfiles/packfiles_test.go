@@ -245,3 +245,11 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestStoreKey(t *testing.T) {
+	d := Digest([]byte("x"))
+	want := "packs/sha256/" + d[len("sha256:"):] + ".tar"
+	if got := StoreKey(d); got != want {
+		t.Fatalf("StoreKey(%s) = %q, want %q", d, got, want)
+	}
+}

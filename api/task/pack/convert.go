@@ -42,6 +42,11 @@ type Options struct {
 	MCPCommands map[string][]string
 	// InlineLimit overrides DefaultInlineLimit (bytes).
 	InlineLimit int
+	// FilesURL, when set, sends every files bundle to an artifact store
+	// instead of a ConfigMap: the Task names FilesURL(packfiles.StoreKey(d))
+	// and the caller uploads Manifests.Bundle under Manifests.BundleKey
+	// before applying the Task.
+	FilesURL func(key string) string
 	// builtins is the runner's builtin tool catalog, which tools a task may
 	// enable without a schema or a server. Required: conversion stays pure
 	// and the caller (the binary) passes the runner's catalog.

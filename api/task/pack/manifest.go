@@ -34,6 +34,10 @@ type Manifests struct {
 	// Files names; both nil when the task ships no files.
 	FilesConfigMap *yaml.Node
 	Files          *evalv1.PackFiles
+	// Bundle is the files bundle to upload under BundleKey when
+	// Options.FilesURL is set (FilesConfigMap is then nil).
+	Bundle    []byte
+	BundleKey string
 }
 
 // MaxConfigMapBundleBytes is the largest files bundle written to a
@@ -46,7 +50,7 @@ const MaxConfigMapBundleBytes = 1000 << 10
 // changed writes a new ConfigMap instead of changing the one the Task on
 // the cluster still names, so no Trial starting between the two applies
 // reads files that do not match its digest.
-func filesBundle(c *converted) (*evalv1.PackFiles, []byte, error) {
+func filesBundle(c *converted, filesURL func(string) string) (*evalv1.PackFiles, []byte, error) {
 	arts := c.Description.ToolArtifacts
 	if len(arts) == 0 {
 		return nil, nil, nil
@@ -63,10 +67,13 @@ func filesBundle(c *converted) (*evalv1.PackFiles, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("tool_artifacts: %w", err)
 	}
-	if len(bundle) > MaxConfigMapBundleBytes {
-		return nil, nil, fmt.Errorf("tool_artifacts: the files bundle is %d bytes, over the ConfigMap limit of %d bytes", len(bundle), MaxConfigMapBundleBytes)
-	}
 	d := packfiles.Digest(bundle)
+	if filesURL != nil {
+		return &evalv1.PackFiles{Digest: d, Size: int64(len(bundle)), URL: filesURL(packfiles.StoreKey(d))}, bundle, nil
+	}
+	if len(bundle) > MaxConfigMapBundleBytes {
+		return nil, nil, fmt.Errorf("tool_artifacts: the files bundle is %d bytes, over the ConfigMap limit of %d bytes; import with --store URL to keep it in the artifact store", len(bundle), MaxConfigMapBundleBytes)
+	}
 	return &evalv1.PackFiles{Digest: d, Size: int64(len(bundle)), ConfigMap: c.Name + "-files-" + strings.TrimPrefix(d, "sha256:")[:12]}, bundle, nil
 }
 
@@ -123,7 +130,7 @@ func Build(c *converted, opts Options) (*Manifests, error) {
 			return nil, fmt.Errorf("%s: %w", c.Dir, err)
 		}
 	}
-	files, bundle, err := filesBundle(c)
+	files, bundle, err := filesBundle(c, opts.FilesURL)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Dir, err)
 	}
@@ -146,8 +153,11 @@ func Build(c *converted, opts Options) (*Manifests, error) {
 		spec.Content = append(spec.Content, str("initialStateFrom"), mapNode("configMapKeyRef", ref))
 	}
 	if f := m.Files; f != nil {
-		spec.Content = append(spec.Content, str("files"),
-			mapNode("digest", str(f.Digest), "size", intNode(f.Size), "configMap", str(f.ConfigMap)))
+		files := mapNode("digest", str(f.Digest), "size", intNode(f.Size), "configMap", str(f.ConfigMap))
+		if f.URL != "" {
+			files = mapNode("digest", str(f.Digest), "size", intNode(f.Size), "url", str(f.URL))
+		}
+		spec.Content = append(spec.Content, str("files"), files)
 	}
 	if c.InitialUserMessage != "" {
 		spec.Content = append(spec.Content, str("initialUserMessage"), str(c.InitialUserMessage))
@@ -190,7 +200,9 @@ func Build(c *converted, opts Options) (*Manifests, error) {
 		)
 		m.ConfigMap.Content = append(m.ConfigMap.Content, data.Content...)
 	}
-	if f := m.Files; f != nil {
+	if f := m.Files; f != nil && f.URL != "" {
+		m.Bundle, m.BundleKey = bundle, packfiles.StoreKey(f.Digest)
+	} else if f != nil {
 		m.FilesConfigMap = mapNode(
 			"apiVersion", str("v1"),
 			"kind", str("ConfigMap"),

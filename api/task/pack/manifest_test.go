@@ -10,6 +10,7 @@ import (
 	"io"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -342,9 +343,45 @@ func TestToolArtifactsGoToABundle(t *testing.T) {
 func TestFilesBundleOverTheConfigMapLimitIsRefused(t *testing.T) {
 	big := make([]byte, MaxConfigMapBundleBytes)
 	c := &converted{Name: "big", Description: &task.TaskDescription{ToolArtifacts: map[string]string{"blob.bin": base64.StdEncoding.EncodeToString(big)}}}
-	_, _, err := filesBundle(c)
-	want := "tool_artifacts: the files bundle is 1025536 bytes, over the ConfigMap limit of 1024000 bytes"
+	_, _, err := filesBundle(c, nil)
+	want := "tool_artifacts: the files bundle is 1025536 bytes, over the ConfigMap limit of 1024000 bytes; import with --store URL to keep it in the artifact store"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
+	}
+	// The store form takes it, under its content address.
+	f, bundle, err := filesBundle(c, func(key string) string { return "s3://b/p/" + key })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(packfiles.Digest(bundle), "sha256:")
+	if f.URL != "s3://b/p/packs/sha256/"+hex+".tar" || f.ConfigMap != "" || f.Size != int64(len(bundle)) || f.Digest != "sha256:"+hex {
+		t.Errorf("files = %+v", f)
+	}
+}
+
+// With Options.FilesURL the Task names the bundle by URL and the stream
+// holds no files ConfigMap; the bundle and its key are left to the caller.
+func TestBuildWithStoreWritesNoFilesConfigMap(t *testing.T) {
+	big := make([]byte, MaxConfigMapBundleBytes)
+	c := &converted{Name: "big", Dir: "big", Wire: []byte(`{"task_id":"big","tool_artifacts":{}}`),
+		Description: &task.TaskDescription{TaskID: "big", ToolArtifacts: map[string]string{"blob.bin": base64.StdEncoding.EncodeToString(big)}}}
+	m, err := Build(c, Options{FilesURL: func(key string) string { return "file:///store/" + key }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FilesConfigMap != nil {
+		t.Error("a files ConfigMap was built for a bundle in the store")
+	}
+	d := packfiles.Digest(m.Bundle)
+	if m.BundleKey != packfiles.StoreKey(d) || m.Files.URL != "file:///store/"+m.BundleKey || m.Files.Digest != d {
+		t.Errorf("key %q files %+v", m.BundleKey, m.Files)
+	}
+	var out strings.Builder
+	if err := WriteStream(&out, []*Manifests{m}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  files:\n    digest: " + d + "\n    size: " + strconv.Itoa(len(m.Bundle)) + "\n    url: file:///store/" + m.BundleKey + "\n"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "kind: ConfigMap") || strings.Contains(out.String(), "tool_artifacts") {
+		t.Errorf("stream:\n%s\nwant it to contain\n%s", out.String(), want)
 	}
 }
