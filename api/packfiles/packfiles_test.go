@@ -247,9 +247,9 @@ func FuzzRead(f *testing.F) {
 }
 
 func TestStoreKey(t *testing.T) {
-	d := Digest([]byte("x"))
+	d := packfiles.Digest([]byte("x"))
 	want := "packs/sha256/" + d[len("sha256:"):] + ".tar"
-	if got := StoreKey(d); got != want {
+	if got := packfiles.StoreKey(d); got != want {
 		t.Fatalf("StoreKey(%s) = %q, want %q", d, got, want)
 	}
 }
