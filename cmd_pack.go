@@ -13,6 +13,8 @@ import (
 	"tolokaforge.io/operator/runner/tools/builtin"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/results/local"
@@ -108,6 +110,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&labels, "label", "KEY=VALUE label on every Task (repeatable), e.g. suite=shop for a Campaign's selector")
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
 	allowLossy := fs.Bool("allow-lossy", false, "write the manifests even when grading keys are dropped (they are listed on stderr either way)")
+	storeURL := fs.String("store", "", "upload each task's files bundle to this artifact store (the manager's --artifacts-url: s3://BUCKET/PREFIX[?endpoint=...] or file:///DIR) under packs/sha256/<hex>.tar and name it by url, instead of a ConfigMap (which holds at most 1000 KiB)")
 	dirs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return fmt.Errorf("pack import: %w", err)
@@ -120,6 +123,19 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("pack import: %w", err)
 	}
 	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
+	var store *blobstore.Store
+	if *storeURL != "" {
+		if !blobstore.IsURL(*storeURL) {
+			return fmt.Errorf("pack import: --store %q: want s3://BUCKET/PREFIX or file:///DIR", *storeURL)
+		}
+		// Opening contacts nothing: an unreachable store fails at upload,
+		// after every pack converted, and before anything is written.
+		if store, err = blobstore.Open(ctx, *storeURL); err != nil {
+			return fmt.Errorf("pack import: --store: %w", err)
+		}
+		defer store.Close()
+		opts.FilesURL = store.ObjectURL
+	}
 	for _, l := range labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
@@ -188,7 +204,44 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// nobody asked for; nothing is written unless the loss is accepted.
 		return &exitError{code: 1, msg: fmt.Sprintf("pack import: %d grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them", dropped)}
 	}
+	if store != nil {
+		// Every bundle is in the store before any Task naming it is
+		// written: a Task applied from this stream never waits for its files.
+		if err := pushBundles(ctx, store, ms, stderr); err != nil {
+			return fmt.Errorf("pack import: %w; no manifests written", err)
+		}
+	}
 	return pack.WriteStream(stdout, ms)
+}
+
+// pushBundles uploads each distinct bundle of ms to store under its
+// content address. An object already there with the same digest is left
+// alone (re-importing uploads nothing); one with other bytes (a torn or
+// tampered copy) is replaced, since no reader could use it anyway.
+func pushBundles(ctx context.Context, store *blobstore.Store, ms []*pack.Manifests, stderr io.Writer) error {
+	done := map[string]bool{}
+	for _, m := range ms {
+		if m.Bundle == nil || done[m.BundleKey] {
+			continue
+		}
+		done[m.BundleKey] = true
+		where := store.ObjectURL(m.BundleKey)
+		old, err := store.GetLimit(ctx, m.BundleKey, int64(len(m.Bundle)))
+		switch {
+		case err == nil && packfiles.Digest(old) == m.Files.Digest:
+			fmt.Fprintf(stderr, "%s: already in the store\n", where)
+			continue
+		case err == nil, errors.Is(err, blobstore.ErrTooLarge):
+			fmt.Fprintf(stderr, "%s: the object there is not %s; replacing it\n", where, m.Files.Digest)
+		case !blobstore.IsNotFound(err):
+			return fmt.Errorf("check %s: %w", where, err)
+		}
+		if err := store.Put(ctx, m.BundleKey, m.Bundle); err != nil {
+			return fmt.Errorf("upload files bundle: %w", err)
+		}
+		fmt.Fprintf(stderr, "%s: uploaded %d bytes\n", where, len(m.Bundle))
+	}
+	return nil
 }
 
 // pythonFlagHelp documents --python of the commands that run a local stack.
