@@ -328,6 +328,11 @@ func (s *Store) KeyOf(raw string) (string, error) {
 	if err := checkKey(key); err != nil {
 		return "", fmt.Errorf("url %s: %w", full, err)
 	}
+	if strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) >= 0 {
+		// Escaped into the URL (%00): no object is named so, and the
+		// name would not print or parse back.
+		return "", fmt.Errorf("url %q: the key holds a control character or backslash", raw)
+	}
 	return key, nil
 }
 

@@ -1,6 +1,7 @@
 package blobstore_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -25,6 +26,7 @@ func TestKeyOf(t *testing.T) {
 			{url: base + "/packs/x.tar?endpoint=http://evil", err: "no user, query or fragment"},
 			{url: base + "/packs/../../x.tar", err: "empty, . or .. segment"},
 			{url: base + "/packs/", err: "want a file name"},
+			{url: base + "/packs/%00.tar", err: "the key holds a control character or backslash"},
 		}
 		for _, c := range cases {
 			key, err := s.KeyOf(c.url)
@@ -63,4 +65,40 @@ func TestGetLimitAndExists(t *testing.T) {
 			t.Errorf("%s: GetLimit(missing) error %v; want not found", name, err)
 		}
 	}
+}
+
+// FuzzKeyOf: whatever URL a Task names, KeyOf either refuses it or returns
+// a key inside the store whose own URL is the one given (no ".." or empty
+// segment, no second meaning): a Task never makes the manager read outside
+// its store.
+func FuzzKeyOf(f *testing.F) {
+	for _, seed := range []string{
+		"s3://results/campaigns/c1/packs/sha256/ab.tar", "s3://results/campaigns/c1/../x", "s3://results/campaigns/c1x/a",
+		"s3://results/campaigns/c1/a?x=1", "s3://u:p@results/campaigns/c1/a", "s3://results/campaigns/c1/a%2F..%2Fb",
+		"s3://results/campaigns/c1//a", "gs://results/campaigns/c1/a", "s3://results/campaigns/c1/a#f", "%zz", "",
+	} {
+		f.Add(seed)
+	}
+	s, err := blobstore.Open(context.Background(), "s3://results/campaigns/c1?endpoint=http://127.0.0.1:1&region=us-east-1&use_path_style=true")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	f.Fuzz(func(t *testing.T, raw string) {
+		key, err := s.KeyOf(raw)
+		if err != nil {
+			return
+		}
+		for _, seg := range strings.Split(key, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				t.Fatalf("KeyOf(%q) = %q: a segment %q", raw, key, seg)
+			}
+		}
+		if again, err := s.KeyOf(s.ObjectURL(key)); err != nil || again != key {
+			t.Fatalf("KeyOf(%q) = %q, but KeyOf(ObjectURL) = %q, %v", raw, key, again, err)
+		}
+		if !strings.HasPrefix(s.ObjectURL(key), "s3://results/campaigns/c1/") {
+			t.Fatalf("KeyOf(%q) = %q outside the store", raw, key)
+		}
+	})
 }
