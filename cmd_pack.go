@@ -26,13 +26,16 @@ func packMain(ctx context.Context, args []string) error {
 }
 
 const packUsage = `usage:
-  tolokaforge pack import DIR|PROJECT... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
+  tolokaforge pack import DIR|PROJECT... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--store URL] [--allow-lossy]
       pack.Convert Tolokaforge task directories (a project or a folder of packs:
       every task.yaml under it) to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
-      nothing is written (exit 1) unless --allow-lossy.
+      nothing is written (exit 1) unless --allow-lossy. A task's files travel
+      as a bundle in a ConfigMap (at most 1000 KiB), or with --store URL (the
+      manager's --artifacts-url) in that store under packs/sha256/<hex>.tar,
+      uploaded before any manifest is written and only when not already there.
   tolokaforge pack validate DIR|PROJECT... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR] [--python PY]
       Run each task's golden path with the oracle agent on a local runner and
       DB service, graded by every component the task configures. A task fails
