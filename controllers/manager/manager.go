@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/llm"
@@ -30,6 +31,7 @@ import (
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/controllers/gateway"
+	"tolokaforge.io/operator/controllers/kueue"
 )
 
 // Defaults of Options.
@@ -111,7 +113,21 @@ type Options struct {
 	GatewayURL string
 	// Campaign tunes the Campaign controller (tests shorten its status interval).
 	Campaign []campaign.Option
+	// Kueue turns on the Kueue integration (controllers/kueue): KueueAuto
+	// (the default) when the API server serves Kueue's Workloads, KueueOn
+	// always (Kueue must be installed), KueueOff never (the queue label
+	// then means nothing and Trials run as without Kueue).
+	Kueue KueueMode
 }
+
+// KueueMode says when the manager runs the Kueue integration.
+type KueueMode string
+
+const (
+	KueueAuto KueueMode = "auto"
+	KueueOn   KueueMode = "on"
+	KueueOff  KueueMode = "off"
+)
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Image == "" {
@@ -195,6 +211,9 @@ func Scheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
 	if err := evalv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := kueuev1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
 	return s, nil
@@ -286,7 +305,16 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	if err := tasks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: task controller: %w", err)
 	}
+	queue, err := kueueIntegration(mgr, opts)
+	if err != nil {
+		return err
+	}
+	var view controllers.QueueView // a nil *Integration must stay a nil interface
+	if queue != nil {
+		view = queue
+	}
 	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
+		Queue: view,
 		Pool:  pool,
 		Packs: store,
 		Driver: &controllers.Driver{
@@ -309,6 +337,11 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	if err := trials.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: trial controller: %w", err)
 	}
+	if queue != nil {
+		if err := queue.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("manager: kueue integration: %w", err)
+		}
+	}
 	campaignOpts := append([]campaign.Option{campaign.WithLogger(opts.Logger.WithName("campaign"))}, opts.Campaign...)
 	campaigns, err := campaign.NewReconciler(mgr, campaignOpts...)
 	if err != nil {
@@ -318,6 +351,31 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("manager: campaign controller: %w", err)
 	}
 	return nil
+}
+
+// kueueIntegration is the Kueue integration opts.Kueue asks for, or nil
+// (a nil QueueView: the Trial controller ignores queue labels).
+func kueueIntegration(mgr ctrl.Manager, opts Options) (*kueue.Integration, error) {
+	var on bool
+	switch opts.Kueue {
+	case KueueOff:
+		return nil, nil
+	case KueueOn:
+		on = true
+	case KueueAuto, "":
+		var err error
+		if on, err = kueue.Available(mgr); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("manager: kueue mode %q: want auto, on or off", opts.Kueue)
+	}
+	if !on {
+		opts.Logger.V(1).Info("Kueue integration off")
+		return nil, nil
+	}
+	opts.Logger.Info("Kueue integration on: Trials that name a queue (label " + evalv1.LabelQueueName + ") wait for their Workload's admission")
+	return &kueue.Integration{Client: mgr.GetClient(), Log: opts.Logger.WithName("kueue")}, nil
 }
 
 // addGateway adds the LLM gateway when it has an address.
@@ -385,6 +443,8 @@ func cacheOptions(namespace string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                 {Label: ours},
 			&networkingv1.NetworkPolicy{}: {Label: ours, Transform: stripTrialPolicySpec},
+			// Only the Workloads of our Trials, never a cluster's.
+			&kueuev1.Workload{}: {Label: ours},
 		},
 		DefaultTransform: stripManagedFields,
 	}
