@@ -24,13 +24,17 @@
 // (sigs.k8s.io/kueue/apis/kueue/v1beta2) are imported, and they add nothing
 // else to go.mod.
 //
-// Imports: api/..., controllers (QueueView, AttemptResources) and Kueue's API.
+// Imports: api/v1alpha1, controllers (QueueView, AttemptResources), the
+// standard library, github.com/go-logr/logr, k8s.io/api, k8s.io/apimachinery,
+// k8s.io/client-go, k8s.io/utils, sigs.k8s.io/controller-runtime and
+// sigs.k8s.io/kueue (its API types only).
 package kueue
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -39,6 +43,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -73,17 +79,29 @@ type Integration struct {
 
 var _ controllers.QueueView = (*Integration)(nil)
 
-// Available reports whether the API server serves Kueue's Workloads
+// Served reports whether the API server at cfg serves Kueue's Workloads
 // (kueue.x-k8s.io/v1beta2), so a manager can turn the integration on by itself.
-func Available(mgr ctrl.Manager) (bool, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(kueuev1.GroupVersion.WithKind("Workload").GroupKind(), kueuev1.GroupVersion.Version)
-	if meta.IsNoMatchError(err) {
+func Served(cfg *rest.Config) (bool, error) {
+	if cfg == nil {
+		return false, errors.New("kueue: rest config is nil")
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("kueue: discovery client: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(kueuev1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("kueue: look up Workloads: %w", err)
+		return false, fmt.Errorf("kueue: discover %s: %w", kueuev1.GroupVersion, err)
 	}
-	return true, nil
+	for _, r := range list.APIResources {
+		if r.Name == "workloads" {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // SetupWithManager registers the reconciler of queued Trials' Workloads.

@@ -1,7 +1,12 @@
 package kueue_test
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -11,10 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/yaml"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
@@ -290,6 +298,31 @@ var _ = Describe("Kueue", func() {
 		Expect(adm.Message).To(ContainSubstring("ClusterQueue "+cq), describe(t))
 	})
 
+	It("runs config/samples' queued Campaign under config/samples' queues", func() {
+		ns := newNamespace()
+		applySample("kueue_queues.yaml", ns)
+		for _, f := range []string{"configmap_shop_orders_02_state.yaml", "eval_v1alpha1_task_shop.yaml", "eval_v1alpha1_campaign_shop_queued.yaml"} {
+			applySample(f, ns)
+		}
+		key := types.NamespacedName{Namespace: ns, Name: "shop-oracle-queued"}
+		Eventually(func(g Gomega) {
+			c := &evalv1.Campaign{}
+			g.Expect(s.Client.Get(bg, key, c)).To(Succeed())
+			g.Expect(c.Status.Counts.Total).To(BeEquivalentTo(12))
+			g.Expect(c.Status.Counts.Passed).To(BeEquivalentTo(12), "counts %+v", c.Status.Counts)
+		}, 120*time.Second, pollEvery).Should(Succeed())
+		var trials evalv1.TrialList
+		Expect(s.Client.List(bg, &trials, client.InNamespace(ns))).To(Succeed())
+		Expect(trials.Items).To(HaveLen(12))
+		for i := range trials.Items {
+			t := &trials.Items[i]
+			Expect(t.Labels[evalv1.LabelQueueName]).To(Equal("evals"))
+			adm := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialAdmitted)
+			Expect(adm).NotTo(BeNil(), describe(t))
+			Expect(adm.Message).To(HavePrefix("admitted by ClusterQueue tolokaforge (LocalQueue evals"), describe(t))
+		}
+	})
+
 	It("never holds a Trial without a queue label", func() {
 		ns := newNamespace()
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
@@ -306,6 +339,35 @@ var _ = Describe("Kueue", func() {
 		Expect(wls.Items).To(BeEmpty())
 	})
 })
+
+// applySample creates every object of config/samples/<file>, namespaced ones in ns.
+func applySample(file, ns string) []*unstructured.Unstructured {
+	GinkgoHelper()
+	f, err := os.Open(filepath.Join("..", "..", "config", "samples", file))
+	Expect(err).NotTo(HaveOccurred())
+	defer f.Close()
+	var out []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		Expect(err).NotTo(HaveOccurred(), file)
+		u := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(doc, &u.Object)).To(Succeed(), file)
+		if len(u.Object) == 0 {
+			continue
+		}
+		switch u.GetKind() {
+		case "ResourceFlavor", "ClusterQueue", "WorkloadPriorityClass":
+		default:
+			u.SetNamespace(ns)
+		}
+		Expect(s.Client.Create(bg, u)).To(Succeed(), "%s: %s %s", file, u.GetKind(), u.GetName())
+		out = append(out, u)
+	}
+}
 
 func slicesContains(list []string, s string) bool {
 	for _, v := range list {

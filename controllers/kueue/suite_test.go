@@ -61,61 +61,78 @@ var _ = BeforeSuite(func() {
 	}
 	logf.SetLogger(log)
 	var err error
-	s, err = startStack(log)
+	s, err = startStack(stackOptions{log: log, simWorkers: 8, maxTrials: 20, probe: 50 * time.Millisecond})
 	Expect(err).NotTo(HaveOccurred())
+	GinkgoWriter.Printf("kueue ready in %s\n", s.kueueStart.Round(time.Millisecond))
 	Expect(s.Client.Create(bg, kueueenv.ResourceFlavor(flavor))).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
 	if s != nil {
-		Expect(s.stop()).To(Succeed())
+		failed := CurrentSpecReport().Failed()
+		if failed && s.kueue != nil {
+			GinkgoWriter.Printf("kueue log (kept in %s):\n%s\n", s.kueue.Work, s.kueue.LogTail(80))
+		}
+		Expect(s.stop(failed)).To(Succeed())
 	}
 })
 
 // stack is the envtest Env, Kueue, and a manager running the integration.
 type stack struct {
 	*envtest.Env
-	kueue *kueueenv.Kueue
-	gates *envtest.Gates
-	mgr   *envtest.Manager
+	kueue      *kueueenv.Kueue
+	kueueStart time.Duration
+	gates      *envtest.Gates
+	mgr        *envtest.Manager
 }
 
-func startStack(log logr.Logger) (_ *stack, err error) {
+type stackOptions struct {
+	log        logr.Logger
+	simWorkers int
+	maxTrials  int
+	probe      time.Duration
+	// smallMCP serves the shop tools from the small mcpstandin binary.
+	smallMCP bool
+}
+
+func startStack(o stackOptions) (_ *stack, err error) {
 	s := &stack{gates: envtest.NewGates(nil)}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, s.stop())
+			err = errors.Join(err, s.stop(true))
 		}
 	}()
-	if s.Env, err = envtest.Start(envtest.Options{SimWorkers: 8, ProbeInterval: 50 * time.Millisecond,
+	if s.Env, err = envtest.Start(envtest.Options{SimWorkers: o.simWorkers, ProbeInterval: o.probe,
 		KillGrace: time.Second, APIServerFlags: kueueenv.APIServerFlags}); err != nil {
 		return nil, err
+	}
+	if o.smallMCP {
+		if s.Self, err = mcpstandin.Build(s.Work); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	if s.kueue, err = kueueenv.Start(bg, s.Control, s.Config, kueueenv.Options{}); err != nil {
 		return nil, err
 	}
-	GinkgoWriter.Printf("kueue ready in %s\n", time.Since(start).Round(time.Millisecond))
-	opts := s.ManagerOptions(20)
+	s.kueueStart = time.Since(start)
+	opts := s.ManagerOptions(o.maxTrials)
 	opts.Actors = s.gates.Actors
-	opts.Logger = log
+	opts.Logger = o.log
 	opts.Kueue = manager.KueueOn
 	s.mgr, err = s.StartManager(nil, opts)
 	return s, err
 }
 
-func (s *stack) stop() error {
+// stop stops everything; keepKueue keeps Kueue's work dir (its log).
+func (s *stack) stop(keepKueue bool) error {
 	var errs []error
 	if s.mgr != nil {
 		errs = append(errs, s.mgr.Stop())
 		s.mgr = nil
 	}
 	if s.kueue != nil {
-		failed := CurrentSpecReport().Failed()
-		if failed {
-			GinkgoWriter.Printf("kueue log (kept in %s):\n%s\n", s.kueue.Work, s.kueue.LogTail(80))
-		}
-		errs = append(errs, s.kueue.Stop(failed))
+		errs = append(errs, s.kueue.Stop(keepKueue))
 		s.kueue = nil
 	}
 	if s.Env != nil {

@@ -225,11 +225,18 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newControllerManager(cfg, opts)
+	if cfg == nil {
+		return nil, errors.New("manager: rest config is nil")
+	}
+	kueueOn, err := kueueEnabled(cfg, opts.Kueue)
 	if err != nil {
 		return nil, err
 	}
-	if err := addReconcilers(mgr, opts); err != nil {
+	mgr, err := newControllerManager(cfg, opts, kueueOn)
+	if err != nil {
+		return nil, err
+	}
+	if err := addReconcilers(mgr, opts, kueueOn); err != nil {
 		return nil, err
 	}
 	if err := addGateway(mgr, opts); err != nil {
@@ -246,7 +253,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 
 // newControllerManager is controller-runtime's manager for cfg: the scheme,
 // the cache, metrics, probes and leader election.
-func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+func newControllerManager(cfg *rest.Config, opts Options, kueueOn bool) (ctrl.Manager, error) {
 	if cfg == nil {
 		return nil, errors.New("manager: rest config is nil")
 	}
@@ -264,7 +271,7 @@ func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        opts.Logger,
-		Cache:                         cacheOptions(opts.Namespace),
+		Cache:                         cacheOptions(opts.Namespace, kueueOn),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElection,
@@ -284,7 +291,7 @@ func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) 
 
 // addReconcilers adds the Task, Trial and Campaign reconcilers, the Trials'
 // driver pool and the artifacts store they write to.
-func addReconcilers(mgr ctrl.Manager, opts Options) error {
+func addReconcilers(mgr ctrl.Manager, opts Options, kueueOn bool) error {
 	var store *blobstore.Store
 	if opts.ArtifactsURL != "" {
 		// Opening contacts nothing; a store that refuses writes shows in
@@ -305,12 +312,11 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	if err := tasks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: task controller: %w", err)
 	}
-	queue, err := kueueIntegration(mgr, opts)
-	if err != nil {
-		return err
-	}
-	var view controllers.QueueView // a nil *Integration must stay a nil interface
-	if queue != nil {
+	var queue *kueue.Integration
+	var view controllers.QueueView // nil unless the integration runs
+	if kueueOn {
+		opts.Logger.Info("Kueue integration on: Trials that name a queue (label " + evalv1.LabelQueueName + ") wait for their Workload's admission")
+		queue = &kueue.Integration{Client: mgr.GetClient(), Log: opts.Logger.WithName("kueue")}
 		view = queue
 	}
 	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
@@ -353,29 +359,22 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	return nil
 }
 
-// kueueIntegration is the Kueue integration opts.Kueue asks for, or nil
-// (a nil QueueView: the Trial controller ignores queue labels).
-func kueueIntegration(mgr ctrl.Manager, opts Options) (*kueue.Integration, error) {
-	var on bool
-	switch opts.Kueue {
+// kueueEnabled decides whether the manager runs the Kueue integration.
+func kueueEnabled(cfg *rest.Config, mode KueueMode) (bool, error) {
+	switch mode {
 	case KueueOff:
-		return nil, nil
+		return false, nil
 	case KueueOn:
-		on = true
+		return true, nil
 	case KueueAuto, "":
-		var err error
-		if on, err = kueue.Available(mgr); err != nil {
-			return nil, fmt.Errorf("manager: %w", err)
+		on, err := kueue.Served(cfg)
+		if err != nil {
+			return false, fmt.Errorf("manager: %w", err)
 		}
+		return on, nil
 	default:
-		return nil, fmt.Errorf("manager: kueue mode %q: want auto, on or off", opts.Kueue)
+		return false, fmt.Errorf("manager: kueue mode %q: want auto, on or off", mode)
 	}
-	if !on {
-		opts.Logger.V(1).Info("Kueue integration off")
-		return nil, nil
-	}
-	opts.Logger.Info("Kueue integration on: Trials that name a queue (label " + evalv1.LabelQueueName + ") wait for their Workload's admission")
-	return &kueue.Integration{Client: mgr.GetClient(), Log: opts.Logger.WithName("kueue")}, nil
 }
 
 // addGateway adds the LLM gateway when it has an address.
@@ -437,16 +436,18 @@ func stripTrialPolicySpec(obj any) (any, error) {
 // cached, never a whole cluster's, and no object keeps its managedFields in
 // memory (server-side apply bookkeeping the controllers never read; at 10,000
 // Trials it was most of the manager's growth in resident memory).
-func cacheOptions(namespace string) cache.Options {
+func cacheOptions(namespace string, kueueOn bool) cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{evalv1.LabelManagedBy: evalv1.ManagedByValue})
 	o := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:                 {Label: ours},
 			&networkingv1.NetworkPolicy{}: {Label: ours, Transform: stripTrialPolicySpec},
-			// Only the Workloads of our Trials, never a cluster's.
-			&kueuev1.Workload{}: {Label: ours},
 		},
 		DefaultTransform: stripManagedFields,
+	}
+	if kueueOn {
+		// Only the Workloads of our Trials, never a cluster's.
+		o.ByObject[&kueuev1.Workload{}] = cache.ByObject{Label: ours}
 	}
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}

@@ -15,6 +15,11 @@
 // /etc/kueue/metrics/certs (a path compiled in), which a test may not write.
 //
 // Test code only.
+//
+// Imports: api/v1alpha1, the standard library, k8s.io/api,
+// k8s.io/apiextensions-apiserver, k8s.io/apimachinery, k8s.io/client-go,
+// k8s.io/utils, sigs.k8s.io/controller-runtime, sigs.k8s.io/kueue and
+// sigs.k8s.io/yaml.
 package kueueenv
 
 import (
