@@ -97,7 +97,12 @@ func planTrial(w *world) plan {
 	st.Agent = agentLabel(t.Spec.Agent)
 
 	if !isTerminal(st) {
-		suspended := t.Suspended(w.Queued)
+		// A Trial that names a queue runs only while its Workload is
+		// admitted and not evicted, whatever spec.suspend says yet (the
+		// integration writes it a moment later; a copy MultiKueue made in a
+		// worker cluster carries the manager cluster's value).
+		suspended := t.Suspended(w.Queued) ||
+			(w.Queue != nil && (!w.Queue.Admitted || w.Queue.EvictedReason != ""))
 		p.queueCondition(w, suspended)
 		if a := activeAttempt(st); a != nil {
 			if suspended && !driverDone(w, a) {

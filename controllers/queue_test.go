@@ -48,6 +48,10 @@ func TestPlanQueueGate(t *testing.T) {
 			queue:     &QueueState{Workload: "trial-t1-abcde", Admitted: true, ClusterQueue: "cq"},
 			wantStart: true, wantPhase: evalv1.PhaseStarting, wantAdmit: metav1.ConditionTrue, wantReason: evalv1.ReasonAdmitted,
 			wantMessage: "admitted by ClusterQueue cq (LocalQueue team-a, workload trial-t1-abcde)"},
+		{name: "suspend false but the workload not admitted: waits", trial: queuedTrial(testTrial(), ptr.To(false)), queued: true,
+			queue:     &QueueState{Workload: "trial-t1-abcde", Pending: "p"},
+			wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse, wantReason: evalv1.ReasonQueued,
+			wantMessage: "workload trial-t1-abcde waits for quota in LocalQueue team-a: p"},
 		{name: "suspended by hand, no queue", trial: func() *evalv1.Trial { tr := testTrial(); tr.Spec.Suspend = ptr.To(true); return tr }(),
 			wantPhase: evalv1.PhasePending},
 	} {
@@ -105,9 +109,17 @@ func TestPlanEviction(t *testing.T) {
 			driver:      &driverView{AttemptID: "uid-1-1", State: stateDone, Registered: true, Result: graded},
 			wantOutcome: evalv1.OutcomePassed, wantReason: evalv1.ReasonPassed, wantPhase: evalv1.PhasePassed,
 			wantMessage: "score 1"},
+		{name: "evicted before the integration set suspend",
+			queue:       &QueueState{Workload: "wl", Admitted: true, ClusterQueue: "cq", EvictedReason: "Preempted", EvictedMessage: "m"},
+			driver:      &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true},
+			wantOutcome: evalv1.OutcomeInfraFailed, wantReason: evalv1.ReasonPreempted, wantPhase: evalv1.PhasePending,
+			wantMessage: "attempt 1: Kueue preempted workload wl: m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := queuedTrial(running(1), ptr.To(true))
+			if tc.queue.Admitted {
+				tr.Spec.Suspend = ptr.To(false)
+			}
 			tr.Spec.RetryPolicy.MaxAttempts = 1 // an eviction must not exhaust it
 			p := planTrial(&world{Now: t0, Trial: tr, Queued: true, Queue: tc.queue, Driver: tc.driver, Task: resolvedShop()})
 			a := p.Status.Attempts[0]

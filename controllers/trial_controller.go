@@ -161,6 +161,11 @@ func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	if t.DeletionTimestamp != nil {
 		return r.reconcileGone(ctx, req.NamespacedName)
 	}
+	if t.ManagedElsewhere() {
+		// MultiKueue runs it in a worker cluster and mirrors its status
+		// here: no pod, no status write of ours.
+		return reconcile.Result{}, nil
+	}
 	if isTerminal(&t.Status) {
 		// The cache shows the outcome written, so no later read can show the
 		// attempt running: the pool's memory of it is not needed again, and

@@ -8,7 +8,7 @@ import (
 // TrialSpec is one agent run on one task. It is immutable: a different run is a
 // different Trial.
 // +kubebuilder:validation:XValidation:rule="has(self.taskRef) != has(self.task)",message="exactly one of taskRef and task must be set"
-// +kubebuilder:validation:XValidation:rule="(has(self.taskRef) == has(oldSelf.taskRef) && (!has(self.taskRef) || self.taskRef == oldSelf.taskRef)) && (has(self.task) == has(oldSelf.task) && (!has(self.task) || self.task == oldSelf.task)) && (has(self.trialIndex) == has(oldSelf.trialIndex) && (!has(self.trialIndex) || self.trialIndex == oldSelf.trialIndex)) && (has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)) && (has(self.userSimulator) == has(oldSelf.userSimulator) && (!has(self.userSimulator) || self.userSimulator == oldSelf.userSimulator)) && (has(self.judge) == has(oldSelf.judge) && (!has(self.judge) || self.judge == oldSelf.judge)) && (has(self.maxTurns) == has(oldSelf.maxTurns) && (!has(self.maxTurns) || self.maxTurns == oldSelf.maxTurns)) && (has(self.timeouts) == has(oldSelf.timeouts) && (!has(self.timeouts) || self.timeouts == oldSelf.timeouts)) && (has(self.retryPolicy) == has(oldSelf.retryPolicy) && (!has(self.retryPolicy) || self.retryPolicy == oldSelf.retryPolicy)) && (has(self.runner) == has(oldSelf.runner) && (!has(self.runner) || self.runner == oldSelf.runner)) && (has(self.dbService) == has(oldSelf.dbService) && (!has(self.dbService) || self.dbService == oldSelf.dbService)) && (has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished) && (!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished)) && (has(self.keepPodsAfterFinished) == has(oldSelf.keepPodsAfterFinished) && (!has(self.keepPodsAfterFinished) || self.keepPodsAfterFinished == oldSelf.keepPodsAfterFinished))",message="spec is immutable (only spec.suspend may change)"
+// +kubebuilder:validation:XValidation:rule="(has(self.taskRef) == has(oldSelf.taskRef) && (!has(self.taskRef) || self.taskRef == oldSelf.taskRef)) && (has(self.task) == has(oldSelf.task) && (!has(self.task) || self.task == oldSelf.task)) && (has(self.trialIndex) == has(oldSelf.trialIndex) && (!has(self.trialIndex) || self.trialIndex == oldSelf.trialIndex)) && (has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)) && (has(self.userSimulator) == has(oldSelf.userSimulator) && (!has(self.userSimulator) || self.userSimulator == oldSelf.userSimulator)) && (has(self.judge) == has(oldSelf.judge) && (!has(self.judge) || self.judge == oldSelf.judge)) && (has(self.maxTurns) == has(oldSelf.maxTurns) && (!has(self.maxTurns) || self.maxTurns == oldSelf.maxTurns)) && (has(self.timeouts) == has(oldSelf.timeouts) && (!has(self.timeouts) || self.timeouts == oldSelf.timeouts)) && (has(self.retryPolicy) == has(oldSelf.retryPolicy) && (!has(self.retryPolicy) || self.retryPolicy == oldSelf.retryPolicy)) && (has(self.runner) == has(oldSelf.runner) && (!has(self.runner) || self.runner == oldSelf.runner)) && (has(self.dbService) == has(oldSelf.dbService) && (!has(self.dbService) || self.dbService == oldSelf.dbService)) && (has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished) && (!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished)) && (has(self.keepPodsAfterFinished) == has(oldSelf.keepPodsAfterFinished) && (!has(self.keepPodsAfterFinished) || self.keepPodsAfterFinished == oldSelf.keepPodsAfterFinished)) && (has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy))",message="spec is immutable (only spec.suspend may change)"
 type TrialSpec struct {
 	// The immutability rule above names every field but suspend, one clause
 	// each: a new field must get its clause (TestTrialSpecImmutableRuleCoversFields).
@@ -70,6 +70,28 @@ type TrialSpec struct {
 	// (the role Kueue's webhook plays for a Job by defaulting suspend: true).
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
+	// ManagedBy names the controller that runs the Trial, as a Job's
+	// managedBy does. Unset (or ManagedByTrialController): this manager.
+	// ManagedByMultiKueue ("kueue.x-k8s.io/multikueue"): Kueue's MultiKueue
+	// copies the Trial to a worker cluster, whose manager runs it, and
+	// mirrors its status back here; this manager creates no pod and writes
+	// no status for it (its Kueue integration still queues its Workload).
+	// Immutable.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
+}
+
+// Values of spec.managedBy.
+const (
+	ManagedByTrialController = "eval.tolokaforge.io/trial-controller"
+	ManagedByMultiKueue      = "kueue.x-k8s.io/multikueue"
+)
+
+// ManagedElsewhere reports whether another controller runs the Trial
+// (spec.managedBy names one other than this manager's).
+func (t *Trial) ManagedElsewhere() bool {
+	return t.Spec.ManagedBy != nil && *t.Spec.ManagedBy != "" && *t.Spec.ManagedBy != ManagedByTrialController
 }
 
 // TaskReference names a Task.

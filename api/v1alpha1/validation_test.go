@@ -148,6 +148,7 @@ var _ = Describe("Task and Trial validation", func() {
 			"drop taskRef":  func(t *evalv1.Trial) { t.Spec.TaskRef = nil; t.Spec.Task = &apiextensionsv1.JSON{Raw: []byte(`{}`)} },
 			"change agent":  func(t *evalv1.Trial) { t.Spec.Agent.Model = "other" },
 			"keep pods too": func(t *evalv1.Trial) { t.Spec.KeepPodsAfterFinished = true; t.Spec.Suspend = ptr.To(true) },
+			"set managedBy": func(t *evalv1.Trial) { t.Spec.ManagedBy = ptr.To(evalv1.ManagedByMultiKueue) },
 		} {
 			cur := &evalv1.Trial{}
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(trial), cur)).To(Succeed())

@@ -204,6 +204,11 @@ func (in *CampaignSpec) DeepCopyInto(out *CampaignSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.TrialManagedBy != nil {
+		in, out := &in.TrialManagedBy, &out.TrialManagedBy
+		*out = new(string)
+		**out = **in
+	}
 	if in.Rerun != nil {
 		in, out := &in.Rerun, &out.Rerun
 		*out = make([]TrialPhase, len(*in))
@@ -965,6 +970,11 @@ func (in *TrialSpec) DeepCopyInto(out *TrialSpec) {
 	if in.Suspend != nil {
 		in, out := &in.Suspend, &out.Suspend
 		*out = new(bool)
+		**out = **in
+	}
+	if in.ManagedBy != nil {
+		in, out := &in.ManagedBy, &out.ManagedBy
+		*out = new(string)
 		**out = **in
 	}
 }

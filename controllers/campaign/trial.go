@@ -144,6 +144,7 @@ func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 			// Not the ttl: a Trial deleted under its Campaign would be
 			// re-created; the Campaign's ttl deletes it with its Trials.
 			KeepPodsAfterFinished: s.KeepPodsAfterFinished,
+			ManagedBy:             s.TrialManagedBy,
 		},
 	}
 	// Kueue: the Campaign's queue and priority class are its Trials' (each

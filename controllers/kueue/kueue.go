@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -123,10 +124,18 @@ func (i *Integration) Watch(b *builder.Builder) *builder.Builder {
 		i.Client.Scheme(), i.Client.RESTMapper(), &evalv1.Trial{}, handler.OnlyControllerOwner()))
 }
 
-// WorkloadName is the name of t's Workload: the Trial's name and a hash of its
-// UID (a re-created Trial of the same name gets a new Workload), within 63
-// characters.
+// PrebuiltWorkloadLabel names the Workload a Trial must use instead of its
+// own: MultiKueue puts it on the copy it creates in a worker cluster, whose
+// Workload it created there too.
+const PrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
+
+// WorkloadName is the name of t's Workload: the prebuilt one it names, else
+// the Trial's name and a hash of its UID (a re-created Trial of the same name
+// gets a new Workload), within 63 characters.
 func WorkloadName(t *evalv1.Trial) string {
+	if name := t.Labels[PrebuiltWorkloadLabel]; name != "" {
+		return name
+	}
 	sum := sha256.Sum256([]byte(t.UID))
 	suffix := "-" + hex.EncodeToString(sum[:])[:5]
 	name := "trial-" + t.Name
@@ -271,7 +280,12 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 		return reconcile.Result{}, nil
 	}
-	// 2. No Workload yet: create it, and hold the Trial until admitted.
+	// 2. No Workload yet: create it, and hold the Trial until admitted. A
+	// prebuilt one (MultiKueue's, in a worker cluster) is waited for.
+	prebuilt := t.Labels[PrebuiltWorkloadLabel] != ""
+	if !exists && prebuilt {
+		return reconcile.Result{RequeueAfter: time.Second}, i.setSuspend(ctx, t, true)
+	}
 	if !exists {
 		var wpc *kueuev1.WorkloadPriorityClass
 		if name := t.Labels[evalv1.LabelPriorityClass]; name != "" {
@@ -289,6 +303,12 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	}
 	if finished(wl) {
 		return reconcile.Result{}, nil
+	}
+	if prebuilt && metav1.GetControllerOf(wl) == nil {
+		// Owned from now on, so its changes bring the Trial back.
+		if err := i.own(ctx, t, wl); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	// 3. Evicted: stop the Trial; once no attempt runs, give the quota back
 	// so Kueue requeues the Workload.
@@ -408,6 +428,20 @@ func (i *Integration) deleteOrphans(ctx context.Context, key types.NamespacedNam
 		if err := i.Client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 			return fmt.Errorf("delete workload %s/%s of deleted trial %s: %w", wl.Namespace, wl.Name, key, err)
 		}
+	}
+	return nil
+}
+
+// own makes t the controller of its prebuilt Workload wl.
+func (i *Integration) own(ctx context.Context, t *evalv1.Trial, wl *kueuev1.Workload) error {
+	updated := wl.DeepCopy()
+	updated.OwnerReferences = append(updated.OwnerReferences, metav1.OwnerReference{
+		APIVersion: evalv1.GroupVersion.String(), Kind: "Trial", Name: t.Name, UID: t.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	})
+	patch := client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{})
+	if err := i.Client.Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("own prebuilt workload %s/%s: %w", wl.Namespace, wl.Name, err)
 	}
 	return nil
 }

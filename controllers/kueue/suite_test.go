@@ -80,6 +80,7 @@ var _ = AfterSuite(func() {
 // stack is the envtest Env, Kueue, and a manager running the integration.
 type stack struct {
 	*envtest.Env
+	mgrLog     logr.Logger
 	kueue      *kueueenv.Kueue
 	kueueStart time.Duration
 	gates      *envtest.Gates
@@ -119,6 +120,7 @@ func startStack(o stackOptions) (_ *stack, err error) {
 	opts := s.ManagerOptions(o.maxTrials)
 	opts.Actors = s.gates.Actors
 	opts.Logger = o.log
+	s.mgrLog = o.log
 	opts.Kueue = manager.KueueOn
 	s.mgr, err = s.StartManager(nil, opts)
 	return s, err

@@ -100,6 +100,10 @@ func Missing() string {
 type Options struct {
 	// ExternalFrameworks are integrations.externalFrameworks (default: the Trial).
 	ExternalFrameworks []string
+	// MultiKueueFrameworks are multiKueue.externalFrameworks: the kinds
+	// MultiKueue's generic adapter dispatches to worker clusters (default:
+	// the Trial).
+	MultiKueueFrameworks []string
 	// LogTo receives Kueue's log (default: a file in its work dir, kept
 	// when Stop is called with keepLog).
 	LogTo io.Writer
@@ -137,6 +141,9 @@ func Start(ctx context.Context, env *crenvtest.Environment, cfg *rest.Config, o 
 	assets, _ := AssetsDir()
 	if len(o.ExternalFrameworks) == 0 {
 		o.ExternalFrameworks = []string{TrialFramework}
+	}
+	if len(o.MultiKueueFrameworks) == 0 {
+		o.MultiKueueFrameworks = []string{TrialFramework}
 	}
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 90 * time.Second
@@ -221,7 +228,7 @@ func Start(ctx context.Context, env *crenvtest.Environment, cfg *rest.Config, o 
 	if err != nil {
 		return nil, fmt.Errorf("kueueenv: kubeconfig: %w", err)
 	}
-	config := kueueConfig(hostIP, webhookPort, certDir, healthPort, o.ExternalFrameworks)
+	config := kueueConfig(hostIP, webhookPort, certDir, healthPort, o.ExternalFrameworks, o.MultiKueueFrameworks)
 	files := map[string][]byte{"kubeconfig": kubeconfig, "config.yaml": config}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(k.Work, name), b, 0o600); err != nil {
@@ -402,8 +409,9 @@ func (k *Kueue) Stop(keep bool) error {
 // kueueConfig is Kueue's Configuration: no leader election, its internal
 // certificate management for the Service above (certDir filled from its
 // Secret), the webhook on this machine's address, the probes on a free
-// loopback port, metrics off, and the Trial as an external framework.
-func kueueConfig(host string, webhookPort int, certDir string, healthPort int, external []string) []byte {
+// loopback port, metrics off, and the Trial as an external framework, which
+// MultiKueue may dispatch.
+func kueueConfig(host string, webhookPort int, certDir string, healthPort int, external, multiKueue []string) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -428,6 +436,10 @@ integrations:
 `, Namespace, healthPort, host, webhookPort, certDir, serviceName, secretName)
 	for _, f := range external {
 		fmt.Fprintf(&b, "  - %q\n", f)
+	}
+	b.WriteString("multiKueue:\n  externalFrameworks:\n")
+	for _, f := range multiKueue {
+		fmt.Fprintf(&b, "  - name: %q\n", f)
 	}
 	return []byte(b.String())
 }
