@@ -2,6 +2,7 @@ package kueue_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -159,6 +161,8 @@ var _ = Describe("Kueue", func() {
 			g.Expect(queued).To(Equal(n - 2))
 		}, 30*time.Second, pollEvery).Should(Succeed())
 		Consistently(func() int { r, _ := reachedCount(gates); return r }, 2*time.Second, pollEvery).Should(Equal(2))
+		// What `kubectl get trials` prints: the Queue column.
+		Expect(queueColumn(ns)).To(Equal(map[string]int{evalv1.ReasonAdmitted: 2, evalv1.ReasonQueued: n - 2}))
 
 		By("the two finish; their quota admits the next two")
 		for _, name := range running {
@@ -367,6 +371,32 @@ func applySample(file, ns string) []*unstructured.Unstructured {
 		Expect(s.Client.Create(bg, u)).To(Succeed(), "%s: %s %s", file, u.GetKind(), u.GetName())
 		out = append(out, u)
 	}
+}
+
+// queueColumn counts the values of the Queue column the API server prints
+// for ns's Trials (the Table kubectl asks for).
+func queueColumn(ns string) map[string]int {
+	GinkgoHelper()
+	cs, err := kubernetes.NewForConfig(s.Config)
+	Expect(err).NotTo(HaveOccurred())
+	raw, err := cs.RESTClient().Get().AbsPath("/apis", evalv1.GroupVersion.Group, evalv1.GroupVersion.Version, "namespaces", ns, "trials").
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(bg)
+	Expect(err).NotTo(HaveOccurred())
+	var table metav1.Table
+	Expect(json.Unmarshal(raw, &table)).To(Succeed())
+	col := -1
+	for i, c := range table.ColumnDefinitions {
+		if c.Name == "Queue" {
+			col = i
+		}
+	}
+	Expect(col).NotTo(Equal(-1), "no Queue column in %+v", table.ColumnDefinitions)
+	out := map[string]int{}
+	for _, r := range table.Rows {
+		v, _ := r.Cells[col].(string)
+		out[v]++
+	}
+	return out
 }
 
 func slicesContains(list []string, s string) bool {
