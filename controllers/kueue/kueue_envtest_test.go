@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -325,6 +326,31 @@ var _ = Describe("Kueue", func() {
 			Expect(adm).NotTo(BeNil(), describe(t))
 			Expect(adm.Message).To(HavePrefix("admitted by ClusterQueue tolokaforge (LocalQueue evals"), describe(t))
 		}
+	})
+
+	It("gives a deleted Trial's quota back (no garbage collector runs here)", func() {
+		ns := newNamespace()
+		cq := "cq-" + ns
+		queue(ns, cq, 1)
+		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "doomed"}
+		gate := s.gates.Hold(key, 1)
+		tr := envtest.MakeTrial("doomed", ns).Task("shop").Agent(envtest.Oracle()).Obj()
+		tr.Spec.UserSimulator = scriptedUser()
+		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+		Expect(s.Client.Create(bg, tr)).To(Succeed())
+		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		wlKey := types.NamespacedName{Namespace: ns, Name: kueue.WorkloadName(getTrial(ns, "doomed"))}
+		Expect(s.Client.Delete(bg, getTrial(ns, "doomed"))).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(s.Client.Get(bg, wlKey, &kueuev1.Workload{}))
+		}, 30*time.Second, pollEvery).Should(BeTrue(), "the deleted Trial's Workload stays")
+		Eventually(func(g Gomega) {
+			q := &kueuev1.ClusterQueue{}
+			g.Expect(s.Client.Get(bg, types.NamespacedName{Name: cq}, q)).To(Succeed())
+			g.Expect(q.Status.ReservingWorkloads).To(BeZero())
+		}, 30*time.Second, pollEvery).Should(Succeed())
+		Eventually(func() int { return podsOf(ns, "doomed") }, 30*time.Second, pollEvery).Should(BeZero())
 	})
 
 	It("never holds a Trial without a queue label", func() {
