@@ -7,6 +7,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
@@ -127,5 +128,31 @@ func TestPodConfigCarriesBothImages(t *testing.T) {
 	want := controllers.PodConfig{Image: "tf:v1", PythonImage: "tf:v1-python", Python: "/usr/bin/python3", Entrypoint: "/tolokaforge", GatewayURL: "http://gw/v1"}
 	if got != want {
 		t.Errorf("podConfig = %+v, want %+v", got, want)
+	}
+}
+
+// kueueEnabled: off and on need no API server; a mode that is none of
+// auto, on, off is refused by name. (auto asks the API server: the envtest
+// suites without Kueue run it, and would fail to cache Workloads if it said on.)
+func TestKueueEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		mode    KueueMode
+		want    bool
+		wantErr string
+	}{
+		{mode: KueueOff, want: false},
+		{mode: KueueOn, want: true},
+		{mode: "sometimes", wantErr: `manager: kueue mode "sometimes": want auto, on or off`},
+	} {
+		got, err := kueueEnabled(&rest.Config{Host: "https://127.0.0.1:1"}, tc.mode)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("kueueEnabled(%q) error %v, want %q", tc.mode, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("kueueEnabled(%q) = %v, %v; want %v", tc.mode, got, err, tc.want)
+		}
 	}
 }
