@@ -46,7 +46,7 @@ type world struct {
 	// Secret of its models); nil when all exist or were not looked at.
 	Missing *refs.MissingRef
 	// Queued: the manager runs a queueing integration (Kueue), so a Trial
-	// that names a queue waits for admission (evalv1.Trial.Suspended).
+	// that names a queue waits for its Workload's admission.
 	Queued bool
 	// Queue is the Trial's Workload when it names a queue and Queued.
 	Queue *QueueState
@@ -97,13 +97,12 @@ func planTrial(w *world) plan {
 	st.Agent = agentLabel(t.Spec.Agent)
 
 	if !isTerminal(st) {
-		// A Trial that names a queue runs only while its Workload is
-		// admitted and not evicted, whatever spec.suspend says yet (the
-		// integration writes it a moment later; a copy MultiKueue made in a
-		// worker cluster carries the manager cluster's value).
-		suspended := t.Suspended(w.Queued) ||
+		// spec.suspend holds any Trial; one that names a queue (with the
+		// integration on) runs only while its Workload is admitted and not
+		// evicted: Kueue's admission is its gate.
+		suspended := t.Held() ||
 			(w.Queue != nil && (!w.Queue.Admitted || w.Queue.EvictedReason != ""))
-		p.queueCondition(w, suspended)
+		p.queueCondition(w)
 		if a := activeAttempt(st); a != nil {
 			if suspended && !driverDone(w, a) {
 				// Kueue took the quota back (or spec.suspend was set): the
@@ -426,12 +425,12 @@ func driverDone(w *world, a *evalv1.AttemptStatus) bool {
 	return d != nil && d.AttemptID == a.ID && d.State == stateDone && d.Result != nil
 }
 
-// hold keeps a suspended Trial from starting an attempt, saying why: the
-// Admitted condition's words when it waits for Kueue, else spec.suspend.
+// hold keeps a held Trial from starting an attempt, saying why: spec.suspend,
+// else the Admitted condition's words (it waits for Kueue).
 func (p *plan) hold(w *world) {
 	st := &p.Status
 	st.Phase = evalv1.PhasePending
-	if c := meta.FindStatusCondition(st.Conditions, evalv1.TrialAdmitted); c != nil && w.Queue != nil {
+	if c := meta.FindStatusCondition(st.Conditions, evalv1.TrialAdmitted); c != nil && w.Queue != nil && !w.Trial.Held() {
 		p.cond(evalv1.TrialCompleted, false, c.Reason, c.Message)
 		return
 	}

@@ -11,8 +11,8 @@ import (
 )
 
 // QueueView is what the Trial controller asks of a queueing integration
-// (Kueue's, package controllers/kueue, which writes spec.suspend): where a
-// Trial that names a queue stands. Nil in TrialReconciler: no integration,
+// (Kueue's, package controllers/kueue): where a Trial that names a queue
+// stands. Its Workload's admission is the Trial's gate. Nil in TrialReconciler: no integration,
 // and the queue label means nothing to the Trial controller.
 type QueueView interface {
 	// State is the Trial's Workload as the cache shows it.
@@ -78,9 +78,9 @@ func suspendVerdict(w *world, a *evalv1.AttemptStatus) verdict {
 	case q != nil && q.EvictedReason != "":
 		return controllerVerdict(evalv1.ReasonEvicted, fmt.Sprintf(
 			"attempt %d: Kueue evicted workload %s (%s): %s", a.Number, q.Workload, q.EvictedReason, q.EvictedMessage))
-	case q != nil:
+	case q != nil && !w.Trial.Held():
 		return controllerVerdict(evalv1.ReasonEvicted, fmt.Sprintf(
-			"attempt %d: workload %s is no longer admitted; the trial was suspended", a.Number, nonEmpty(q.Workload, "(none)")))
+			"attempt %d: workload %s is no longer admitted", a.Number, nonEmpty(q.Workload, "(none)")))
 	default:
 		return controllerVerdict(evalv1.ReasonTrialSuspended, fmt.Sprintf(
 			"attempt %d: spec.suspend was set while it ran", a.Number))
@@ -88,14 +88,14 @@ func suspendVerdict(w *world, a *evalv1.AttemptStatus) verdict {
 }
 
 // queueCondition sets the Admitted condition of a Trial that names a queue.
-func (p *plan) queueCondition(w *world, suspended bool) {
+func (p *plan) queueCondition(w *world) {
 	q := w.Queue
 	if q == nil {
 		return
 	}
 	lq := w.Trial.QueueName()
 	switch {
-	case !suspended && q.Admitted:
+	case q.Admitted && q.EvictedReason == "":
 		p.cond(evalv1.TrialAdmitted, true, evalv1.ReasonAdmitted, fmt.Sprintf(
 			"admitted by ClusterQueue %s (LocalQueue %s, workload %s)", q.ClusterQueue, lq, q.Workload))
 	case q.EvictedReason == "Preempted":

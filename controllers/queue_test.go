@@ -40,18 +40,22 @@ func TestPlanQueueGate(t *testing.T) {
 		{name: "queue label, no workload yet: waits", trial: queuedTrial(testTrial(), nil), queued: true,
 			queue: &QueueState{}, wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse,
 			wantReason: evalv1.ReasonQueued, wantMessage: "waiting for its workload in LocalQueue team-a to be created"},
-		{name: "workload pending: waits with Kueue's words", trial: queuedTrial(testTrial(), ptr.To(true)), queued: true,
+		{name: "workload pending: waits with Kueue's words", trial: queuedTrial(testTrial(), nil), queued: true,
 			queue:     &QueueState{Workload: "trial-t1-abcde", Pending: "insufficient unused quota for cpu in flavor default"},
 			wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse, wantReason: evalv1.ReasonQueued,
 			wantMessage: "workload trial-t1-abcde waits for quota in LocalQueue team-a: insufficient unused quota for cpu in flavor default"},
-		{name: "admitted: starts, naming the ClusterQueue", trial: queuedTrial(testTrial(), ptr.To(false)), queued: true,
+		{name: "admitted: starts, naming the ClusterQueue", trial: queuedTrial(testTrial(), nil), queued: true,
 			queue:     &QueueState{Workload: "trial-t1-abcde", Admitted: true, ClusterQueue: "cq"},
 			wantStart: true, wantPhase: evalv1.PhaseStarting, wantAdmit: metav1.ConditionTrue, wantReason: evalv1.ReasonAdmitted,
 			wantMessage: "admitted by ClusterQueue cq (LocalQueue team-a, workload trial-t1-abcde)"},
-		{name: "suspend false but the workload not admitted: waits", trial: queuedTrial(testTrial(), ptr.To(false)), queued: true,
+		{name: "suspend false does not override the queue: waits", trial: queuedTrial(testTrial(), ptr.To(false)), queued: true,
 			queue:     &QueueState{Workload: "trial-t1-abcde", Pending: "p"},
 			wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse, wantReason: evalv1.ReasonQueued,
 			wantMessage: "workload trial-t1-abcde waits for quota in LocalQueue team-a: p"},
+		{name: "admitted but held by hand: waits, saying spec.suspend", trial: queuedTrial(testTrial(), ptr.To(true)), queued: true,
+			queue:     &QueueState{Workload: "trial-t1-abcde", Admitted: true, ClusterQueue: "cq"},
+			wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionTrue, wantReason: evalv1.ReasonAdmitted,
+			wantMessage: "admitted by ClusterQueue cq (LocalQueue team-a, workload trial-t1-abcde)"},
 		{name: "suspended by hand, no queue", trial: func() *evalv1.Trial { tr := testTrial(); tr.Spec.Suspend = ptr.To(true); return tr }(),
 			wantPhase: evalv1.PhasePending},
 	} {
@@ -72,7 +76,12 @@ func TestPlanQueueGate(t *testing.T) {
 				if comp.Status != metav1.ConditionFalse || comp.Reason == "" {
 					t.Errorf("Completed = %+v, want False with the reason it waits", comp)
 				}
-				if tc.wantAdmit != "" && (comp.Reason != tc.wantReason || comp.Message != tc.wantMessage) {
+				switch {
+				case tc.trial.Held():
+					if comp.Reason != evalv1.ReasonTrialSuspended {
+						t.Errorf("Completed = %s %q, want %s", comp.Reason, comp.Message, evalv1.ReasonTrialSuspended)
+					}
+				case tc.wantAdmit != "" && (comp.Reason != tc.wantReason || comp.Message != tc.wantMessage):
 					t.Errorf("Completed = %s %q, want the Admitted condition's words", comp.Reason, comp.Message)
 				}
 			}
@@ -109,17 +118,14 @@ func TestPlanEviction(t *testing.T) {
 			driver:      &driverView{AttemptID: "uid-1-1", State: stateDone, Registered: true, Result: graded},
 			wantOutcome: evalv1.OutcomePassed, wantReason: evalv1.ReasonPassed, wantPhase: evalv1.PhasePassed,
 			wantMessage: "score 1"},
-		{name: "evicted before the integration set suspend",
+		{name: "evicted while Kueue still shows it admitted",
 			queue:       &QueueState{Workload: "wl", Admitted: true, ClusterQueue: "cq", EvictedReason: "Preempted", EvictedMessage: "m"},
 			driver:      &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true},
 			wantOutcome: evalv1.OutcomeInfraFailed, wantReason: evalv1.ReasonPreempted, wantPhase: evalv1.PhasePending,
 			wantMessage: "attempt 1: Kueue preempted workload wl: m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr := queuedTrial(running(1), ptr.To(true))
-			if tc.queue.Admitted {
-				tr.Spec.Suspend = ptr.To(false)
-			}
+			tr := queuedTrial(running(1), nil)
 			tr.Spec.RetryPolicy.MaxAttempts = 1 // an eviction must not exhaust it
 			p := planTrial(&world{Now: t0, Trial: tr, Queued: true, Queue: tc.queue, Driver: tc.driver, Task: resolvedShop()})
 			a := p.Status.Attempts[0]
@@ -153,7 +159,6 @@ func TestPlanEviction(t *testing.T) {
 			// the evicted one did not use up maxAttempts: 1.
 			tr2 := tr.DeepCopy()
 			tr2.Status = p.Status
-			tr2.Spec.Suspend = ptr.To(false)
 			p2 := planTrial(&world{Now: t0, Trial: tr2, Queued: true, Task: resolvedShop(),
 				Queue: &QueueState{Workload: "wl", Admitted: true, ClusterQueue: "cq"}})
 			if len(p2.Status.Attempts) != 2 || p2.Claim == nil || p2.Status.Phase != evalv1.PhaseStarting {
@@ -176,5 +181,37 @@ func TestCountedAttempts(t *testing.T) {
 	}
 	if got := infraFailures(st); got != 1 {
 		t.Errorf("infraFailures = %d, want 1", got)
+	}
+}
+
+// TestPlanHeldByHand: spec.suspend set on a running Trial ends its attempt
+// (TrialSuspended, uncounted); admission alone does not start it again.
+func TestPlanHeldByHand(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tr    *evalv1.Trial
+		queue *QueueState
+	}{
+		{"queued and admitted", queuedTrial(running(1), ptr.To(true)), &QueueState{Workload: "wl", Admitted: true, ClusterQueue: "cq"}},
+		{"no queue", func() *evalv1.Trial { tr := running(1); tr.Spec.Suspend = ptr.To(true); return tr }(), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := planTrial(&world{Now: t0, Trial: tc.tr, Queued: true, Queue: tc.queue, Task: resolvedShop(),
+				Driver: &driverView{AttemptID: "uid-1-1", State: stateRunning, Registered: true}})
+			a := p.Status.Attempts[0]
+			if a.Outcome != evalv1.OutcomeInfraFailed || a.Reason != evalv1.ReasonTrialSuspended ||
+				a.Message != "attempt 1: spec.suspend was set while it ran" {
+				t.Errorf("attempt = %s/%s %q", a.Outcome, a.Reason, a.Message)
+			}
+			if countedAttempts(&p.Status) != 0 || p.Cancel == nil || len(p.Status.Attempts) != 1 {
+				t.Errorf("counted %d, cancel %v, attempts %d", countedAttempts(&p.Status), p.Cancel, len(p.Status.Attempts))
+			}
+			held := tc.tr.DeepCopy()
+			held.Status = p.Status
+			p2 := planTrial(&world{Now: t0, Trial: held, Queued: true, Queue: tc.queue, Task: resolvedShop()})
+			if p2.Claim != nil || cond(&p2.Status, evalv1.TrialCompleted).Reason != evalv1.ReasonTrialSuspended {
+				t.Errorf("held trial started again or says %+v", cond(&p2.Status, evalv1.TrialCompleted))
+			}
+		})
 	}
 }

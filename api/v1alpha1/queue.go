@@ -5,12 +5,7 @@ func (t *Trial) QueueName() string {
 	return t.Labels[LabelQueueName]
 }
 
-// Suspended reports whether the Trial is held back: spec.suspend, or, while
-// it is unset, naming a queue when queued says Kueue's integration runs (the
-// Trial waits for its Workload's admission, which sets suspend: false).
-func (t *Trial) Suspended(queued bool) bool {
-	if t.Spec.Suspend != nil {
-		return *t.Spec.Suspend
-	}
-	return queued && t.QueueName() != ""
+// Held reports whether spec.suspend holds the Trial back.
+func (t *Trial) Held() bool {
+	return t.Spec.Suspend != nil && *t.Spec.Suspend
 }

@@ -43,26 +43,26 @@ func TestTrialSpecImmutableRuleCoversFields(t *testing.T) {
 	}
 }
 
-func TestTrialSuspended(t *testing.T) {
-	queued := map[string]string{evalv1.LabelQueueName: "team-a"}
+func TestTrialQueueNameAndHeld(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		labels      map[string]string
-		suspend     *bool
-		integration bool
-		want        bool
+		name    string
+		labels  map[string]string
+		suspend *bool
+		queue   string
+		held    bool
 	}{
-		{"no queue, no suspend", nil, nil, true, false},
-		{"queue label, integration on, unset: waits for admission", queued, nil, true, true},
-		{"queue label, integration off: runs as without Kueue", queued, nil, false, false},
-		{"queue label, admitted", queued, ptr.To(false), true, false},
-		{"queue label, evicted", queued, ptr.To(true), true, true},
-		{"suspended by hand without a queue", nil, ptr.To(true), false, true},
+		{"nothing", nil, nil, "", false},
+		{"queue label", map[string]string{evalv1.LabelQueueName: "team-a"}, nil, "team-a", false},
+		{"suspend false", nil, ptr.To(false), "", false},
+		{"suspend true", map[string]string{evalv1.LabelQueueName: "team-a"}, ptr.To(true), "team-a", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}, Spec: evalv1.TrialSpec{Suspend: tc.suspend}}
-			if got := tr.Suspended(tc.integration); got != tc.want {
-				t.Errorf("Suspended(%t) = %t, want %t", tc.integration, got, tc.want)
+			if got := tr.QueueName(); got != tc.queue {
+				t.Errorf("QueueName() = %q, want %q", got, tc.queue)
+			}
+			if got := tr.Held(); got != tc.held {
+				t.Errorf("Held() = %t, want %t", got, tc.held)
 			}
 		})
 	}

@@ -61,13 +61,13 @@ type TrialSpec struct {
 	KeepPodsAfterFinished bool `json:"keepPodsAfterFinished,omitempty"`
 	// Suspend holds the Trial back, as a Job's suspend does: while true no
 	// attempt starts, and an attempt that is running ends (InfraFailed,
-	// reason Evicted or Preempted when Kueue evicted it) and is retried once
-	// the Trial is resumed; such an attempt does not count against
-	// retryPolicy.maxAttempts. It is the one field of the spec that may
-	// change. Kueue's integration writes it: a Trial that names a queue
-	// (label kueue.x-k8s.io/queue-name) in a manager running the integration
-	// is suspended while suspend is unset, until its Workload is admitted
-	// (the role Kueue's webhook plays for a Job by defaulting suspend: true).
+	// reason TrialSuspended) and is retried once it is false again; such an
+	// attempt does not count against retryPolicy.maxAttempts. It is the one
+	// field of the spec that may change. A Trial that names a Kueue queue
+	// (label kueue.x-k8s.io/queue-name) in a manager running the Kueue
+	// integration is also held while its Workload is not admitted (or is
+	// evicted): Kueue's admission is its gate, without a write to suspend
+	// (status condition Admitted says where it stands).
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
 	// ManagedBy names the controller that runs the Trial, as a Job's

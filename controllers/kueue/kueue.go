@@ -4,16 +4,20 @@
 // its runner and DB service pods, and runs only while Kueue admits that
 // Workload.
 //
-// The contract is Kueue's jobframework.GenericJob, kept by hand: the Trial's
-// spec.suspend is the job's suspend (this package writes it: true until the
-// Workload is admitted, false once it is, true again when Kueue evicts it);
-// the Trial controller honours it (no attempt starts while suspended, a
-// running attempt ends InfraFailed, reason Preempted or Evicted); the
-// Workload is finished when the Trial completes, which frees its quota; an
-// evicted Workload gives its quota back once the Trial has no attempt
+// The contract is Kueue's jobframework.GenericJob, kept by hand. The Trial's
+// suspend notion is its Workload's admission: the Trial controller starts no
+// attempt while the Workload is not admitted (or is evicted), and ends a
+// running one InfraFailed (reason Preempted or Evicted) when Kueue evicts it;
+// spec.suspend stays the user's own hold, and nothing here writes it, which
+// saves two writes per Trial over flipping it as jobframework flips a Job's.
+// The Workload is finished when the Trial completes, which frees its quota;
+// an evicted Workload gives its quota back once the Trial has no attempt
 // running, and Kueue requeues it. Kueue lists the Trial among its
 // integrations.externalFrameworks (Trial.v1alpha1.eval.tolokaforge.io) and
-// runs no reconciler for it: this one is it.
+// runs no reconciler for it: this one is it. For MultiKueue, a Trial with
+// spec.managedBy kueue.x-k8s.io/multikueue is left to Kueue in the manager
+// cluster, and its worker copy uses the Workload MultiKueue made there
+// (PrebuiltWorkloadLabel).
 //
 // Why not jobframework's own reconciler (NewGenericReconcilerFactory):
 // sigs.k8s.io/kueue v0.17.0's jobframework package imports every
@@ -280,11 +284,11 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 		return reconcile.Result{}, nil
 	}
-	// 2. No Workload yet: create it, and hold the Trial until admitted. A
+	// 2. No Workload yet: create it (the Trial waits for its admission). A
 	// prebuilt one (MultiKueue's, in a worker cluster) is waited for.
 	prebuilt := t.Labels[PrebuiltWorkloadLabel] != ""
 	if !exists && prebuilt {
-		return reconcile.Result{RequeueAfter: time.Second}, i.setSuspend(ctx, t, true)
+		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	if !exists {
 		var wpc *kueuev1.WorkloadPriorityClass
@@ -299,7 +303,7 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			return reconcile.Result{}, fmt.Errorf("create workload %s/%s of trial %s: %w", wl.Namespace, wl.Name, req, err)
 		}
 		log.V(1).Info("created workload", "workload", wl.Name, "queue", t.QueueName())
-		return reconcile.Result{}, i.setSuspend(ctx, t, true)
+		return reconcile.Result{}, nil
 	}
 	if finished(wl) {
 		return reconcile.Result{}, nil
@@ -310,52 +314,24 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			return reconcile.Result{}, err
 		}
 	}
-	// 3. Evicted: stop the Trial; once no attempt runs, give the quota back
-	// so Kueue requeues the Workload.
+	// 3. Evicted: the Trial controller ends the running attempt (its gate is
+	// the admission); once no attempt runs, the quota goes back and Kueue
+	// requeues the Workload.
 	if c := evicted(wl); c != nil {
-		if !t.Suspended(true) {
-			log.Info("workload evicted; suspending the trial", "workload", wl.Name, "reason", c.Reason, "message", c.Message)
-			return reconcile.Result{}, i.setSuspend(ctx, t, true)
-		}
 		if quotaReserved(wl) && !running(t) {
+			log.Info("workload evicted; releasing its quota", "workload", wl.Name, "reason", c.Reason, "message", c.Message)
 			return reconcile.Result{}, i.releaseQuota(ctx, wl, c)
 		}
 		return reconcile.Result{}, nil
 	}
-	// 4. Suspended and admitted: run.
-	if admitted(wl) {
-		if t.Suspended(true) {
-			log.V(1).Info("workload admitted; resuming the trial", "workload", wl.Name, "clusterQueue", wl.Status.Admission.ClusterQueue)
-			return reconcile.Result{}, i.setSuspend(ctx, t, false)
-		}
-		return reconcile.Result{}, nil
-	}
-	// 5. Not admitted: the queue may have changed while it waits; a Trial
-	// running without admission is stopped.
+	// 4. Waiting: the queue may have changed meanwhile.
 	if q := kueuev1.LocalQueueName(t.QueueName()); wl.Spec.QueueName != q && !quotaReserved(wl) {
 		wl.Spec.QueueName = q
 		if err := i.Client.Update(ctx, wl, client.FieldOwner(evalv1.FieldManager)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("move workload %s/%s to queue %s: %w", wl.Namespace, wl.Name, q, err)
 		}
-		return reconcile.Result{}, nil
-	}
-	if !t.Suspended(true) {
-		return reconcile.Result{}, i.setSuspend(ctx, t, true)
 	}
 	return reconcile.Result{}, nil
-}
-
-// setSuspend writes spec.suspend (a merge patch of that one field, so it
-// never races the status the Trial controller writes).
-func (i *Integration) setSuspend(ctx context.Context, t *evalv1.Trial, suspend bool) error {
-	if t.Spec.Suspend != nil && *t.Spec.Suspend == suspend {
-		return nil
-	}
-	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)))
-	if err := i.Client.Patch(ctx, t, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
-		return fmt.Errorf("set spec.suspend=%t on trial %s/%s: %w", suspend, t.Namespace, t.Name, err)
-	}
-	return nil
 }
 
 // finish marks the Workload Finished (Kueue frees its quota), in the Trial's

@@ -152,7 +152,7 @@ var _ = Describe("Kueue", func() {
 				g.Expect(a.Message).To(ContainSubstring("waits for quota in LocalQueue lq"), describe(t))
 				g.Expect(t.Status.Phase).To(Equal(evalv1.PhasePending), describe(t))
 				g.Expect(t.Status.Attempts).To(BeEmpty(), describe(t))
-				g.Expect(t.Spec.Suspend).To(Equal(ptr.To(true)), describe(t))
+				g.Expect(t.Spec.Suspend).To(BeNil(), "Kueue's admission is the gate; nothing writes suspend: %s", describe(t))
 				g.Expect(podsOf(ns, name)).To(BeZero(), "a queued Trial has pods: %s", describe(t))
 				wl := &kueuev1.Workload{}
 				g.Expect(s.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: kueue.WorkloadName(t)}, wl)).To(Succeed())
