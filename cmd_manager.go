@@ -48,6 +48,7 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	fs.StringVar(&f.ManagerNamespace, "manager-namespace", "", "namespace of the manager's pods, allowed to reach runners (default $POD_NAMESPACE, else "+manager.DefaultManagerNamespace+")")
 	fs.StringVar(&f.GatewayBindAddress, "gateway-bind-address", gateway.DefaultBindAddress, `address to serve the judge's LLM gateway (/v1/chat/completions) on ("0" disables)`)
 	fs.StringVar(&f.GatewayURL, "gateway-url", "", "the gateway's URL as runner pods reach it, e.g. http://tolokaforge-gateway.tolokaforge-system.svc:8090/v1 (empty: judges get no credential)")
+	fs.StringVar((*string)(&f.Kueue), "kueue", string(manager.KueueAuto), "Kueue integration: Trials (or their Campaign) that name a LocalQueue with the label kueue.x-k8s.io/queue-name wait for their Workload's admission; auto (when Kueue's Workload API is served), on or off")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	f.zap.Development = false
 	f.zap.BindFlags(fs)
@@ -68,6 +69,11 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 	}
 	if f.MaxConcurrentReconciles < 0 {
 		return nil, fmt.Errorf("manager flags: --max-concurrent-reconciles must be >= 0, got %d", f.MaxConcurrentReconciles)
+	}
+	switch f.Kueue {
+	case manager.KueueAuto, manager.KueueOn, manager.KueueOff:
+	default:
+		return nil, fmt.Errorf("manager flags: --kueue %q: want auto, on or off", f.Kueue)
 	}
 	if f.ArtifactsURL != "" && f.ArtifactsDir != "" {
 		return nil, errors.New("manager flags: give --artifacts-url or --artifacts-dir, not both")

@@ -21,7 +21,7 @@ func TestManagerFlagsDefaults(t *testing.T) {
 		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElection ||
 		o.LeaderElectionID != manager.DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
 		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" || o.GatewayBindAddress != ":8090" || o.GatewayURL != "" ||
-		o.PythonImage != "" || o.Python != "python3" {
+		o.PythonImage != "" || o.Python != "python3" || o.Kueue != manager.KueueAuto {
 		t.Errorf("defaults = %+v kubeconfig %q", o, f.Kubeconfig)
 	}
 }
@@ -32,7 +32,7 @@ func TestManagerFlagsAll(t *testing.T) {
 		"--max-concurrent-trials=50", "--artifacts-dir=/art", "--namespace=evals", "--kubeconfig=/k",
 		"--manager-namespace=ops", "--max-concurrent-reconciles=4", "--zap-log-level=debug",
 		"--gateway-bind-address=:9999", "--gateway-url=http://gw.ops.svc:9999/v1",
-		"--runner-python-image=reg/tolokaforge:v1-python", "--runner-python=/usr/local/bin/python3",
+		"--runner-python-image=reg/tolokaforge:v1-python", "--runner-python=/usr/local/bin/python3", "--kueue=off",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestManagerFlagsAll(t *testing.T) {
 		o.MaxConcurrentTrials != 50 || o.ArtifactsDir != "/art" || o.Namespace != "evals" || f.Kubeconfig != "/k" ||
 		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 ||
 		o.GatewayBindAddress != ":9999" || o.GatewayURL != "http://gw.ops.svc:9999/v1" ||
-		o.PythonImage != "reg/tolokaforge:v1-python" || o.Python != "/usr/local/bin/python3" {
+		o.PythonImage != "reg/tolokaforge:v1-python" || o.Python != "/usr/local/bin/python3" || o.Kueue != manager.KueueOff {
 		t.Errorf("options = %+v", o)
 	}
 }
@@ -82,6 +82,7 @@ func TestManagerFlagsRefusesBadInput(t *testing.T) {
 		{[]string{"--no-such-flag"}, "manager flags: flag provided but not defined: -no-such-flag"},
 		{[]string{"--image=i", "--artifacts-url=s3://b/p", "--artifacts-dir=/art"}, "manager flags: give --artifacts-url or --artifacts-dir, not both"},
 		{[]string{"--image=i", "--artifacts-url=/art"}, `manager flags: --artifacts-url "/art": want file:///DIR, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX`},
+		{[]string{"--image=i", "--kueue=yes"}, `manager flags: --kueue "yes": want auto, on or off`},
 		{[]string{"--image=i", "--artifacts-url=ftp://h/p"}, `manager flags: --artifacts-url "ftp://h/p": want`},
 	} {
 		_, err := parseManagerFlags(tc.args, io.Discard)

@@ -152,11 +152,12 @@ func activeAttempt(st *evalv1.TrialStatus) *evalv1.AttemptStatus {
 	return nil
 }
 
-// infraFailures counts attempts that ended in an infrastructure fault.
+// infraFailures counts attempts that ended in an infrastructure fault
+// (a suspension, Kueue's eviction, is none: it paces nothing).
 func infraFailures(st *evalv1.TrialStatus) int {
 	n := 0
-	for _, a := range st.Attempts {
-		if a.Outcome == evalv1.OutcomeInfraFailed {
+	for i := range st.Attempts {
+		if a := &st.Attempts[i]; a.Outcome == evalv1.OutcomeInfraFailed && !evictedBy(a) {
 			n++
 		}
 	}

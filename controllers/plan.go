@@ -45,6 +45,11 @@ type world struct {
 	// Missing is the first object the Trial names that does not exist (a
 	// Secret of its models); nil when all exist or were not looked at.
 	Missing *refs.MissingRef
+	// Queued: the manager runs a queueing integration (Kueue), so a Trial
+	// that names a queue waits for its Workload's admission.
+	Queued bool
+	// Queue is the Trial's Workload when it names a queue and Queued.
+	Queue *QueueState
 }
 
 // plan is the desired status and what to do once it is written.
@@ -92,11 +97,28 @@ func planTrial(w *world) plan {
 	st.Agent = agentLabel(t.Spec.Agent)
 
 	if !isTerminal(st) {
+		// spec.suspend holds any Trial; one that names a queue (with the
+		// integration on) runs only while its Workload is admitted and not
+		// evicted: Kueue's admission is its gate.
+		suspended := t.Held() ||
+			(w.Queue != nil && (!w.Queue.Admitted || w.Queue.EvictedReason != ""))
+		p.queueCondition(w)
 		if a := activeAttempt(st); a != nil {
-			p.progress(w, a)
+			if suspended && !driverDone(w, a) {
+				// Kueue took the quota back (or spec.suspend was set): the
+				// attempt ends as an infrastructure fault. A driver that
+				// already returned keeps its result, grade included.
+				p.endAttempt(w, a, suspendVerdict(w, a), nil)
+			} else {
+				p.progress(w, a)
+			}
 		}
 		if activeAttempt(st) == nil && !isTerminal(st) && !p.attemptEndedHere {
-			p.startNext(w)
+			if suspended {
+				p.hold(w)
+			} else {
+				p.startNext(w)
+			}
 		}
 	}
 	st.AttemptCount = int32(len(st.Attempts))
@@ -224,7 +246,15 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 	switch {
 	case v.Final:
 		p.complete(w, v.Phase, completionMessage(a, v, st.Grade))
-	case int32(len(st.Attempts)) >= maxAttempts(t):
+	case evictedBy(a):
+		// Not the trial's fault and not counted: it runs again once
+		// admitted again, without a backoff (Kueue paces the requeue).
+		st.Phase = evalv1.PhasePending
+		msg := fmt.Sprintf("attempt %d ended (%s): %s; the next attempt starts once the trial is admitted again",
+			a.Number, a.Reason, a.Message)
+		p.cond(evalv1.TrialCompleted, false, a.Reason, msg)
+		p.Events = append(p.Events, warningEvent(v.Reason, actionEndAttempt, msg))
+	case countedAttempts(st) >= maxAttempts(t):
 		p.Events = append(p.Events, warningEvent(v.Reason, actionEndAttempt, ended))
 		p.complete(w, evalv1.PhaseInfraFailed, exhaustedMessage(len(st.Attempts), a))
 	default:
@@ -344,11 +374,11 @@ func (p *plan) startNext(w *world) {
 	}
 	if n := len(st.Attempts); n > 0 {
 		last := &st.Attempts[n-1]
-		if int32(n) >= maxAttempts(t) {
+		if countedAttempts(st) >= maxAttempts(t) {
 			p.complete(w, evalv1.PhaseInfraFailed, exhaustedMessage(n, last))
 			return
 		}
-		if last.EndTime != nil {
+		if last.EndTime != nil && !evictedBy(last) {
 			next := last.EndTime.Add(backoffAfter(t, infraFailures(st)))
 			if w.Now.Before(next) {
 				st.Phase = evalv1.PhasePending
@@ -387,6 +417,25 @@ func (p *plan) startNext(w *world) {
 	p.Events = append(p.Events, normalEvent(evalv1.ReasonStarting, actionStartAttempt,
 		fmt.Sprintf("attempt %d of %d: creating pods %s and %s", n, maxAttempts(t), a.DBServicePod, a.RunnerPod)))
 	p.requeueIn(podsReadyTimeout(t))
+}
+
+// driverDone: the attempt's driver in this process returned a result.
+func driverDone(w *world, a *evalv1.AttemptStatus) bool {
+	d := w.Driver
+	return d != nil && d.AttemptID == a.ID && d.State == stateDone && d.Result != nil
+}
+
+// hold keeps a held Trial from starting an attempt, saying why: spec.suspend,
+// else the Admitted condition's words (it waits for Kueue).
+func (p *plan) hold(w *world) {
+	st := &p.Status
+	st.Phase = evalv1.PhasePending
+	if c := meta.FindStatusCondition(st.Conditions, evalv1.TrialAdmitted); c != nil && w.Queue != nil && !w.Trial.Held() {
+		p.cond(evalv1.TrialCompleted, false, c.Reason, c.Message)
+		return
+	}
+	p.cond(evalv1.TrialCompleted, false, evalv1.ReasonTrialSuspended,
+		"spec.suspend holds the trial: no attempt starts until it is unset")
 }
 
 // collectPods deletes pods of ended attempts (unless the Trial keeps them

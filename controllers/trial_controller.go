@@ -61,6 +61,9 @@ type TrialReconciler struct {
 	MaxConcurrentReconciles int
 	// Now is the clock (tests fix it); default time.Now.
 	Now func() time.Time
+	// Queue is the queueing integration (Kueue, controllers/kueue); nil: a
+	// queue label means nothing here and Trials run as they always did.
+	Queue QueueView
 
 	// runners remembers the namespaces whose RunnersPolicy this process
 	// wrote (NewTrialReconciler sets it; nil: every trial checks alone).
@@ -113,15 +116,18 @@ func (r *TrialReconciler) SetupWithManager(mgr manager.Manager) error {
 	if workers <= 0 {
 		workers = 8
 	}
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named("trial").
 		For(&evalv1.Trial{}).
 		Owns(&corev1.Pod{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&evalv1.Task{}, handler.EnqueueRequestsFromMapFunc(r.waitingTrialsOf)).
 		WatchesRawSource(source.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
+	if r.Queue != nil {
+		b = r.Queue.Watch(b)
+	}
+	return b.Complete(r)
 }
 
 // waitingTrialsOf maps a Task to its Trials that have not started: a Task
@@ -154,6 +160,11 @@ func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 	}
 	if t.DeletionTimestamp != nil {
 		return r.reconcileGone(ctx, req.NamespacedName)
+	}
+	if t.ManagedElsewhere() {
+		// MultiKueue runs it in a worker cluster and mirrors its status
+		// here: no pod, no status write of ours.
+		return reconcile.Result{}, nil
 	}
 	if isTerminal(&t.Status) {
 		// The cache shows the outcome written, so no later read can show the
@@ -259,6 +270,16 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 
 	if w.HasNetworkPolicy, err = r.hasNetworkPolicies(ctx, t); err != nil {
 		return nil, err
+	}
+	if r.Queue != nil {
+		w.Queued = true
+		if t.QueueName() != "" && !isTerminal(&t.Status) {
+			q, err := r.Queue.State(ctx, t)
+			if err != nil {
+				return nil, fmt.Errorf("trial %s: queue: %w", key, err)
+			}
+			w.Queue = &q
+		}
 	}
 
 	if v, ok := r.Pool.View(key); ok {

@@ -58,6 +58,13 @@ type CampaignSpec struct {
 	// resumes creating.
 	// +optional
 	Suspend *bool `json:"suspend,omitempty"`
+	// TrialManagedBy is passed down as every Trial's spec.managedBy:
+	// "kueue.x-k8s.io/multikueue" has Kueue's MultiKueue run the Campaign's
+	// Trials in worker clusters (their status mirrored back here; each
+	// worker needs the Campaign's Tasks and Secrets in the same namespace).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TrialManagedBy *string `json:"trialManagedBy,omitempty"`
 	// Rerun deletes and re-creates, once per campaign generation, the Trials
 	// that ended in these phases and were created under an earlier
 	// generation. A Trial re-created by a rerun is not rerun again until the

@@ -8,8 +8,11 @@ import (
 // TrialSpec is one agent run on one task. It is immutable: a different run is a
 // different Trial.
 // +kubebuilder:validation:XValidation:rule="has(self.taskRef) != has(self.task)",message="exactly one of taskRef and task must be set"
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+// +kubebuilder:validation:XValidation:rule="(has(self.taskRef) == has(oldSelf.taskRef) && (!has(self.taskRef) || self.taskRef == oldSelf.taskRef)) && (has(self.task) == has(oldSelf.task) && (!has(self.task) || self.task == oldSelf.task)) && (has(self.trialIndex) == has(oldSelf.trialIndex) && (!has(self.trialIndex) || self.trialIndex == oldSelf.trialIndex)) && (has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)) && (has(self.userSimulator) == has(oldSelf.userSimulator) && (!has(self.userSimulator) || self.userSimulator == oldSelf.userSimulator)) && (has(self.judge) == has(oldSelf.judge) && (!has(self.judge) || self.judge == oldSelf.judge)) && (has(self.maxTurns) == has(oldSelf.maxTurns) && (!has(self.maxTurns) || self.maxTurns == oldSelf.maxTurns)) && (has(self.timeouts) == has(oldSelf.timeouts) && (!has(self.timeouts) || self.timeouts == oldSelf.timeouts)) && (has(self.retryPolicy) == has(oldSelf.retryPolicy) && (!has(self.retryPolicy) || self.retryPolicy == oldSelf.retryPolicy)) && (has(self.runner) == has(oldSelf.runner) && (!has(self.runner) || self.runner == oldSelf.runner)) && (has(self.dbService) == has(oldSelf.dbService) && (!has(self.dbService) || self.dbService == oldSelf.dbService)) && (has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished) && (!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished)) && (has(self.keepPodsAfterFinished) == has(oldSelf.keepPodsAfterFinished) && (!has(self.keepPodsAfterFinished) || self.keepPodsAfterFinished == oldSelf.keepPodsAfterFinished)) && (has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy))",message="spec is immutable (only spec.suspend may change)"
 type TrialSpec struct {
+	// The immutability rule above names every field but suspend, one clause
+	// each: a new field must get its clause (TestTrialSpecImmutableRuleCoversFields).
+
 	// TaskRef names a Task in the Trial's namespace.
 	// +optional
 	TaskRef *TaskReference `json:"taskRef,omitempty"`
@@ -56,6 +59,39 @@ type TrialSpec struct {
 	// By default an attempt's pods are deleted as soon as it ends.
 	// +optional
 	KeepPodsAfterFinished bool `json:"keepPodsAfterFinished,omitempty"`
+	// Suspend holds the Trial back, as a Job's suspend does: while true no
+	// attempt starts, and an attempt that is running ends (InfraFailed,
+	// reason TrialSuspended) and is retried once it is false again; such an
+	// attempt does not count against retryPolicy.maxAttempts. It is the one
+	// field of the spec that may change. A Trial that names a Kueue queue
+	// (label kueue.x-k8s.io/queue-name) in a manager running the Kueue
+	// integration is also held while its Workload is not admitted (or is
+	// evicted): Kueue's admission is its gate, without a write to suspend
+	// (status condition Admitted says where it stands).
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
+	// ManagedBy names the controller that runs the Trial, as a Job's
+	// managedBy does. Unset (or ManagedByTrialController): this manager.
+	// ManagedByMultiKueue ("kueue.x-k8s.io/multikueue"): Kueue's MultiKueue
+	// copies the Trial to a worker cluster, whose manager runs it, and
+	// mirrors its status back here; this manager creates no pod and writes
+	// no status for it (its Kueue integration still queues its Workload).
+	// Immutable.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
+}
+
+// Values of spec.managedBy.
+const (
+	ManagedByTrialController = "eval.tolokaforge.io/trial-controller"
+	ManagedByMultiKueue      = "kueue.x-k8s.io/multikueue"
+)
+
+// ManagedElsewhere reports whether another controller runs the Trial
+// (spec.managedBy names one other than this manager's).
+func (t *Trial) ManagedElsewhere() bool {
+	return t.Spec.ManagedBy != nil && *t.Spec.ManagedBy != "" && *t.Spec.ManagedBy != ManagedByTrialController
 }
 
 // TaskReference names a Task.
@@ -106,6 +142,14 @@ const (
 	// SecretNotFound, the message naming kind and name) ends the Trial as
 	// Invalid before any pod is created and without using an attempt.
 	TrialReferencesResolved = "ReferencesResolved"
+	// TrialAdmitted appears only on a Trial that names a Kueue queue
+	// (LabelQueueName) in a manager running the Kueue integration: False
+	// (reason Queued, the LocalQueue and Kueue's own words in the message)
+	// while its Workload waits for quota, True (reason Admitted, the
+	// ClusterQueue in the message) once admitted, False (reason Evicted or
+	// Preempted) after Kueue took the quota back. The Queue column shows
+	// its reason, so `kubectl get trials` answers why a Trial is not running.
+	TrialAdmitted = "Admitted"
 )
 
 // AttemptOutcome is how one attempt ended.
@@ -255,6 +299,7 @@ type TrialStatus struct {
 // +kubebuilder:printcolumn:name="Task",type=string,JSONPath=`.status.taskID`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agent`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Score",type=number,JSONPath=`.status.grade.score`
 // +kubebuilder:printcolumn:name="Pass",type=boolean,JSONPath=`.status.grade.binaryPass`
 // +kubebuilder:printcolumn:name="Judge",type=string,JSONPath=`.status.grade.judgeStatus`

@@ -133,6 +133,32 @@ var _ = Describe("Task and Trial validation", func() {
 		Expect(err.Error()).To(ContainSubstring("spec is immutable"))
 	})
 
+	It("lets spec.suspend change and nothing else beside it", func() {
+		trial := oracleTrial("suspendable")
+		Expect(k8sClient.Create(ctx, trial)).To(Succeed())
+		trial.Spec.Suspend = ptr.To(true)
+		Expect(k8sClient.Update(ctx, trial)).To(Succeed())
+		trial.Spec.Suspend = ptr.To(false)
+		Expect(k8sClient.Update(ctx, trial)).To(Succeed())
+		trial.Spec.Suspend = nil
+		Expect(k8sClient.Update(ctx, trial)).To(Succeed())
+
+		for name, edit := range map[string]func(*evalv1.Trial){
+			"add maxTurns":  func(t *evalv1.Trial) { t.Spec.MaxTurns = ptr.To[int32](3) },
+			"drop taskRef":  func(t *evalv1.Trial) { t.Spec.TaskRef = nil; t.Spec.Task = &apiextensionsv1.JSON{Raw: []byte(`{}`)} },
+			"change agent":  func(t *evalv1.Trial) { t.Spec.Agent.Model = "other" },
+			"keep pods too": func(t *evalv1.Trial) { t.Spec.KeepPodsAfterFinished = true; t.Spec.Suspend = ptr.To(true) },
+			"set managedBy": func(t *evalv1.Trial) { t.Spec.ManagedBy = ptr.To(evalv1.ManagedByMultiKueue) },
+		} {
+			cur := &evalv1.Trial{}
+			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(trial), cur)).To(Succeed())
+			edit(cur)
+			err := k8sClient.Update(ctx, cur)
+			Expect(err).To(HaveOccurred(), name)
+			Expect(err.Error()).To(ContainSubstring("spec is immutable (only spec.suspend may change)"), name)
+		}
+	})
+
 	It("leaves a refused Trial absent", func() {
 		t := oracleTrial("refused")
 		t.Spec.TaskRef = nil

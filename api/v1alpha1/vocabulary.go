@@ -141,6 +141,30 @@ const (
 	// ReasonTaskNotFound (above) serves for the Task.
 )
 
+// Kueue (issue 26). A Trial names its LocalQueue with Kueue's own label, on
+// the Trial or on its Campaign (which copies it, and LabelPriorityClass, to
+// the Trials it creates). Reasons of the Trial's Admitted condition, and of
+// an attempt Kueue ended (InfraFailed: never the agent's fault, retried
+// without counting against retryPolicy.maxAttempts).
+const (
+	LabelQueueName     = "kueue.x-k8s.io/queue-name"
+	LabelPriorityClass = "kueue.x-k8s.io/priority-class"
+
+	// ReasonQueued: Admitted=False, the Workload waits for quota.
+	ReasonQueued = "Queued"
+	// ReasonAdmitted: Admitted=True, the message names the ClusterQueue.
+	ReasonAdmitted = "Admitted"
+	// ReasonEvicted: Kueue evicted the Trial's Workload (for a reason other
+	// than preemption: the message says which); the attempt ends InfraFailed.
+	ReasonEvicted = "Evicted"
+	// ReasonPreempted: Kueue preempted the Trial's Workload for another
+	// workload; the attempt ends InfraFailed and the Trial queues again.
+	ReasonPreempted = "Preempted"
+	// ReasonTrialSuspended: spec.suspend was set by hand (no Workload
+	// evicted) while an attempt ran; the attempt ends InfraFailed.
+	ReasonTrialSuspended = "TrialSuspended"
+)
+
 // Reasons of infrastructure faults the host names after probing the runner.
 const (
 	// ReasonDBServiceUnavailable: the runner answered, but the DB service

@@ -204,6 +204,11 @@ func (in *CampaignSpec) DeepCopyInto(out *CampaignSpec) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.TrialManagedBy != nil {
+		in, out := &in.TrialManagedBy, &out.TrialManagedBy
+		*out = new(string)
+		**out = **in
+	}
 	if in.Rerun != nil {
 		in, out := &in.Rerun, &out.Rerun
 		*out = make([]TrialPhase, len(*in))
@@ -960,6 +965,16 @@ func (in *TrialSpec) DeepCopyInto(out *TrialSpec) {
 	if in.TTLSecondsAfterFinished != nil {
 		in, out := &in.TTLSecondsAfterFinished, &out.TTLSecondsAfterFinished
 		*out = new(int32)
+		**out = **in
+	}
+	if in.Suspend != nil {
+		in, out := &in.Suspend, &out.Suspend
+		*out = new(bool)
+		**out = **in
+	}
+	if in.ManagedBy != nil {
+		in, out := &in.ManagedBy, &out.ManagedBy
+		*out = new(string)
 		**out = **in
 	}
 }

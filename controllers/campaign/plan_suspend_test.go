@@ -115,3 +115,44 @@ func TestBuildTrialPassesKeepPodsNotTheTTL(t *testing.T) {
 		t.Fatalf("trial ttl %v keepPods %v", tr.Spec.TTLSecondsAfterFinished, tr.Spec.KeepPodsAfterFinished)
 	}
 }
+
+// Kueue: the Campaign's queue and priority-class labels and its
+// trialManagedBy go down to every Trial; other labels of the Campaign do not.
+func TestBuildTrialPassesKueueLabelsAndManagedBy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		labels    map[string]string
+		managedBy *string
+		want      map[string]string
+	}{
+		{name: "no queue", labels: map[string]string{"team": "x"}, want: map[string]string{}},
+		{name: "queue and priority", labels: map[string]string{evalv1.LabelQueueName: "lq", evalv1.LabelPriorityClass: "high", "team": "x"},
+			want: map[string]string{evalv1.LabelQueueName: "lq", evalv1.LabelPriorityClass: "high"}},
+		{name: "multikueue", labels: map[string]string{evalv1.LabelQueueName: "lq"}, managedBy: ptr.To(evalv1.ManagedByMultiKueue),
+			want: map[string]string{evalv1.LabelQueueName: "lq"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := campaign(1, 1, "a")
+			c.Labels = tc.labels
+			c.Spec.TrialManagedBy = tc.managedBy
+			tr := buildTrial(c, Cell{Agent: "a", Task: "t"}, "n", c.Spec.Agents[0].Model)
+			got := map[string]string{}
+			for _, k := range []string{evalv1.LabelQueueName, evalv1.LabelPriorityClass, "team"} {
+				if v, ok := tr.Labels[k]; ok {
+					got[k] = v
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("labels %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("label %s = %q, want %q", k, got[k], v)
+				}
+			}
+			if (tr.Spec.ManagedBy == nil) != (tc.managedBy == nil) || (tc.managedBy != nil && *tr.Spec.ManagedBy != *tc.managedBy) {
+				t.Errorf("managedBy %v, want %v", tr.Spec.ManagedBy, tc.managedBy)
+			}
+		})
+	}
+}

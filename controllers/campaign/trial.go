@@ -107,7 +107,7 @@ func OutcomeOf(t *evalv1.Trial) Outcome {
 // moment.
 func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSpec) *evalv1.Trial {
 	s := c.Spec.DeepCopy()
-	return &evalv1.Trial{
+	t := &evalv1.Trial{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
 			Namespace: c.Namespace,
@@ -144,6 +144,15 @@ func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 			// Not the ttl: a Trial deleted under its Campaign would be
 			// re-created; the Campaign's ttl deletes it with its Trials.
 			KeepPodsAfterFinished: s.KeepPodsAfterFinished,
+			ManagedBy:             s.TrialManagedBy,
 		},
 	}
+	// Kueue: the Campaign's queue and priority class are its Trials' (each
+	// Trial is one Workload), so a whole Campaign queues under one quota.
+	for _, k := range []string{evalv1.LabelQueueName, evalv1.LabelPriorityClass} {
+		if v := c.Labels[k]; v != "" {
+			t.Labels[k] = v
+		}
+	}
+	return t
 }

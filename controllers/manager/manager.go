@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/llm"
@@ -30,6 +31,7 @@ import (
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/controllers/gateway"
+	"tolokaforge.io/operator/controllers/kueue"
 )
 
 // Defaults of Options.
@@ -111,7 +113,21 @@ type Options struct {
 	GatewayURL string
 	// Campaign tunes the Campaign controller (tests shorten its status interval).
 	Campaign []campaign.Option
+	// Kueue turns on the Kueue integration (controllers/kueue): KueueAuto
+	// (the default) when the API server serves Kueue's Workloads, KueueOn
+	// always (Kueue must be installed), KueueOff never (the queue label
+	// then means nothing and Trials run as without Kueue).
+	Kueue KueueMode
 }
+
+// KueueMode says when the manager runs the Kueue integration.
+type KueueMode string
+
+const (
+	KueueAuto KueueMode = "auto"
+	KueueOn   KueueMode = "on"
+	KueueOff  KueueMode = "off"
+)
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Image == "" {
@@ -197,6 +213,9 @@ func Scheme() (*runtime.Scheme, error) {
 	if err := evalv1.AddToScheme(s); err != nil {
 		return nil, fmt.Errorf("scheme: %w", err)
 	}
+	if err := kueuev1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
 	return s, nil
 }
 
@@ -206,11 +225,18 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newControllerManager(cfg, opts)
+	if cfg == nil {
+		return nil, errors.New("manager: rest config is nil")
+	}
+	kueueOn, err := kueueEnabled(cfg, opts.Kueue)
 	if err != nil {
 		return nil, err
 	}
-	if err := addReconcilers(mgr, opts); err != nil {
+	mgr, err := newControllerManager(cfg, opts, kueueOn)
+	if err != nil {
+		return nil, err
+	}
+	if err := addReconcilers(mgr, opts, kueueOn); err != nil {
 		return nil, err
 	}
 	if err := addGateway(mgr, opts); err != nil {
@@ -227,7 +253,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 
 // newControllerManager is controller-runtime's manager for cfg: the scheme,
 // the cache, metrics, probes and leader election.
-func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+func newControllerManager(cfg *rest.Config, opts Options, kueueOn bool) (ctrl.Manager, error) {
 	if cfg == nil {
 		return nil, errors.New("manager: rest config is nil")
 	}
@@ -245,7 +271,7 @@ func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Logger:                        opts.Logger,
-		Cache:                         cacheOptions(opts.Namespace),
+		Cache:                         cacheOptions(opts.Namespace, kueueOn),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElection,
@@ -265,7 +291,7 @@ func newControllerManager(cfg *rest.Config, opts Options) (ctrl.Manager, error) 
 
 // addReconcilers adds the Task, Trial and Campaign reconcilers, the Trials'
 // driver pool and the artifacts store they write to.
-func addReconcilers(mgr ctrl.Manager, opts Options) error {
+func addReconcilers(mgr ctrl.Manager, opts Options, kueueOn bool) error {
 	var store *blobstore.Store
 	if opts.ArtifactsURL != "" {
 		// Opening contacts nothing; a store that refuses writes shows in
@@ -286,7 +312,15 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	if err := tasks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: task controller: %w", err)
 	}
+	var queue *kueue.Integration
+	var view controllers.QueueView // nil unless the integration runs
+	if kueueOn {
+		opts.Logger.Info("Kueue integration on: Trials that name a queue (label " + evalv1.LabelQueueName + ") wait for their Workload's admission")
+		queue = &kueue.Integration{Client: mgr.GetClient(), Log: opts.Logger.WithName("kueue")}
+		view = queue
+	}
 	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
+		Queue: view,
 		Pool:  pool,
 		Packs: store,
 		Driver: &controllers.Driver{
@@ -309,6 +343,11 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	if err := trials.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: trial controller: %w", err)
 	}
+	if queue != nil {
+		if err := queue.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("manager: kueue integration: %w", err)
+		}
+	}
 	campaignOpts := append([]campaign.Option{campaign.WithLogger(opts.Logger.WithName("campaign"))}, opts.Campaign...)
 	campaigns, err := campaign.NewReconciler(mgr, campaignOpts...)
 	if err != nil {
@@ -318,6 +357,24 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("manager: campaign controller: %w", err)
 	}
 	return nil
+}
+
+// kueueEnabled decides whether the manager runs the Kueue integration.
+func kueueEnabled(cfg *rest.Config, mode KueueMode) (bool, error) {
+	switch mode {
+	case KueueOff:
+		return false, nil
+	case KueueOn:
+		return true, nil
+	case KueueAuto, "":
+		on, err := kueue.Served(cfg)
+		if err != nil {
+			return false, fmt.Errorf("manager: %w", err)
+		}
+		return on, nil
+	default:
+		return false, fmt.Errorf("manager: kueue mode %q: want auto, on or off", mode)
+	}
 }
 
 // addGateway adds the LLM gateway when it has an address.
@@ -379,7 +436,7 @@ func stripTrialPolicySpec(obj any) (any, error) {
 // cached, never a whole cluster's, and no object keeps its managedFields in
 // memory (server-side apply bookkeeping the controllers never read; at 10,000
 // Trials it was most of the manager's growth in resident memory).
-func cacheOptions(namespace string) cache.Options {
+func cacheOptions(namespace string, kueueOn bool) cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{evalv1.LabelManagedBy: evalv1.ManagedByValue})
 	o := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
@@ -387,6 +444,10 @@ func cacheOptions(namespace string) cache.Options {
 			&networkingv1.NetworkPolicy{}: {Label: ours, Transform: stripTrialPolicySpec},
 		},
 		DefaultTransform: stripManagedFields,
+	}
+	if kueueOn {
+		// Only the Workloads of our Trials, never a cluster's.
+		o.ByObject[&kueuev1.Workload{}] = cache.ByObject{Label: ours}
 	}
 	if namespace != "" {
 		o.DefaultNamespaces = map[string]cache.Config{namespace: {}}

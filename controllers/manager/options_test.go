@@ -7,7 +7,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
@@ -48,7 +50,7 @@ func TestRunRefusesNilConfig(t *testing.T) {
 // campaign scale they are most of a cached Trial's memory.
 func TestCacheStripsManagedFields(t *testing.T) {
 	tr := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Name: "t", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}}
-	o := cacheOptions("")
+	o := cacheOptions("", false)
 	out, err := o.DefaultTransform(tr)
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +61,23 @@ func TestCacheStripsManagedFields(t *testing.T) {
 	if o.DefaultNamespaces != nil || len(o.ByObject) != 2 {
 		t.Fatalf("cache options %+v: want every namespace, pods and policies by label", o)
 	}
-	if got := cacheOptions("evals").DefaultNamespaces; len(got) != 1 {
+	if got := cacheOptions("evals", false).DefaultNamespaces; len(got) != 1 {
 		t.Fatalf("namespaced manager caches %v", got)
+	}
+	// With Kueue's integration on, its Workloads are cached by the same
+	// label: only our Trials', never a cluster's.
+	withKueue := cacheOptions("", true).ByObject
+	found := false
+	for k, v := range withKueue {
+		if _, ok := k.(*kueuev1.Workload); ok {
+			found = true
+			if v.Label == nil || v.Label.String() != evalv1.LabelManagedBy+"="+evalv1.ManagedByValue {
+				t.Errorf("workloads cached by %v, want %s=%s", v.Label, evalv1.LabelManagedBy, evalv1.ManagedByValue)
+			}
+		}
+	}
+	if !found || len(withKueue) != 3 {
+		t.Errorf("with Kueue, the cache options by object are %v: want pods, policies and workloads", withKueue)
 	}
 }
 
@@ -71,7 +88,7 @@ func TestCacheStripsTrialPolicySpecs(t *testing.T) {
 	tr := &evalv1.Trial{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "t1", UID: "u1"}}
 	mgr := controllers.DefaultManagerPeer("tolokaforge-system")
 	var transform cache.ByObject
-	for k, v := range cacheOptions("").ByObject {
+	for k, v := range cacheOptions("", false).ByObject {
 		if _, ok := k.(*networkingv1.NetworkPolicy); ok {
 			transform = v
 		}
@@ -111,5 +128,31 @@ func TestPodConfigCarriesBothImages(t *testing.T) {
 	want := controllers.PodConfig{Image: "tf:v1", PythonImage: "tf:v1-python", Python: "/usr/bin/python3", Entrypoint: "/tolokaforge", GatewayURL: "http://gw/v1"}
 	if got != want {
 		t.Errorf("podConfig = %+v, want %+v", got, want)
+	}
+}
+
+// kueueEnabled: off and on need no API server; a mode that is none of
+// auto, on, off is refused by name. (auto asks the API server: the envtest
+// suites without Kueue run it, and would fail to cache Workloads if it said on.)
+func TestKueueEnabled(t *testing.T) {
+	for _, tc := range []struct {
+		mode    KueueMode
+		want    bool
+		wantErr string
+	}{
+		{mode: KueueOff, want: false},
+		{mode: KueueOn, want: true},
+		{mode: "sometimes", wantErr: `manager: kueue mode "sometimes": want auto, on or off`},
+	} {
+		got, err := kueueEnabled(&rest.Config{Host: "https://127.0.0.1:1"}, tc.mode)
+		if tc.wantErr != "" {
+			if err == nil || err.Error() != tc.wantErr {
+				t.Errorf("kueueEnabled(%q) error %v, want %q", tc.mode, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("kueueEnabled(%q) = %v, %v; want %v", tc.mode, got, err, tc.want)
+		}
 	}
 }

@@ -1,0 +1,451 @@
+// Package kueue is the Trial's Kueue integration: a Trial that names a
+// LocalQueue (label kueue.x-k8s.io/queue-name, its own or copied from its
+// Campaign) gets a Workload it owns, whose two pod sets are the requests of
+// its runner and DB service pods, and runs only while Kueue admits that
+// Workload.
+//
+// The contract is Kueue's jobframework.GenericJob, kept by hand. The Trial's
+// suspend notion is its Workload's admission: the Trial controller starts no
+// attempt while the Workload is not admitted (or is evicted), and ends a
+// running one InfraFailed (reason Preempted or Evicted) when Kueue evicts it;
+// spec.suspend stays the user's own hold, and nothing here writes it, which
+// saves two writes per Trial over flipping it as jobframework flips a Job's.
+// The Workload is finished when the Trial completes, which frees its quota;
+// an evicted Workload gives its quota back once the Trial has no attempt
+// running, and Kueue requeues it. Kueue lists the Trial among its
+// integrations.externalFrameworks (Trial.v1alpha1.eval.tolokaforge.io) and
+// runs no reconciler for it: this one is it. For MultiKueue, a Trial with
+// spec.managedBy kueue.x-k8s.io/multikueue is left to Kueue in the manager
+// cluster, and its worker copy uses the Workload MultiKueue made there
+// (PrebuiltWorkloadLabel).
+//
+// Why not jobframework's own reconciler (NewGenericReconcilerFactory):
+// sigs.k8s.io/kueue v0.17.0's jobframework package imports every
+// integration's API (Kubeflow trainer v2.2.0, Ray, JobSet, AppWrapper), and
+// the trainer's generated code does not compile against k8s.io/api v0.37
+// (corev1.PodStatusResult and WorkloadReference are gone); the module proxy
+// serves no newer trainer. Only Kueue's API types
+// (sigs.k8s.io/kueue/apis/kueue/v1beta2) are imported, and they add nothing
+// else to go.mod.
+//
+// Imports: api/v1alpha1, controllers (QueueView, AttemptResources), the
+// standard library, github.com/go-logr/logr, k8s.io/api, k8s.io/apimachinery,
+// k8s.io/client-go, k8s.io/utils, sigs.k8s.io/controller-runtime and
+// sigs.k8s.io/kueue (its API types only).
+package kueue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers"
+)
+
+// Kueue's objects the integration reads and writes (config/rbac; the
+// manager only asks for them when the integration is on, but the install
+// grants them so `--kueue=auto` works once Kueue is installed).
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloadpriorityclasses,verbs=get;list;watch
+
+// ExternalFramework is the Trial's name in Kueue's
+// integrations.externalFrameworks.
+var ExternalFramework = "Trial." + evalv1.GroupVersion.Version + "." + evalv1.GroupVersion.Group
+
+// Integration reconciles the Workloads of queued Trials and answers the
+// Trial controller's QueueView.
+type Integration struct {
+	Client client.Client
+	Log    logr.Logger
+}
+
+var _ controllers.QueueView = (*Integration)(nil)
+
+// Served reports whether the API server at cfg serves Kueue's Workloads
+// (kueue.x-k8s.io/v1beta2), so a manager can turn the integration on by itself.
+func Served(cfg *rest.Config) (bool, error) {
+	if cfg == nil {
+		return false, errors.New("kueue: rest config is nil")
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, fmt.Errorf("kueue: discovery client: %w", err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(kueuev1.GroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("kueue: discover %s: %w", kueuev1.GroupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "workloads" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// SetupWithManager registers the reconciler of queued Trials' Workloads.
+func (i *Integration) SetupWithManager(mgr ctrl.Manager) error {
+	if i.Client == nil {
+		i.Client = mgr.GetClient()
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named("trial-kueue").
+		For(&evalv1.Trial{}).
+		Owns(&kueuev1.Workload{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(i)
+}
+
+// Watch brings a Trial back to the Trial controller when its Workload changes.
+func (i *Integration) Watch(b *builder.Builder) *builder.Builder {
+	return b.Watches(&kueuev1.Workload{}, handler.EnqueueRequestForOwner(
+		i.Client.Scheme(), i.Client.RESTMapper(), &evalv1.Trial{}, handler.OnlyControllerOwner()))
+}
+
+// PrebuiltWorkloadLabel names the Workload a Trial must use instead of its
+// own: MultiKueue puts it on the copy it creates in a worker cluster, whose
+// Workload it created there too.
+const PrebuiltWorkloadLabel = "kueue.x-k8s.io/prebuilt-workload-name"
+
+// WorkloadName is the name of t's Workload: the prebuilt one it names, else
+// the Trial's name and a hash of its UID (a re-created Trial of the same name
+// gets a new Workload), within 63 characters.
+func WorkloadName(t *evalv1.Trial) string {
+	if name := t.Labels[PrebuiltWorkloadLabel]; name != "" {
+		return name
+	}
+	sum := sha256.Sum256([]byte(t.UID))
+	suffix := "-" + hex.EncodeToString(sum[:])[:5]
+	name := "trial-" + t.Name
+	if max := 63 - len(suffix); len(name) > max {
+		name = name[:max]
+	}
+	return name + suffix
+}
+
+// NewWorkload is t's Workload in queue: owned by t, one pod set per attempt
+// pod with its requests, priority from the WorkloadPriorityClass wpc (nil:
+// none).
+func NewWorkload(t *evalv1.Trial, wpc *kueuev1.WorkloadPriorityClass) *kueuev1.Workload {
+	res := controllers.AttemptResources(t)
+	podSet := func(role string) kueuev1.PodSet {
+		return kueuev1.PodSet{
+			Name:  kueuev1.PodSetReference(role),
+			Count: 1,
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: role, Resources: res[role]}},
+			}},
+		}
+	}
+	wl := &kueuev1.Workload{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: t.Namespace,
+			Name:      WorkloadName(t),
+			Labels: map[string]string{
+				evalv1.LabelManagedBy: evalv1.ManagedByValue,
+				evalv1.LabelTrial:     evalv1.LabelValue(t.Name),
+			},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion:         evalv1.GroupVersion.String(),
+				Kind:               "Trial",
+				Name:               t.Name,
+				UID:                t.UID,
+				Controller:         ptr.To(true),
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: kueuev1.WorkloadSpec{
+			QueueName: kueuev1.LocalQueueName(t.QueueName()),
+			PodSets:   []kueuev1.PodSet{podSet(evalv1.RoleRunner), podSet(evalv1.RoleDBService)},
+		},
+	}
+	if wpc != nil {
+		wl.Spec.PriorityClassRef = &kueuev1.PriorityClassRef{
+			Group: kueuev1.WorkloadPriorityClassGroup, Kind: kueuev1.WorkloadPriorityClassKind, Name: wpc.Name}
+		wl.Spec.Priority = ptr.To(wpc.Value)
+	}
+	return wl
+}
+
+// State implements controllers.QueueView from the cache.
+func (i *Integration) State(ctx context.Context, t *evalv1.Trial) (controllers.QueueState, error) {
+	wl := &kueuev1.Workload{}
+	err := i.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: WorkloadName(t)}, wl)
+	if apierrors.IsNotFound(err) {
+		return controllers.QueueState{}, nil
+	}
+	if err != nil {
+		return controllers.QueueState{}, fmt.Errorf("get workload %s/%s: %w", t.Namespace, WorkloadName(t), err)
+	}
+	return stateOf(wl), nil
+}
+
+// stateOf reads a Workload's conditions.
+func stateOf(wl *kueuev1.Workload) controllers.QueueState {
+	s := controllers.QueueState{Workload: wl.Name, Admitted: admitted(wl)}
+	if s.Admitted {
+		s.ClusterQueue = string(wl.Status.Admission.ClusterQueue)
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1.WorkloadQuotaReserved); c != nil && c.Status == metav1.ConditionFalse {
+		s.Pending = c.Message
+	}
+	if c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		s.EvictedReason, s.EvictedMessage = c.Reason, c.Message
+	}
+	return s
+}
+
+func admitted(wl *kueuev1.Workload) bool {
+	return wl.Status.Admission != nil && meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1.WorkloadAdmitted)
+}
+
+func quotaReserved(wl *kueuev1.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1.WorkloadQuotaReserved)
+}
+
+func finished(wl *kueuev1.Workload) bool {
+	return meta.IsStatusConditionTrue(wl.Status.Conditions, kueuev1.WorkloadFinished)
+}
+
+func evicted(wl *kueuev1.Workload) *metav1.Condition {
+	if c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1.WorkloadEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		return c
+	}
+	return nil
+}
+
+// running: the Trial's last attempt has not ended (its pods may exist).
+func running(t *evalv1.Trial) bool {
+	n := len(t.Status.Attempts)
+	return n > 0 && t.Status.Attempts[n-1].Outcome == evalv1.OutcomeRunning
+}
+
+func completed(t *evalv1.Trial) bool {
+	return meta.IsStatusConditionTrue(t.Status.Conditions, evalv1.TrialCompleted)
+}
+
+// Reconcile implements reconcile.Reconciler: the steps of jobframework's
+// ReconcileGenericJob that a Trial needs, in its order.
+func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	t := &evalv1.Trial{}
+	if err := i.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, i.deleteOrphans(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, err
+	}
+	if t.QueueName() == "" || t.DeletionTimestamp != nil {
+		return reconcile.Result{}, nil
+	}
+	log := i.Log.WithValues("trial", req.String())
+	wl := &kueuev1.Workload{}
+	err := i.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: WorkloadName(t)}, wl)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("get workload of trial %s: %w", req, err)
+	}
+	exists := err == nil
+
+	// 1. The Trial has its outcome: the Workload is finished, its quota free.
+	if completed(t) {
+		if exists && !finished(wl) {
+			return reconcile.Result{}, i.finish(ctx, t, wl)
+		}
+		if exists {
+			// Kueue's finalizer is the job integration's to drop once the
+			// Workload is finished, so the Trial's deletion takes it along.
+			return reconcile.Result{}, i.dropFinalizer(ctx, wl)
+		}
+		return reconcile.Result{}, nil
+	}
+	// 2. No Workload yet: create it (the Trial waits for its admission). A
+	// prebuilt one (MultiKueue's, in a worker cluster) is waited for.
+	prebuilt := t.Labels[PrebuiltWorkloadLabel] != ""
+	if !exists && prebuilt {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	if !exists {
+		var wpc *kueuev1.WorkloadPriorityClass
+		if name := t.Labels[evalv1.LabelPriorityClass]; name != "" {
+			wpc = &kueuev1.WorkloadPriorityClass{}
+			if err := i.Client.Get(ctx, types.NamespacedName{Name: name}, wpc); err != nil {
+				return reconcile.Result{}, fmt.Errorf("trial %s: WorkloadPriorityClass %q (label %s): %w", req, name, evalv1.LabelPriorityClass, err)
+			}
+		}
+		wl = NewWorkload(t, wpc)
+		if err := i.Client.Create(ctx, wl, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return reconcile.Result{}, fmt.Errorf("create workload %s/%s of trial %s: %w", wl.Namespace, wl.Name, req, err)
+		}
+		log.V(1).Info("created workload", "workload", wl.Name, "queue", t.QueueName())
+		return reconcile.Result{}, nil
+	}
+	if finished(wl) {
+		return reconcile.Result{}, nil
+	}
+	if prebuilt && metav1.GetControllerOf(wl) == nil {
+		// Owned from now on, so its changes bring the Trial back.
+		if err := i.own(ctx, t, wl); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	// 3. Evicted: the Trial controller ends the running attempt (its gate is
+	// the admission); once no attempt runs, the quota goes back and Kueue
+	// requeues the Workload.
+	if c := evicted(wl); c != nil {
+		if quotaReserved(wl) && !running(t) {
+			log.Info("workload evicted; releasing its quota", "workload", wl.Name, "reason", c.Reason, "message", c.Message)
+			return reconcile.Result{}, i.releaseQuota(ctx, wl, c)
+		}
+		return reconcile.Result{}, nil
+	}
+	// 4. Waiting: the queue may have changed meanwhile.
+	if q := kueuev1.LocalQueueName(t.QueueName()); wl.Spec.QueueName != q && !quotaReserved(wl) {
+		wl.Spec.QueueName = q
+		if err := i.Client.Update(ctx, wl, client.FieldOwner(evalv1.FieldManager)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("move workload %s/%s to queue %s: %w", wl.Namespace, wl.Name, q, err)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// finish marks the Workload Finished (Kueue frees its quota), in the Trial's
+// words.
+func (i *Integration) finish(ctx context.Context, t *evalv1.Trial, wl *kueuev1.Workload) error {
+	reason := kueuev1.WorkloadFinishedReasonSucceeded
+	if t.Status.Phase != evalv1.PhasePassed {
+		reason = kueuev1.WorkloadFinishedReasonFailed
+	}
+	msg := fmt.Sprintf("trial %s", t.Status.Phase)
+	if c := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialCompleted); c != nil && c.Message != "" {
+		msg += ": " + c.Message
+	}
+	return i.patchStatus(ctx, wl, func(w *kueuev1.Workload) {
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+			Type: kueuev1.WorkloadFinished, Status: metav1.ConditionTrue, Reason: reason,
+			Message: truncate(msg, 32768), ObservedGeneration: w.Generation,
+		})
+	})
+}
+
+// releaseQuota gives an evicted Workload's quota back once its Trial has
+// stopped, as jobframework does for a job no longer active: QuotaReserved
+// and Admitted False, no admission, Requeued True after a preemption.
+func (i *Integration) releaseQuota(ctx context.Context, wl *kueuev1.Workload, ev *metav1.Condition) error {
+	return i.patchStatus(ctx, wl, func(w *kueuev1.Workload) {
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+			Type: kueuev1.WorkloadRequeued, Status: boolStatus(ev.Reason == kueuev1.WorkloadEvictedByPreemption),
+			Reason: ev.Reason, Message: truncate(ev.Message, 32768), ObservedGeneration: w.Generation,
+		})
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+			Type: kueuev1.WorkloadQuotaReserved, Status: metav1.ConditionFalse, Reason: "Pending",
+			Message: truncate(ev.Message, 32768), ObservedGeneration: w.Generation,
+		})
+		meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+			Type: kueuev1.WorkloadAdmitted, Status: metav1.ConditionFalse, Reason: "NoReservation",
+			Message: "The workload has no reservation", ObservedGeneration: w.Generation,
+		})
+		w.Status.Admission = nil
+	})
+}
+
+func (i *Integration) patchStatus(ctx context.Context, wl *kueuev1.Workload, edit func(*kueuev1.Workload)) error {
+	updated := wl.DeepCopy()
+	edit(updated)
+	patch := client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{})
+	if err := i.Client.Status().Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("write status of workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	return nil
+}
+
+// deleteOrphans deletes the Workloads of a Trial that is gone: owner
+// references would, where a garbage collector runs, and a Workload left
+// behind keeps its quota.
+func (i *Integration) deleteOrphans(ctx context.Context, key types.NamespacedName) error {
+	var list kueuev1.WorkloadList
+	if err := i.Client.List(ctx, &list, client.InNamespace(key.Namespace),
+		client.MatchingLabels{evalv1.LabelTrial: evalv1.LabelValue(key.Name), evalv1.LabelManagedBy: evalv1.ManagedByValue}); err != nil {
+		return fmt.Errorf("list workloads of deleted trial %s: %w", key, err)
+	}
+	for idx := range list.Items {
+		wl := &list.Items[idx]
+		if ref := metav1.GetControllerOf(wl); ref == nil || ref.Kind != "Trial" || ref.Name != key.Name {
+			continue
+		}
+		if err := i.dropFinalizer(ctx, wl); err != nil {
+			return err
+		}
+		if err := i.Client.Delete(ctx, wl, client.Preconditions{UID: &wl.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete workload %s/%s of deleted trial %s: %w", wl.Namespace, wl.Name, key, err)
+		}
+	}
+	return nil
+}
+
+// own makes t the controller of its prebuilt Workload wl.
+func (i *Integration) own(ctx context.Context, t *evalv1.Trial, wl *kueuev1.Workload) error {
+	updated := wl.DeepCopy()
+	updated.OwnerReferences = append(updated.OwnerReferences, metav1.OwnerReference{
+		APIVersion: evalv1.GroupVersion.String(), Kind: "Trial", Name: t.Name, UID: t.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	})
+	patch := client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{})
+	if err := i.Client.Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("own prebuilt workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	return nil
+}
+
+// dropFinalizer removes Kueue's resource-in-use finalizer from wl.
+func (i *Integration) dropFinalizer(ctx context.Context, wl *kueuev1.Workload) error {
+	if !controllerutil.ContainsFinalizer(wl, kueuev1.ResourceInUseFinalizerName) {
+		return nil
+	}
+	updated := wl.DeepCopy()
+	controllerutil.RemoveFinalizer(updated, kueuev1.ResourceInUseFinalizerName)
+	patch := client.MergeFromWithOptions(wl, client.MergeFromWithOptimisticLock{})
+	if err := i.Client.Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove finalizer of workload %s/%s: %w", wl.Namespace, wl.Name, err)
+	}
+	return nil
+}
+
+func boolStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
