@@ -32,5 +32,6 @@ trap 'cluster down' EXIT
 kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokaforge.tar")"
 
 E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
+E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" \
 E2E_CONTAINERD="$dir/containerd/containerd.sock" \
   go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

@@ -252,4 +252,6 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		Expect(n).To(Equal(20))
 		GinkgoWriter.Printf("attempts ended InfraFailed by the failover: %d\n", infra)
 	})
+
+	benchmarkSpecs()
 })
