@@ -13,6 +13,8 @@ import (
 	"tolokaforge.io/operator/runner/tools/builtin"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/results/local"
@@ -24,14 +26,17 @@ func packMain(ctx context.Context, args []string) error {
 }
 
 const packUsage = `usage:
-  tolokaforge pack import DIR|PROJECT... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--allow-lossy]
+  tolokaforge pack import DIR|PROJECT... [--namespace NS] [--label KEY=VALUE]... [--mcp-command SCRIPT=ARGV]... [--inline-limit BYTES] [--store URL] [--allow-lossy]
       pack.Convert Tolokaforge task directories (a project or a folder of packs:
       every task.yaml under it) to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
       one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
-      nothing is written (exit 1) unless --allow-lossy.
-  tolokaforge pack validate DIR|PROJECT... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR]
+      nothing is written (exit 1) unless --allow-lossy. A task's files travel
+      as a bundle in a ConfigMap (at most 1000 KiB), or with --store URL (the
+      manager's --artifacts-url) in that store under packs/sha256/<hex>.tar,
+      uploaded before any manifest is written and only when not already there.
+  tolokaforge pack validate DIR|PROJECT... [--strict] [--artifacts DIR] [--mcp-command SCRIPT=ARGV]... [--model-config FILE --secrets-dir DIR] [--python PY]
       Run each task's golden path with the oracle agent on a local runner and
       DB service, graded by every component the task configures. A task fails
       unless the state checks (what a golden replay decides) score 1.0 and
@@ -108,6 +113,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&labels, "label", "KEY=VALUE label on every Task (repeatable), e.g. suite=shop for a Campaign's selector")
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
 	allowLossy := fs.Bool("allow-lossy", false, "write the manifests even when grading keys are dropped (they are listed on stderr either way)")
+	storeURL := fs.String("store", "", "upload each task's files bundle to this artifact store (the manager's --artifacts-url: s3://BUCKET/PREFIX[?endpoint=...] or file:///DIR) under packs/sha256/<hex>.tar and name it by url, instead of a ConfigMap (which holds at most 1000 KiB)")
 	dirs, err := parseInterleaved(fs, args)
 	if err != nil {
 		return fmt.Errorf("pack import: %w", err)
@@ -120,6 +126,19 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("pack import: %w", err)
 	}
 	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
+	var store *blobstore.Store
+	if *storeURL != "" {
+		if !blobstore.IsURL(*storeURL) {
+			return fmt.Errorf("pack import: --store %q: want s3://BUCKET/PREFIX or file:///DIR", *storeURL)
+		}
+		// Opening contacts nothing: an unreachable store fails at upload,
+		// after every pack converted, and before anything is written.
+		if store, err = blobstore.Open(ctx, *storeURL); err != nil {
+			return fmt.Errorf("pack import: --store: %w", err)
+		}
+		defer store.Close()
+		opts.FilesURL = store.ObjectURL
+	}
 	for _, l := range labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
@@ -188,8 +207,48 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// nobody asked for; nothing is written unless the loss is accepted.
 		return &exitError{code: 1, msg: fmt.Sprintf("pack import: %d grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them", dropped)}
 	}
+	if store != nil {
+		// Every bundle is in the store before any Task naming it is
+		// written: a Task applied from this stream never waits for its files.
+		if err := pushBundles(ctx, store, ms, stderr); err != nil {
+			return fmt.Errorf("pack import: %w; no manifests written", err)
+		}
+	}
 	return pack.WriteStream(stdout, ms)
 }
+
+// pushBundles uploads each distinct bundle of ms to store under its
+// content address. An object already there with the same digest is left
+// alone (re-importing uploads nothing); one with other bytes (a torn or
+// tampered copy) is replaced, since no reader could use it anyway.
+func pushBundles(ctx context.Context, store *blobstore.Store, ms []*pack.Manifests, stderr io.Writer) error {
+	done := map[string]bool{}
+	for _, m := range ms {
+		if m.Bundle == nil || done[m.BundleKey] {
+			continue
+		}
+		done[m.BundleKey] = true
+		where := store.ObjectURL(m.BundleKey)
+		old, err := store.GetLimit(ctx, m.BundleKey, int64(len(m.Bundle)))
+		switch {
+		case err == nil && packfiles.Digest(old) == m.Files.Digest:
+			fmt.Fprintf(stderr, "%s: already in the store\n", where)
+			continue
+		case err == nil, errors.Is(err, blobstore.ErrTooLarge):
+			fmt.Fprintf(stderr, "%s: the object there is not %s; replacing it\n", where, m.Files.Digest)
+		case !blobstore.IsNotFound(err):
+			return fmt.Errorf("check %s: %w", where, err)
+		}
+		if err := store.Put(ctx, m.BundleKey, m.Bundle); err != nil {
+			return fmt.Errorf("upload files bundle: %w", err)
+		}
+		fmt.Fprintf(stderr, "%s: uploaded %d bytes\n", where, len(m.Bundle))
+	}
+	return nil
+}
+
+// pythonFlagHelp documents --python of the commands that run a local stack.
+const pythonFlagHelp = "the Python interpreter for a pack's Python tools and checks (default $" + local.PythonEnv + ", else python3 on PATH); it needs the modules the pack's tools import"
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, selfExe string) error {
 	fs := flag.NewFlagSet("pack validate", flag.ContinueOnError)
@@ -198,6 +257,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	strict := fs.Bool("strict", false, "require the whole grade to be 1.0, not only the state checks")
 	artifacts := fs.String("artifacts", "", "write each trial's artifacts (trials/<task_id>/0/...) under this directory")
 	timeout := fs.Duration("timeout", 2*time.Minute, "bound of one task's trial")
+	python := fs.String("python", "", pythonFlagHelp)
 	fs.Var(&c.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
 	modelConfig := fs.String("model-config", "", "JSON/YAML file whose \"judge\" model config judges the tasks with llm_judge (default: an in-process fake judge)")
 	secretsDir := fs.String("secrets-dir", "", "directory of the judge's key file (the judge config's api_key_env names a file in it)")
@@ -223,7 +283,7 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer, s
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}
-	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe, SecretsDir: *secretsDir})
+	l, err := local.StartStack(ctx, local.StackConfig{SelfExecutable: selfExe, SecretsDir: *secretsDir, Python: *python})
 	if err != nil {
 		return fmt.Errorf("pack validate: %w", err)
 	}

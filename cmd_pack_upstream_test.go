@@ -91,3 +91,21 @@ func TestValidateUpstreamPacks(t *testing.T) {
 		})
 	}
 }
+
+// --python names the interpreter of a pack's Python tools: a missing one fails the
+// pack's trial, naming it, instead of falling back to another Python.
+func TestValidatePythonFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs trials")
+	}
+	debianPython(t)
+	var out, errb bytes.Buffer
+	err := runPack(context.Background(), []string{"validate", upstreamPacks + "/projects/food_delivery_2/tasks/order_six_items_golden", "--python", "/nonexistent/python3"}, &out, &errb, os.Args[0])
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("err %v, want a failed validation\n%s", err, out.String())
+	}
+	if line := out.String(); !strings.HasPrefix(line, "FAIL order_six_items_golden (") || !strings.Contains(line, "/nonexistent/python3") {
+		t.Fatalf("output:\n%s", line)
+	}
+}

@@ -66,6 +66,7 @@ type runFlags struct {
 	seed          int64
 	modelConfig   string
 	secretsDir    string
+	python        string
 	models        *modelFile
 	allowLossy    bool
 	mcp           multiFlag
@@ -154,6 +155,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		"\"judge\" configures the task's llm_judge")
 	fs.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the judge's key file: the judge config's api_key_env names a file in it (the runner's --secrets-dir; default the runner's)")
 	fs.Var(&f.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of a pack's MCP server script SCRIPT with ARGV (repeatable; as pack import)")
+	fs.StringVar(&f.python, "python", "", pythonFlagHelp)
 	fs.BoolVar(&f.allowLossy, "allow-lossy", false, "run a pack even when its grading keys cannot all be carried over (they are listed on stderr either way)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, fmt.Errorf("trial run: %w", err)
@@ -285,7 +287,7 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 			return err
 		}
 		defer store.Close()
-		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Log: env.Log}); err != nil {
+		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Python: f.python, Log: env.Log}); err != nil {
 			return fmt.Errorf("trial run: %w", err)
 		}
 		defer func() {

@@ -17,7 +17,7 @@
 // reasons.go (condition types, reasons and labels shared by conditions and
 // events), events.go, metrics.go.
 //
-// Imports: api/artifacts/blobstore, api/authn, api/llm, api/result, api/runnerpb,
+// Imports: api/artifacts/blobstore, api/authn, api/llm, api/packfiles, api/result, api/runnerpb,
 // api/task, api/v1alpha1, controllers/gateway, controllers/host,
 // controllers/host/agents, controllers/refs, runner/client, the standard library,
 // github.com/go-logr/logr, github.com/prometheus/client_golang, google.golang.org/grpc,

@@ -300,13 +300,18 @@ func (p *plan) startNext(w *world) {
 		return
 	}
 	if te := w.TaskErr; te != nil {
-		if te.Transient {
+		if te.Transient && !te.EndsTrial {
 			st.Phase = evalv1.PhasePending
 			p.cond(evalv1.TrialCompleted, false, te.Reason, te.Error())
 			p.requeueIn(transientRetry)
 			return
 		}
 		p.complete(w, evalv1.PhaseInvalid, te.Error())
+		// Failed names the cause (InvalidDescription, PackFilesInvalid),
+		// as for a provider key below.
+		if te.Reason != "" {
+			p.cond(evalv1.TrialFailed, true, te.Reason, te.Error())
+		}
 		return
 	}
 	if ke := w.KeyErr; ke != nil {

@@ -78,6 +78,9 @@ func startManager(maxTrials int) *envtest.Manager {
 	opts.Actors, opts.WrapRunner = gates.Actors, rpcs.Wrap
 	// Trials with a judge get a gateway token Secret; nothing here calls it.
 	opts.GatewayURL = testGatewayURL
+	// Python packs run their tools with Debian's interpreter: the runner
+	// runs in process, so the "image" only has to be named.
+	opts.PythonImage, opts.Python = envtest.Image+"-python", "/usr/bin/python3"
 	m, err := h.StartManager(nil, opts)
 	Expect(err).NotTo(HaveOccurred())
 	return m

@@ -18,11 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
-// taskConfigMapIndex indexes Tasks by the ConfigMap their initial state
-// comes from, so a ConfigMap change re-validates exactly those Tasks.
+// taskConfigMapIndex indexes Tasks by the ConfigMaps their initial state
+// and pack files come from, so a ConfigMap change re-validates exactly those Tasks.
 const taskConfigMapIndex = "spec.initialStateFrom.configMapKeyRef.name"
 
 // transientRetry is how soon a Task whose ConfigMap could not be read is
@@ -36,6 +37,9 @@ type TaskReconciler struct {
 	// APIReader reads ConfigMaps uncached: only their metadata is watched,
 	// so the manager never holds every ConfigMap's data.
 	APIReader client.Reader
+	// Packs is the store spec.files.url objects are read from (the
+	// manager's artifact store); nil: such Tasks are not Valid.
+	Packs *blobstore.Store
 }
 
 // SetupWithManager registers the controller.
@@ -43,10 +47,14 @@ func (r *TaskReconciler) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &evalv1.Task{}, taskConfigMapIndex,
 		func(o client.Object) []string {
 			t := o.(*evalv1.Task)
-			if t.Spec.InitialStateFrom == nil {
-				return nil
+			var names []string
+			if t.Spec.InitialStateFrom != nil {
+				names = append(names, t.Spec.InitialStateFrom.ConfigMapKeyRef.Name)
 			}
-			return []string{t.Spec.InitialStateFrom.ConfigMapKeyRef.Name}
+			if t.Spec.Files != nil && t.Spec.Files.ConfigMap != "" {
+				names = append(names, t.Spec.Files.ConfigMap)
+			}
+			return names
 		}); err != nil {
 		return fmt.Errorf("index tasks by configMap: %w", err)
 	}
@@ -77,7 +85,7 @@ func (r *TaskReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	resolved, err := resolveTaskSpec(ctx, r.APIReader, t.Namespace, &t.Spec)
+	resolved, err := resolveTaskSpec(ctx, r.APIReader, r.Packs, t.Namespace, &t.Spec)
 	var te *taskError
 	if err != nil && !errors.As(err, &te) {
 		return reconcile.Result{}, fmt.Errorf("resolve task %s: %w", req.NamespacedName, err)

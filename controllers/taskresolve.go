@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/refs"
@@ -42,14 +45,20 @@ type taskError struct {
 	// error. A Task retries (its Valid condition follows the ConfigMap); a
 	// Trial fails fast on it.
 	Missing *refs.MissingRef
+	// EndsTrial: a Trial ends Invalid on it at once although the Task
+	// retries (a pack object not in the store: the Task may become valid
+	// once someone pushes it, a Trial waiting for that would hang).
+	EndsTrial bool
 }
 
 func (e *taskError) Error() string { return e.Err.Error() }
 func (e *taskError) Unwrap() error { return e.Err }
 
-// resolveTaskSpec merges a Task's initialStateFrom into its description and
+// resolveTaskSpec merges a Task's initialStateFrom and files into its description and
 // decodes the result strictly. Errors are *TaskError.
-func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spec *evalv1.TaskSpec) (*resolvedTask, error) {
+// packs is the store spec.files.url objects are read from (the manager's
+// artifact store); nil when the manager has none.
+func resolveTaskSpec(ctx context.Context, r client.Reader, packs *blobstore.Store, namespace string, spec *evalv1.TaskSpec) (*resolvedTask, error) {
 	raw := spec.Description.Raw
 	if src := spec.InitialStateFrom; src != nil {
 		tables, err := loadInitialState(ctx, r, namespace, src.ConfigMapKeyRef)
@@ -61,6 +70,23 @@ func resolveTaskSpec(ctx context.Context, r client.Reader, namespace string, spe
 			return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: err, Transient: true}
 		}
 		merged, err := mergeInitialState(raw, tables)
+		if err != nil {
+			return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
+		}
+		raw = merged
+	}
+	if f := spec.Files; f != nil {
+		var files map[string][]byte
+		var err error
+		if f.URL != "" {
+			files, err = fetchPackFiles(ctx, packs, f)
+		} else {
+			files, err = loadPackFiles(ctx, r, namespace, f)
+		}
+		if err != nil {
+			return nil, err
+		}
+		merged, err := mergeToolArtifacts(raw, files)
 		if err != nil {
 			return nil, &taskError{Reason: evalv1.ReasonInvalidDescription, Err: err}
 		}
@@ -110,6 +136,99 @@ func loadInitialState(ctx context.Context, r client.Reader, namespace string, re
 		return nil, &taskError{Reason: evalv1.ReasonInitialStateUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
 	}
 	return data, nil
+}
+
+// loadPackFiles reads spec.files' bundle from its ConfigMap in the Task's
+// namespace and verifies it (size, digest, entries) before any file is
+// used. Only the manager reads it: the runner pod gets the verified files in
+// RegisterTrial's tool_artifacts, so it needs no ConfigMap mount, no store
+// credentials, and cannot be handed files nobody checked.
+func loadPackFiles(ctx context.Context, r client.Reader, namespace string, f *evalv1.PackFiles) (map[string][]byte, error) {
+	where := fmt.Sprintf("spec.files: configMap %s/%s key %q", namespace, f.ConfigMap, packfiles.ConfigMapKey)
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: f.ConfigMap}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Err: fmt.Errorf("%s: configMap not found", where), Transient: true,
+				Missing: &refs.MissingRef{Reason: evalv1.ReasonConfigMapNotFound, Kind: "ConfigMap", Namespace: namespace, Name: f.ConfigMap,
+					Field: "spec.files.configMap"}}
+		}
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Err: fmt.Errorf("%s: %w", where, err), Transient: true}
+	}
+	bundle, ok := cm.BinaryData[packfiles.ConfigMapKey]
+	if !ok {
+		msg := "key not found in binaryData"
+		if _, inData := cm.Data[packfiles.ConfigMapKey]; inData {
+			msg = "the bundle is in data; want it in binaryData"
+		}
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: %s", where, msg)}
+	}
+	files, err := packfiles.Open(bundle, packfiles.Ref{Digest: f.Digest, Size: f.Size}, where)
+	if err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: err}
+	}
+	return files, nil
+}
+
+// fetchPackFiles reads spec.files' bundle from the manager's store with the
+// manager's credentials and verifies it as loadPackFiles does. Only a URL
+// inside that store is read: a Task cannot make the manager fetch from
+// another bucket or directory on its behalf. Size and digest form are
+// checked before any request, and no more than the Task's size is read.
+func fetchPackFiles(ctx context.Context, packs *blobstore.Store, f *evalv1.PackFiles) (map[string][]byte, error) {
+	where := "spec.files: url " + f.URL
+	ref := packfiles.Ref{Digest: f.Digest, Size: f.Size}
+	if packs == nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, EndsTrial: true,
+			Err: fmt.Errorf("%s: the manager has no artifact store (--artifacts-url) to read it from", where)}
+	}
+	key, err := packs.KeyOf(f.URL)
+	if err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid,
+			Err: fmt.Errorf("spec.files: %w; the manager reads pack files from its own store only", err)}
+	}
+	if err := packfiles.CheckRef(ref); err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: %w", where, err)}
+	}
+	// Never more than the Task's size: a larger object is refused unread
+	// (and a size of 0, which no bundle has, must not mean "no limit").
+	bundle, err := packs.GetLimit(ctx, key, max(f.Size, 1))
+	switch {
+	case blobstore.IsNotFound(err):
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Transient: true, EndsTrial: true,
+			Err: fmt.Errorf("%s: no such object in the store %s (upload it with tolokaforge pack import --store %s)", where, packs.Base(), packs.Base())}
+	case errors.Is(err, blobstore.ErrTooLarge):
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: fmt.Errorf("%s: larger than the Task's size %d: %w", where, f.Size, err)}
+	case err != nil:
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesUnavailable, Transient: true, Err: fmt.Errorf("%s: %w", where, err)}
+	}
+	files, err := packfiles.Open(bundle, ref, where)
+	if err != nil {
+		return nil, &taskError{Reason: evalv1.ReasonPackFilesInvalid, Err: err}
+	}
+	return files, nil
+}
+
+// mergeToolArtifacts sets a description's tool_artifacts to files (base64,
+// the wire form). Files given inline and by spec.files are refused, as
+// tables given both ways are: a grade must say which files it ran.
+func mergeToolArtifacts(description []byte, files map[string][]byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(description, &top); err != nil || top == nil {
+		return nil, fmt.Errorf("spec.description: want a JSON object: %v", errOr(err, "got null"))
+	}
+	if raw, ok := top["tool_artifacts"]; ok && !isJSONNull(raw) && string(bytes.TrimSpace(raw)) != "{}" {
+		return nil, errors.New("spec.description.tool_artifacts is set inline and by spec.files; use one")
+	}
+	arts := make(map[string]string, len(files))
+	for p, b := range files {
+		arts[p] = base64.StdEncoding.EncodeToString(b)
+	}
+	enc, err := task.Encode(arts)
+	if err != nil {
+		return nil, fmt.Errorf("encode tool_artifacts: %w", err)
+	}
+	top["tool_artifacts"] = enc
+	return task.Encode(top)
 }
 
 // configMapValue extracts a key's bytes: binaryData gunzipped when ref.Gzip,

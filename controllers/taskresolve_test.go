@@ -197,7 +197,7 @@ func TestResolveTaskSpec(t *testing.T) {
 		InitialStateFrom:   &evalv1.InitialStateSource{ConfigMapKeyRef: evalv1.ConfigMapKeyRef{Name: "state", Key: "t.gz", Gzip: true}},
 		InitialUserMessage: "hi",
 	}
-	rt, err := resolveTaskSpec(ctx, c, "ns", spec)
+	rt, err := resolveTaskSpec(ctx, c, nil, "ns", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestResolveTaskSpec(t *testing.T) {
 	}
 
 	spec.InitialStateFrom.ConfigMapKeyRef.Name = "absent"
-	_, err = resolveTaskSpec(ctx, c, "ns", spec)
+	_, err = resolveTaskSpec(ctx, c, nil, "ns", spec)
 	te, ok := err.(*taskError)
 	if !ok || te.Reason != evalv1.ReasonInitialStateUnavailable || !te.Transient ||
 		te.Error() != `initialStateFrom configMap ns/absent key "t.gz": configMap not found` {
@@ -218,7 +218,7 @@ func TestResolveTaskSpec(t *testing.T) {
 	}
 
 	bad := &evalv1.TaskSpec{Description: apiextensionsv1.JSON{Raw: []byte(`{"task_id":"x","agent_tools":[{"name":"a","nope":1}]}`)}}
-	_, err = resolveTaskSpec(ctx, c, "ns", bad)
+	_, err = resolveTaskSpec(ctx, c, nil, "ns", bad)
 	te, ok = err.(*taskError)
 	if !ok || te.Reason != evalv1.ReasonInvalidDescription || te.Transient ||
 		te.Error() != "spec.description.agent_tools[0].nope: unknown key" {

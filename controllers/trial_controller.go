@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
@@ -43,9 +44,13 @@ const (
 type TrialReconciler struct {
 	Client client.Client
 	// APIReader reads uncached: a Trial after a status conflict, ConfigMaps.
-	APIReader   client.Reader
-	Pool        *Pool
-	Driver      *Driver
+	APIReader client.Reader
+	Pool      *Pool
+	Driver    *Driver
+	// Packs is the store spec.files.url objects are read from, with the
+	// manager's credentials (runner pods get the verified files over
+	// gRPC, never the store); nil: a Trial of such a Task ends Invalid.
+	Packs       *blobstore.Store
 	Recorder    events.EventRecorder
 	Pods        PodConfig
 	ManagerPeer ManagerPeer
@@ -314,7 +319,7 @@ func (r *TrialReconciler) resolveTask(ctx context.Context, t *evalv1.Trial) (*re
 		}
 		return nil, &taskError{Reason: evalv1.ReasonTaskNotFound, Transient: true, Err: err}
 	}
-	rt, err := resolveTaskSpec(ctx, r.APIReader, t.Namespace, &task.Spec)
+	rt, err := resolveTaskSpec(ctx, r.APIReader, r.Packs, t.Namespace, &task.Spec)
 	if err != nil {
 		te := asTaskError(err)
 		te.Err = fmt.Errorf("task %s: %w", task.Name, te.Err)

@@ -23,6 +23,12 @@ type TaskSpec struct {
 	// optionally gzip-compressed) for states too large to inline.
 	// +optional
 	InitialStateFrom *InitialStateSource `json:"initialStateFrom,omitempty"`
+	// Files is the task's tool_artifacts as a content-addressed bundle
+	// (api/packfiles) kept out of the Task: the manager verifies its size
+	// and digest and hands the files to the runner. A description that also
+	// sets tool_artifacts is refused.
+	// +optional
+	Files *PackFiles `json:"files,omitempty"`
 	// InitialUserMessage opens the conversation (host-side; not part of the
 	// protocol's trial spec since v2).
 	// +optional
@@ -36,6 +42,35 @@ type TaskSpec struct {
 // InitialStateSource points at a ConfigMap key holding the tables.
 type InitialStateSource struct {
 	ConfigMapKeyRef ConfigMapKeyRef `json:"configMapKeyRef"`
+}
+
+// PackFiles names a bundle of pack files by digest and says where it is:
+// a ConfigMap in the Task's namespace (small packs) or an object in the
+// manager's artifact store (large ones, written by `pack import --store`).
+// +kubebuilder:validation:XValidation:rule="has(self.configMap) != has(self.url)",message="give exactly one of configMap and url"
+type PackFiles struct {
+	// Digest is "sha256:" and the hex sha256 of the bundle's bytes.
+	// +kubebuilder:validation:MaxLength=71
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[0-9a-f]{64}$')",message="digest must be sha256: followed by 64 lowercase hex digits"
+	Digest string `json:"digest"`
+	// Size is the bundle's length in bytes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=33554432
+	Size int64 `json:"size"`
+	// ConfigMap is a ConfigMap in the Task's namespace holding the bundle
+	// in binaryData key "files.tar".
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMap string `json:"configMap,omitempty"`
+	// URL is the bundle's object in the manager's artifact store
+	// (s3://BUCKET/KEY or file:///PATH, no query). The manager reads it with
+	// its own credentials and refuses a URL outside its store; runner pods
+	// never see the store.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(s3://[^/?#]+|file://)/[^?#]+$')",message="url must be s3://BUCKET/KEY or file:///PATH, without a query or fragment"
+	URL string `json:"url,omitempty"`
 }
 
 // ConfigMapKeyRef selects a key of a ConfigMap in the Task's namespace.

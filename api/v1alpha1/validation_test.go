@@ -2,6 +2,7 @@ package v1alpha1_test
 
 import (
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -22,6 +23,12 @@ func newTask(name, description string) *evalv1.Task {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec:       evalv1.TaskSpec{Description: apiextensionsv1.JSON{Raw: []byte(description)}},
 	}
+}
+
+func withFiles(name, digest string) *evalv1.Task {
+	t := newTask(name, shopDescription)
+	t.Spec.Files = &evalv1.PackFiles{Digest: digest, Size: 10, ConfigMap: name + "-files"}
+	return t
 }
 
 func oracleTrial(name string) *evalv1.Trial {
@@ -105,7 +112,17 @@ var _ = Describe("Task and Trial validation", func() {
 				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: evalv1.ProviderOracle}}},
 			},
 		}, "exactly one of selector and names must be set"),
+		Entry("a Task whose files digest is upper-case hex", withFiles("upper", "sha256:"+strings.Repeat("AB", 32)),
+			"spec.files.digest: Invalid value: \"sha256:"+strings.Repeat("AB", 32)+"\": digest must be sha256: followed by 64 lowercase hex digits"),
+		Entry("a Task whose files digest is another algorithm", withFiles("md5", "md5:"+strings.Repeat("a", 32)),
+			"digest must be sha256: followed by 64 lowercase hex digits"),
+		Entry("a Task whose files digest is one digit short", withFiles("short", "sha256:"+strings.Repeat("a", 63)),
+			"digest must be sha256: followed by 64 lowercase hex digits"),
 	)
+
+	It("stores a Task whose files digest has the sha256 form", func() {
+		Expect(k8sClient.Create(ctx, withFiles("files-ok", "sha256:"+strings.Repeat("0a", 32)))).To(Succeed())
+	})
 
 	It("refuses any change to a Trial's spec", func() {
 		trial := oracleTrial("immutable")

@@ -36,6 +36,12 @@ const (
 	ReasonTaskValid               = "Decoded"
 	ReasonInvalidDescription      = "InvalidDescription"
 	ReasonInitialStateUnavailable = "InitialStateUnavailable"
+	// ReasonPackFilesUnavailable: spec.files' ConfigMap could not be read
+	// (absent, or the API failed); a Task retries, a Trial ends Invalid.
+	ReasonPackFilesUnavailable = "PackFilesUnavailable"
+	// ReasonPackFilesInvalid: the bundle is there but is not the one the
+	// Task names (size, digest), or holds what no runner may unpack.
+	ReasonPackFilesInvalid = "PackFilesInvalid"
 )
 
 // Attempt outcomes (AttemptStatus.Outcome). The host's driver ends every

@@ -280,12 +280,15 @@ func addReconcilers(mgr ctrl.Manager, opts Options) error {
 	if pool == nil {
 		pool = controllers.NewPool(opts.MaxConcurrentTrials, metrics, opts.Logger.WithName("pool"))
 	}
-	tasks := &controllers.TaskReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
+	// Pack bundles (spec.files.url) are read from the artifact store too: one
+	// store, one set of credentials, all on the manager.
+	tasks := &controllers.TaskReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Packs: store}
 	if err := tasks.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: task controller: %w", err)
 	}
 	trials := controllers.NewTrialReconciler(mgr, controllers.TrialReconciler{
-		Pool: pool,
+		Pool:  pool,
+		Packs: store,
 		Driver: &controllers.Driver{
 			APIReader:  mgr.GetAPIReader(),
 			Dial:       opts.Dial,

@@ -233,22 +233,111 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // `results pull`, and a planted link would copy any file the reader can see
 // into their output); so is anything but a regular file.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	return s.GetLimit(ctx, key, 0)
+}
+
+// GetLimit is Get refusing an object over limit bytes (limit > 0) without
+// reading more than limit+1 of them: a reader that will check the size
+// anyway (a pack bundle) is not made to hold a huge object first.
+func (s *Store) GetLimit(ctx context.Context, key string, limit int64) ([]byte, error) {
+	if limit > 0 {
+		if err := checkKey(key); err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+		}
+		// The size first: an object known too large is refused unread.
+		a, err := s.bucket.Attributes(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+		}
+		if a.Size > limit {
+			return nil, fmt.Errorf("read %s: %d bytes: %w of %d bytes", s.name(key), a.Size, ErrTooLarge, limit)
+		}
+	}
 	if s.root != nil {
-		data, err := s.getFile(key)
+		data, err := s.getFile(key, limit)
 		if err == nil || !errors.Is(err, fs.ErrNotExist) {
 			return data, err
 		}
 		// Missing: the bucket says so in its own terms (IsNotFound).
 	}
-	b, err := s.bucket.ReadAll(ctx, key)
+	if limit <= 0 {
+		b, err := s.bucket.ReadAll(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+		}
+		return b, nil
+	}
+	r, err := s.bucket.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("read %s: %w of %d bytes", s.name(key), ErrTooLarge, limit)
 	}
 	return b, nil
 }
 
+// ErrTooLarge is GetLimit's refusal of an object over its limit.
+var ErrTooLarge = errors.New("over the limit")
+
+// Exists says whether key is there.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	if err := checkKey(key); err != nil {
+		return false, err
+	}
+	ok, err := s.bucket.Exists(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("stat %s: %w", s.name(key), err)
+	}
+	return ok, nil
+}
+
+// ObjectURL is key's URL without the store's query: the name a manifest
+// records (endpoint and region are the reader's configuration, not the
+// object's).
+func (s *Store) ObjectURL(key string) string { return s.name(key) }
+
+// Base is the store's root URL without its query.
+func (s *Store) Base() string { return s.base }
+
+// KeyOf is the key of an object URL inside this store. A URL of another
+// scheme, bucket or directory, or outside the store's prefix, is refused
+// naming both; so is one carrying a query, a user or a fragment, which a
+// manifest has no business setting (the reader's store decides them).
+func (s *Store) KeyOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("url %q: %w", raw, err)
+	}
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("url %q: want scheme://bucket/key with no user, query or fragment", raw)
+	}
+	full := u.Scheme + "://" + u.Host + u.Path
+	if u.Scheme == schemeFile && u.Host == "localhost" {
+		full = u.Scheme + "://" + u.Path
+	}
+	key, ok := strings.CutPrefix(full, s.base+"/")
+	if !ok {
+		return "", fmt.Errorf("url %s is outside the store %s", full, s.base)
+	}
+	if err := checkKey(key); err != nil {
+		return "", fmt.Errorf("url %s: %w", full, err)
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) >= 0 {
+		// Escaped into the URL (%00): no object is named so, and the
+		// name would not print or parse back.
+		return "", fmt.Errorf("url %q: the key holds a control character or backslash", raw)
+	}
+	return key, nil
+}
+
 // getFile reads key from a file:// store through its root.
-func (s *Store) getFile(key string) ([]byte, error) {
+func (s *Store) getFile(key string, limit int64) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, fmt.Errorf("read %s: %w", s.name(key), err)
 	}
@@ -257,7 +346,7 @@ func (s *Store) getFile(key string) ([]byte, error) {
 		// root would not find; no artifact is named so.
 		return nil, fmt.Errorf("read %s: artifacts key %q: control characters", s.name(key), key)
 	}
-	data, err := s.root.ReadFile(filepath.FromSlash(key), 0)
+	data, err := s.root.ReadFile(filepath.FromSlash(key), limit)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err

@@ -42,6 +42,11 @@ type Options struct {
 	MCPCommands map[string][]string
 	// InlineLimit overrides DefaultInlineLimit (bytes).
 	InlineLimit int
+	// FilesURL, when set, sends every files bundle to an artifact store
+	// instead of a ConfigMap: the Task names FilesURL(packfiles.StoreKey(d))
+	// and the caller uploads Manifests.Bundle under Manifests.BundleKey
+	// before applying the Task.
+	FilesURL func(key string) string
 	// builtins is the runner's builtin tool catalog, which tools a task may
 	// enable without a schema or a server. Required: conversion stays pure
 	// and the caller (the binary) passes the runner's catalog.
@@ -478,9 +483,7 @@ const agentVisible = "/env/fs/agent-visible/"
 
 // agentPath maps an upstream agent-visible path onto the trial's directory.
 func agentPath(p string) (string, bool) {
-	if strings.HasPrefix(p, agentVisible) {
-		p = strings.TrimPrefix(p, agentVisible)
-	}
+	p = strings.TrimPrefix(p, agentVisible)
 	if p == "" || !filepath.IsLocal(filepath.FromSlash(p)) {
 		return "", false
 	}
@@ -1042,11 +1045,11 @@ func (c *converter) tools(t *mapping) error {
 			default:
 				b, ok := c.opts.Builtins.Lookup(name)
 				if !ok {
-					where := "no tool list (fixtures/tools.json)"
+					where := "the pack has no tool list (fixtures/tools.json)"
 					if listFile != "" {
-						where = listFile
+						where = "it is not in " + listFile
 					}
-					return convError(m.file, p, "tool %q is neither in %s nor a builtin (%s)", name, where, strings.Join(c.opts.Builtins.Names(), ", "))
+					return convError(m.file, p, "tool %q has no implementation: %s, tools.%s.mcp_server is not set, and it is not a builtin (%s)", name, where, actor, strings.Join(c.opts.Builtins.Names(), ", "))
 				}
 				s = b
 			}

@@ -398,7 +398,7 @@ func TestConvertErrors(t *testing.T) {
 		{"max_turns zero", map[string]string{"task.yaml": minimalTask + "max_turns: 0\n"}, "bad/task.yaml: max_turns: 0 is outside [1, 1000]"},
 		{"max_turns text", map[string]string{"task.yaml": minimalTask + "max_turns: ten\n"}, `bad/task.yaml: max_turns: expected an integer, got "ten"`},
 		{"unknown tool", map[string]string{"task.yaml": strings.Replace(minimalTask, "calculator", "teleport", 1)},
-			`bad/task.yaml: tools.agent.enabled[0]: tool "teleport" is neither in no tool list (fixtures/tools.json) nor a builtin`},
+			`bad/task.yaml: tools.agent.enabled[0]: tool "teleport" has no implementation: the pack has no tool list (fixtures/tools.json), tools.agent.mcp_server is not set, and it is not a builtin`},
 		{"schema without implementation", map[string]string{"task.yaml": strings.Replace(minimalTask, "calculator", "teleport", 1),
 			"fixtures/tools.json": `[{"name": "teleport", "description": "x", "parameters": {}}]`},
 			`bad/task.yaml: tools.agent.enabled[0]: tool "teleport" has a schema in fixtures/tools.json but no implementation`},

@@ -35,7 +35,12 @@
 // CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;
 // running a pack's golden path locally lives in results/local.
 //
-// Imports: api/rootfs, api/task, api/v1alpha1, the standard library and
+// The manifests keep a task's tool_artifacts out of its Task: they travel
+// as one content-addressed bundle (api/packfiles) in a ConfigMap of their
+// own, named by spec.files' digest, which the manager verifies before the
+// runner gets them.
+//
+// Imports: api/packfiles, api/rootfs, api/task, api/v1alpha1, the standard library and
 // go.yaml.in/yaml/v3. The runner's builtin tool catalog comes in through
 // Options.Builtins, so nothing outside api/ is linked.
 package pack

@@ -13,6 +13,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"tolokaforge.io/operator/api/packfiles"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
@@ -29,6 +30,51 @@ type Manifests struct {
 	ConfigMap *yaml.Node
 	// StateRef is the Task's initialStateFrom (nil when inline).
 	StateRef *evalv1.ConfigMapKeyRef
+	// FilesConfigMap holds the bundle of the task's tool_artifacts, which
+	// Files names; both nil when the task ships no files.
+	FilesConfigMap *yaml.Node
+	Files          *evalv1.PackFiles
+	// Bundle is the files bundle to upload under BundleKey when
+	// Options.FilesURL is set (FilesConfigMap is then nil).
+	Bundle    []byte
+	BundleKey string
+}
+
+// MaxConfigMapBundleBytes is the largest files bundle written to a
+// ConfigMap: the API server refuses a ConfigMap over 1 MiB, and the rest
+// leaves room for its metadata.
+const MaxConfigMapBundleBytes = 1000 << 10
+
+// filesBundle moves the description's tool_artifacts into a bundle. The
+// ConfigMap's name carries the digest: re-importing a pack whose files
+// changed writes a new ConfigMap instead of changing the one the Task on
+// the cluster still names, so no Trial starting between the two applies
+// reads files that do not match its digest.
+func filesBundle(c *converted, filesURL func(string) string) (*evalv1.PackFiles, []byte, error) {
+	arts := c.Description.ToolArtifacts
+	if len(arts) == 0 {
+		return nil, nil, nil
+	}
+	files := make(map[string][]byte, len(arts))
+	for p, b64 := range arts {
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tool_artifacts[%q]: not base64: %w", p, err)
+		}
+		files[p] = b
+	}
+	bundle, err := packfiles.Build(files)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tool_artifacts: %w", err)
+	}
+	d := packfiles.Digest(bundle)
+	if filesURL != nil {
+		return &evalv1.PackFiles{Digest: d, Size: int64(len(bundle)), URL: filesURL(packfiles.StoreKey(d))}, bundle, nil
+	}
+	if len(bundle) > MaxConfigMapBundleBytes {
+		return nil, nil, fmt.Errorf("tool_artifacts: the files bundle is %d bytes, over the ConfigMap limit of %d bytes; import with --store URL to keep it in the artifact store", len(bundle), MaxConfigMapBundleBytes)
+	}
+	return &evalv1.PackFiles{Digest: d, Size: int64(len(bundle)), ConfigMap: c.Name + "-files-" + strings.TrimPrefix(d, "sha256:")[:12]}, bundle, nil
 }
 
 // stateRef decides where the tables go. Inline unless they are larger than
@@ -84,6 +130,16 @@ func Build(c *converted, opts Options) (*Manifests, error) {
 			return nil, fmt.Errorf("%s: %w", c.Dir, err)
 		}
 	}
+	files, bundle, err := filesBundle(c, opts.FilesURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Dir, err)
+	}
+	if files != nil {
+		m.Files = files
+		if desc, err = withoutKey(desc, "tool_artifacts"); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Dir, err)
+		}
+	}
 	descNode, err := jsonNode(desc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: render the description: %w", c.Dir, err)
@@ -95,6 +151,13 @@ func Build(c *converted, opts Options) (*Manifests, error) {
 			ref = mapNode("name", str(r.Name), "key", str(r.Key), "gzip", boolNode(true))
 		}
 		spec.Content = append(spec.Content, str("initialStateFrom"), mapNode("configMapKeyRef", ref))
+	}
+	if f := m.Files; f != nil {
+		files := mapNode("digest", str(f.Digest), "size", intNode(f.Size), "configMap", str(f.ConfigMap))
+		if f.URL != "" {
+			files = mapNode("digest", str(f.Digest), "size", intNode(f.Size), "url", str(f.URL))
+		}
+		spec.Content = append(spec.Content, str("files"), files)
 	}
 	if c.InitialUserMessage != "" {
 		spec.Content = append(spec.Content, str("initialUserMessage"), str(c.InitialUserMessage))
@@ -137,6 +200,16 @@ func Build(c *converted, opts Options) (*Manifests, error) {
 		)
 		m.ConfigMap.Content = append(m.ConfigMap.Content, data.Content...)
 	}
+	if f := m.Files; f != nil && f.URL != "" {
+		m.Bundle, m.BundleKey = bundle, packfiles.StoreKey(f.Digest)
+	} else if f != nil {
+		m.FilesConfigMap = mapNode(
+			"apiVersion", str("v1"),
+			"kind", str("ConfigMap"),
+			"metadata", objectMeta(f.ConfigMap, opts.Namespace, map[string]string{evalv1.LabelTaskID: evalv1.LabelValue(c.Description.TaskID)}),
+			"binaryData", mapNode(packfiles.ConfigMapKey, str(base64.StdEncoding.EncodeToString(bundle))),
+		)
+	}
 	return m, nil
 }
 
@@ -146,7 +219,7 @@ func WriteStream(w io.Writer, ms []*Manifests) error {
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
 	for _, m := range ms {
-		for _, n := range []*yaml.Node{m.ConfigMap, m.Task} {
+		for _, n := range []*yaml.Node{m.ConfigMap, m.FilesConfigMap, m.Task} {
 			if n == nil {
 				continue
 			}
@@ -159,6 +232,16 @@ func WriteStream(w io.Writer, ms []*Manifests) error {
 		return fmt.Errorf("write manifests: %w", err)
 	}
 	return nil
+}
+
+// withoutKey drops one top-level key of a JSON object.
+func withoutKey(wire json.RawMessage, key string) (json.RawMessage, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(wire, &top); err != nil {
+		return nil, err
+	}
+	delete(top, key)
+	return marshalOrdered(top)
 }
 
 func withoutTables(wire json.RawMessage) (json.RawMessage, error) {

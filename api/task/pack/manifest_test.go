@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -16,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -262,5 +266,122 @@ func TestNodeJSONLiterals(t *testing.T) {
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%q: got %s, %v; want %s", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// TestToolArtifactsGoToABundle: a Python pack's files leave the Task for a
+// ConfigMap holding one bundle, which the Task names by digest and size;
+// the bundle holds exactly the converted tool_artifacts, and importing
+// again gives the same bytes.
+func TestToolArtifactsGoToABundle(t *testing.T) {
+	opts := Options{Builtins: builtin.Catalog{}, Namespace: "evals"}
+	dir := filepath.Join(fixtures, "projects/food_delivery_2/tasks/order_six_items_golden")
+	build := func() ([]byte, *converted, *Manifests) {
+		c, err := Convert(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Description.ToolArtifacts) < 10 {
+			t.Fatalf("fixture ships %d files; want a Python pack", len(c.Description.ToolArtifacts))
+		}
+		m, err := Build(c, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := WriteStream(&out, []*Manifests{m}); err != nil {
+			t.Fatal(err)
+		}
+		return out.Bytes(), c, m
+	}
+	stream, c, m := build()
+	again, _, _ := build()
+	if !bytes.Equal(stream, again) {
+		t.Fatal("two imports of one pack differ")
+	}
+	tasks, cms := readStream(t, stream)
+	if len(tasks) != 1 || m.Files == nil {
+		t.Fatalf("%d tasks, files %+v", len(tasks), m.Files)
+	}
+	tk := tasks[0]
+	if !reflect.DeepEqual(tk.Spec.Files, m.Files) {
+		t.Fatalf("spec.files = %+v, want %+v", tk.Spec.Files, m.Files)
+	}
+	if bytes.Contains(tk.Spec.Description.Raw, []byte("tool_artifacts")) {
+		t.Fatal("tool_artifacts still inline in the Task")
+	}
+	wantName := c.Name + "-files-" + strings.TrimPrefix(m.Files.Digest, "sha256:")[:12]
+	var bundle []byte
+	for _, cm := range cms {
+		if cm.Name == wantName {
+			bundle = cm.BinaryData[packfiles.ConfigMapKey]
+			if cm.Namespace != "evals" || cm.Labels[evalv1.LabelTaskID] != "order_six_items_golden" {
+				t.Errorf("configMap metadata %+v", cm.ObjectMeta)
+			}
+		}
+	}
+	if bundle == nil {
+		t.Fatalf("no ConfigMap %s with key %s in the stream", wantName, packfiles.ConfigMapKey)
+	}
+	if strings.Index(string(stream), "name: "+wantName) > strings.Index(string(stream), "kind: Task") {
+		t.Error("the files ConfigMap must come before the Task that reads it")
+	}
+	files, err := packfiles.Open(bundle, packfiles.Ref{Digest: tk.Spec.Files.Digest, Size: tk.Spec.Files.Size}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(c.Description.ToolArtifacts) {
+		t.Fatalf("bundle holds %d files, want %d", len(files), len(c.Description.ToolArtifacts))
+	}
+	for p, b64 := range c.Description.ToolArtifacts {
+		if base64.StdEncoding.EncodeToString(files[p]) != b64 {
+			t.Errorf("%s differs in the bundle", p)
+		}
+	}
+}
+
+func TestFilesBundleOverTheConfigMapLimitIsRefused(t *testing.T) {
+	big := make([]byte, MaxConfigMapBundleBytes)
+	c := &converted{Name: "big", Description: &task.TaskDescription{ToolArtifacts: map[string]string{"blob.bin": base64.StdEncoding.EncodeToString(big)}}}
+	_, _, err := filesBundle(c, nil)
+	want := "tool_artifacts: the files bundle is 1025536 bytes, over the ConfigMap limit of 1024000 bytes; import with --store URL to keep it in the artifact store"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	// The store form takes it, under its content address.
+	f, bundle, err := filesBundle(c, func(key string) string { return "s3://b/p/" + key })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(packfiles.Digest(bundle), "sha256:")
+	if f.URL != "s3://b/p/packs/sha256/"+hex+".tar" || f.ConfigMap != "" || f.Size != int64(len(bundle)) || f.Digest != "sha256:"+hex {
+		t.Errorf("files = %+v", f)
+	}
+}
+
+// With Options.FilesURL the Task names the bundle by URL and the stream
+// holds no files ConfigMap; the bundle and its key are left to the caller.
+func TestBuildWithStoreWritesNoFilesConfigMap(t *testing.T) {
+	big := make([]byte, MaxConfigMapBundleBytes)
+	c := &converted{Name: "big", Dir: "big", Wire: []byte(`{"task_id":"big","tool_artifacts":{}}`),
+		Description: &task.TaskDescription{TaskID: "big", ToolArtifacts: map[string]string{"blob.bin": base64.StdEncoding.EncodeToString(big)}}}
+	m, err := Build(c, Options{FilesURL: func(key string) string { return "file:///store/" + key }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FilesConfigMap != nil {
+		t.Error("a files ConfigMap was built for a bundle in the store")
+	}
+	d := packfiles.Digest(m.Bundle)
+	if m.BundleKey != packfiles.StoreKey(d) || m.Files.URL != "file:///store/"+m.BundleKey || m.Files.Digest != d {
+		t.Errorf("key %q files %+v", m.BundleKey, m.Files)
+	}
+	var out strings.Builder
+	if err := WriteStream(&out, []*Manifests{m}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  files:\n    digest: " + d + "\n    size: " + strconv.Itoa(len(m.Bundle)) + "\n    url: file:///store/" + m.BundleKey + "\n"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "kind: ConfigMap") || strings.Contains(out.String(), "tool_artifacts") {
+		t.Errorf("stream:\n%s\nwant it to contain\n%s", out.String(), want)
 	}
 }

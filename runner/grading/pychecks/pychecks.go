@@ -21,6 +21,10 @@ import (
 	"tolokaforge.io/operator/runner/proc"
 )
 
+// suitePrefix opens every error about a suite; "Python" is a proper noun,
+// which staticcheck's lowercase rule for error strings cannot know.
+const suitePrefix = "Python checks"
+
 // runnerFiles are the check runner and the checks_interface shim it puts first on
 // sys.path, written out for each run.
 //
@@ -191,21 +195,21 @@ func Run(ctx context.Context, site Site, suite Suite, cctx *Context) (*Report, e
 	}
 
 	if err := os.MkdirAll(site.ScratchDir, 0o700); err != nil {
-		return nil, fmt.Errorf("Python checks %s: create the scratch directory: %w", file, err)
+		return nil, fmt.Errorf("%s %s: create the scratch directory: %w", suitePrefix, file, err)
 	}
 	dir, err := os.MkdirTemp(site.ScratchDir, "pychecks-")
 	if err != nil {
-		return nil, fmt.Errorf("Python checks %s: create the check runner's directory: %w", file, err)
+		return nil, fmt.Errorf("%s %s: create the check runner's directory: %w", suitePrefix, file, err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	if err := writeRunner(dir); err != nil {
-		return nil, fmt.Errorf("Python checks %s: write the check runner: %w", file, err)
+		return nil, fmt.Errorf("%s %s: write the check runner: %w", suitePrefix, file, err)
 	}
 	req, err := json.Marshal(map[string]any{
 		"file": abs, "name": file, "root": site.ArtifactsDir, "relative_imports": imports, "context": cctx,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Python checks %s: encode the CheckContext: %w", file, err)
+		return nil, fmt.Errorf("%s %s: encode the CheckContext: %w", suitePrefix, file, err)
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -239,7 +243,7 @@ func Run(ctx context.Context, site Site, suite Suite, cctx *Context) (*Report, e
 	reapErr := proc.KillGroup(kctx, cmd.Process.Pid)
 	kcancel()
 	if reapErr != nil {
-		return nil, fmt.Errorf("Python checks %s: kill what the suite left running: %w", file, reapErr)
+		return nil, fmt.Errorf("%s %s: kill what the suite left running: %w", suitePrefix, file, reapErr)
 	}
 	return rep.finish(file, suite.RelativeImports, timeout, rctx.Err() != nil && ctx.Err() == nil, ctx.Err(), waitErr, stderr)
 }

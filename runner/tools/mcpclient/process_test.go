@@ -16,6 +16,33 @@ import (
 
 // gone reports whether pid no longer runs. A zombie counts as gone: an orphaned
 // grandchild is reaped by whatever init the container has, which may take its time.
+// waitStopped waits until every thread of pid is stopped: SIGSTOP's group stop
+// reaches each thread on its own, so a busy multi-threaded server can still answer
+// a request for a moment after kill(2) returned.
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(tasks) > 0
+		for _, f := range tasks {
+			stat, err := os.ReadFile(f)
+			i := strings.LastIndexByte(string(stat), ')')
+			if err != nil || i < 0 || len(stat) <= i+2 || (stat[i+2] != 'T' && stat[i+2] != 't') {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop within 5s of SIGSTOP", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func gone(pid int) bool {
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
@@ -104,6 +131,7 @@ func TestTimeoutThenRestart(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	waitStopped(t, old)
 	callCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, _, err := s.Call(callCtx, "list_products", nil)
 	cancel()
