@@ -42,7 +42,7 @@ func sample(name string) string {
 	return string(b)
 }
 
-var _ = Describe("the operator on real nodes", Ordered, func() {
+var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func() {
 	It("installs from dist/install.yaml as the README tells a kind user, and the manager rolls out", func() {
 		b, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
 		Expect(err).NotTo(HaveOccurred(), "make release writes dist/install.yaml")
@@ -51,6 +51,11 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 			Expect(manifest).To(ContainSubstring("image: "+img), "install.yaml names the image imported into the node")
 		}
 		mustKubectl(manifest, "apply", "-f", "-")
+		// The Python runner image, named as config/manager's comment tells a
+		// user to: the TOLOKAFORGE_PYTHON_IMAGE variable of the manager.
+		py := os.Getenv("E2E_PYTHON_IMAGE")
+		Expect(py).NotTo(BeEmpty(), "E2E_PYTHON_IMAGE names the image of `make image-python` imported into the node")
+		mustKubectl("", "-n", "tolokaforge-system", "set", "env", "deploy/tolokaforge-manager", "TOLOKAFORGE_PYTHON_IMAGE="+py)
 		mustKubectl("", "-n", "tolokaforge-system", "rollout", "status", "deploy/tolokaforge-manager", "--timeout=3m")
 	})
 
@@ -192,6 +197,9 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		Expect(a.Message).To(MatchRegexp(`shop-oracle-no-image-a1-runner \(Pending: container runner (ErrImagePull|ImagePullBackOff)`))
 		GinkgoWriter.Printf("attempt 1 of %s: %s/%s: %s\n", t.Name, a.Outcome, a.Reason, a.Message)
 	})
+
+	pythonPackSpecs()
+	judgeSpecs()
 
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{
