@@ -46,6 +46,7 @@ func regradeMain(ctx context.Context, args []string) error {
 // regradeFlags are regrade's command line.
 type regradeFlags struct {
 	dir, taskPath, gradingFile, components string
+	python                                 string
 }
 
 func runRegrade(ctx context.Context, args []string, env regradeEnv) error {
@@ -84,6 +85,7 @@ func parseRegradeFlags(args []string, stderr io.Writer) (*regradeFlags, error) {
 	fs.StringVar(&f.taskPath, "task", "", "the trials' task: TaskDescription JSON or Task manifest (required)")
 	fs.StringVar(&f.gradingFile, "grading", "", "grading config (the task's grading block, YAML or JSON) to grade with instead of the task's")
 	fs.StringVar(&f.components, "components", "", "all, or a comma-separated list of "+strings.Join(task.ComponentNames(), ", ")+" (default: what each original grade evaluated)")
+	fs.StringVar(&f.python, "python", "", pythonFlagHelp)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -113,7 +115,7 @@ func regradeOptions(f *regradeFlags, env regradeEnv) (local.RegradeOptions, erro
 		return local.RegradeOptions{}, fmt.Errorf("regrade: %w", err)
 	}
 	opts := local.RegradeOptions{ArtifactsDir: f.dir, Task: lt.Task, Log: env.Log,
-		Stack: local.StackConfig{SelfExecutable: env.SelfExecutable, Log: env.Log}}
+		Stack: local.StackConfig{SelfExecutable: env.SelfExecutable, Python: f.python, Log: env.Log}}
 	if f.gradingFile != "" {
 		g, err := local.LoadGradingFile(f.gradingFile)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,5 +352,31 @@ func TestRegradeNamesDivergenceAndRefusesUngradedTrials(t *testing.T) {
 	}
 	if after := snapshot(t, dir); len(after) != len(before) {
 		t.Fatalf("a refused regrade wrote files: %d -> %d", len(before), len(after))
+	}
+}
+
+// TestRegradePythonFlag: --python reaches the stack that regrades, so a
+// pack's Python checks rerun with the interpreter the user names, as in
+// trial run and pack validate.
+func TestRegradePythonFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--artifacts", dir, "--task", shopTaskPath, "--python", "/opt/py/bin/python3"}, "/opt/py/bin/python3"},
+		{[]string{"--artifacts", dir, "--task", shopTaskPath}, ""},
+	} {
+		f, err := parseRegradeFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		opts, err := regradeOptions(f, regradeEnv{})
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		if opts.Stack.Python != tc.want {
+			t.Errorf("%q: Stack.Python = %q, want %q", tc.args, opts.Stack.Python, tc.want)
+		}
 	}
 }
