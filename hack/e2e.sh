@@ -24,9 +24,11 @@ go build -o "$node_bin/cluster" ./test/nodecluster/cmd/cluster
 version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' version.go)"
 img_dir="$root/bin/image"
 # The image, the Python runner image (Debian's python3, .debs cached in
-# bin/debs), dist/install.yaml and bin/tolokaforge (the suite runs its
-# `pack import` as a user would).
-nice -n 10 make --no-print-directory image image-python release build >/dev/null
+# bin/debs) and dist/install.yaml; bin/e2e/tolokaforge, for the suite's
+# `pack import` as a user runs it, is built with the image binary's flags, so
+# it costs a link, not a second build of every package.
+nice -n 10 make --no-print-directory image image-python release >/dev/null
+CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$root/bin/e2e/tolokaforge" .
 (cd hack/image && go run . pause --tarball "$img_dir/pause.tar" >/dev/null)
 # The fake OpenAI-compatible LLM (test/fakellm) as a pod: the judged Trial's
 # provider, reached by its Service name.
@@ -42,7 +44,7 @@ kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokafo
   --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar")"
 
 E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
-E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" E2E_TOLOKAFORGE="$root/bin/tolokaforge" \
+E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \
 E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" \
 E2E_CONTAINERD="$dir/containerd/containerd.sock" \
   go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

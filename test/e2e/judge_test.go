@@ -153,7 +153,7 @@ func judgeSpecs() {
 			},
 		}
 		Expect(k8s.Create(ctx, tr)).To(Succeed())
-		Eventually(trialPhase(tr.Name)).WithTimeout(4 * time.Minute).WithPolling(time.Second).
+		Eventually(trialPhase(tr.Name)).WithTimeout(4*time.Minute).WithPolling(time.Second).
 			Should(Equal(evalv1.PhasePassed), func() string { return describe(getTrial(tr.Name)) })
 		t := getTrial(tr.Name)
 		Expect(t.Status.Grade).NotTo(BeNil())

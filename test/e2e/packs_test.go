@@ -40,8 +40,9 @@ func condition(t *evalv1.Trial, typ string) *metav1.Condition {
 }
 
 // pythonPackSpecs: a pack imported as the README tells a user (`tolokaforge
-// pack import DIR | kubectl apply -f -`), run on the Python runner image the
-// manager was given at install.
+// pack import DIR | kubectl apply --server-side -f -`: a client-side apply
+// refuses the Task, whose last-applied annotation would pass 256 KiB), run on
+// the Python runner image the manager was given at install.
 func pythonPackSpecs() {
 	It("runs a Python pack from `pack import` on the Python runner image: the golden task Passes; an altered files digest ends Invalid naming it", func() {
 		bin := os.Getenv("E2E_TOLOKAFORGE")
@@ -49,7 +50,7 @@ func pythonPackSpecs() {
 		cmd := exec.Command(bin, "pack", "import", filepath.Join(root, foodDelivery), "--namespace", ns)
 		stream, err := cmd.Output()
 		Expect(err).NotTo(HaveOccurred(), "pack import: %v", err)
-		applied := mustKubectl(string(stream), "apply", "-f", "-", "-o", "name")
+		applied := mustKubectl(string(stream), "apply", "--server-side", "-f", "-", "-o", "name")
 		var taskName, cmName string
 		for _, l := range strings.Fields(applied) {
 			switch {
@@ -87,7 +88,7 @@ func pythonPackSpecs() {
 			Expect(k8s.Create(context.Background(), tr)).To(Succeed())
 		}
 
-		Eventually(trialPhase("fd-golden")).WithTimeout(4 * time.Minute).WithPolling(time.Second).
+		Eventually(trialPhase("fd-golden")).WithTimeout(4*time.Minute).WithPolling(time.Second).
 			Should(Equal(evalv1.PhasePassed), func() string { return describe(getTrial("fd-golden")) })
 		t := getTrial("fd-golden")
 		Expect(t.Status.Grade).NotTo(BeNil())
