@@ -117,6 +117,14 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 		}
 		Expect(roles).To(HaveKey(string(evalv1.RoleRunner)))
 		Expect(roles).To(HaveKey(string(evalv1.RoleDBService)))
+		// Its pods hold 350m of the node's 2 cores of CPU requests: the
+		// Campaign and the benchmark would run fewer Trials at a time.
+		mustKubectl("", "-n", ns, "delete", "trial", "shop-oracle-kept", "--wait=true", "--timeout=2m")
+		Eventually(func() int {
+			var left corev1.PodList
+			_ = k8s.List(context.Background(), &left, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "shop-oracle-kept"})
+			return len(left.Items)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
 	})
 
 	// Attempt faults: attempt 1's pod is broken as soon as its container

@@ -97,6 +97,14 @@ func pythonPackSpecs() {
 		var runner corev1.Pod
 		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: t.Status.Attempts[0].RunnerPod}, &runner)).To(Succeed())
 		Expect(runner.Spec.Containers[0].Image).To(Equal(os.Getenv("E2E_PYTHON_IMAGE")))
+		// Kept pods hold their CPU requests (350m a Trial, on a node of
+		// 2 cores): gone, the Campaign and the benchmark get them back.
+		mustKubectl("", "-n", ns, "delete", "trial", "fd-golden", "--wait=true", "--timeout=2m")
+		Eventually(func() int {
+			var left corev1.PodList
+			_ = k8s.List(context.Background(), &left, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "fd-golden"})
+			return len(left.Items)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
 
 		Eventually(trialPhase("fd-tampered")).WithTimeout(time.Minute).WithPolling(time.Second).Should(Equal(evalv1.PhaseInvalid))
 		t = getTrial("fd-tampered")
