@@ -30,7 +30,9 @@ const packUsage = `usage:
       pack.Convert Tolokaforge task directories (a project or a folder of packs:
       every task.yaml under it) to Task manifests (and
       ConfigMaps for initial states kept out of line), written to stdout as
-      one YAML stream for kubectl apply -f -. Keys that cannot be mapped are
+      one YAML stream for kubectl apply --server-side -f - (a client-side
+      apply copies each object into an annotation of at most 256 KiB, which a
+      pack's Task or files ConfigMap can exceed). Keys that cannot be mapped are
       reported on stderr with their path; when a grading key is among them
       nothing is written (exit 1) unless --allow-lossy. A task's files travel
       as a bundle in a ConfigMap (at most 1000 KiB), or with --store URL (the

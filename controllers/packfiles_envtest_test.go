@@ -23,7 +23,7 @@ import (
 var foodDeliveryGolden = filepath.Join("..", "api", "task", "pack", "testdata", "tolokaforge", "projects", "food_delivery_2", "tasks", "order_six_items_golden")
 
 // importPack runs `pack import`'s conversion and applies its stream in ns,
-// as `tolokaforge pack import DIR | kubectl apply -f -` would; edit may
+// as `tolokaforge pack import DIR | kubectl apply --server-side -f -` would; edit may
 // change the files ConfigMap before it is created.
 func importPack(ns, dir string, edit func(*corev1.ConfigMap)) *evalv1.Task {
 	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: ns}

@@ -2,7 +2,9 @@
 # Builds the node components of the e2e cluster (kubelet, kube-scheduler,
 # kube-controller-manager, kube-proxy) from k8s.io/kubernetes through the Go
 # module proxy into bin/node, as hack/build-envtest.sh builds kube-apiserver and
-# etcd into bin/k8s; a binary already built from the same module files is kept.
+# etcd into bin/k8s, and CoreDNS (the cluster's DNS, a cut-down build from
+# hack/coredns, a module of its own); a binary already built from the same
+# module files is kept.
 # Also builds the harness CLI (bin/node/cluster) and the pause image. Prints the
 # directory. Run it under `nice`: the first build takes minutes on two cores.
 set -euo pipefail
@@ -18,21 +20,25 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version"
 ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37"
 ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
-build() { # name
-  local name="$1"
+build() { # name [module-dir package-dir]
+  local name="$1" mod="${2:-$src}" pkg="${3:-$1}"
   local stamp="$out/.$name.stamp"
   local want
-  want="$(cat "$src/go.mod" "$src/go.sum" "$src/$name/main.go" <(echo "$ldflags") | sha256sum | cut -d' ' -f1)"
+  want="$(cat "$mod/go.mod" "$mod/go.sum" "$mod/$pkg/main.go" <(echo "$ldflags") | sha256sum | cut -d' ' -f1)"
   if [[ -x "$out/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     return 0
   fi
-  echo "building $name $k8s_version (first build takes minutes)" >&2
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/$name.tmp" "./$name")
+  echo "building $name from $mod (first build takes minutes)" >&2
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/$name.tmp" "./$pkg")
   mv "$out/$name.tmp" "$out/$name"
   echo "$want" > "$stamp"
 }
 
-for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager}; do
-  build "$name"
+for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager coredns}; do
+  if [[ "$name" == coredns ]]; then
+    build coredns "$root/hack/coredns" .
+  else
+    build "$name"
+  fi
 done
 echo "$out"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make e2e`: builds what is missing (node binaries, the pause image, the
-# project's image, dist/install.yaml), brings up the single-node cluster of
-# test/nodecluster, runs the e2e suite against it and tears it down, also when
-# the suite fails or is interrupted. Needs root (containerd, kubelet, iptables).
+# `make e2e`: builds what is missing (node binaries and CoreDNS, the pause
+# image, the project's images, the fake LLM's image, dist/install.yaml),
+# brings up the single-node cluster of test/nodecluster, runs the e2e suite
+# against it and tears it down, also when the suite fails or is interrupted.
+# Needs root (containerd, kubelet, iptables).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -22,15 +23,28 @@ node_bin="$(nice -n 10 hack/build-node.sh)"
 go build -o "$node_bin/cluster" ./test/nodecluster/cmd/cluster
 version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' version.go)"
 img_dir="$root/bin/image"
-nice -n 10 make --no-print-directory image release >/dev/null
+# The image, the Python runner image (Debian's python3, .debs cached in
+# bin/debs) and dist/install.yaml; bin/e2e/tolokaforge, for the suite's
+# `pack import` as a user runs it, is built with the image binary's flags, so
+# it costs a link, not a second build of every package.
+nice -n 10 make --no-print-directory image image-python release >/dev/null
+CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$root/bin/e2e/tolokaforge" .
 (cd hack/image && go run . pause --tarball "$img_dir/pause.tar" >/dev/null)
+# The fake OpenAI-compatible LLM (test/fakellm) as a pod: the judged Trial's
+# provider, reached by its Service name.
+fakellm_image="tolokaforge.local/fakellm:1"
+(cd hack/image && nice -n 10 go run . single --module "$root" --package ./test/fakellm/cmd/fakellm \
+  --ref "$fakellm_image" --tarball "$img_dir/fakellm.tar" >/dev/null)
 
 dir="$root/bin/cluster"
 cluster() { "$node_bin/cluster" "$@" --dir "$dir" --k8s-bin "$k8s_bin" --node-bin "$node_bin"; }
 cluster down   # a cluster an earlier run left behind (killed before its trap)
 trap 'cluster down' EXIT
-kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokaforge.tar")"
+kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokaforge.tar" \
+  --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar")"
 
 E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
+E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \
+E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" \
 E2E_CONTAINERD="$dir/containerd/containerd.sock" \
   go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

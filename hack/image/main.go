@@ -6,6 +6,7 @@
 //	go run . debs --cache ../../bin/debs/amd64 python3 python3-yaml ...
 //	go run . build --source ../.. --debs ../../bin/debs/amd64 --out ../../bin/image/tolokaforge-python
 //	go run . pause --tarball ../../bin/image/pause.tar   (the e2e cluster's sandbox image)
+//	go run . single --module ../.. --package ./test/fakellm/cmd/fakellm --ref tolokaforge.local/fakellm:1 --tarball FILE
 //
 // Without --base the image starts from an empty base (no distroless base is
 // reachable here) and carries, as separate layers, a non-root user
@@ -45,7 +46,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"usage: image build|push|debs|pause [flags] (image build -h for flags)"}
+		return usageError{"usage: image build|push|debs|pause|single [flags] (image build -h for flags)"}
 	}
 	switch args[0] {
 	case "build":
@@ -56,8 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDebs(ctx, args[1:], stdout, stderr)
 	case "pause":
 		return runPause(ctx, args[1:], stdout, stderr)
+	case "single":
+		return runSingle(ctx, args[1:], stdout, stderr)
 	default:
-		return usageError{fmt.Sprintf("unknown command %q (want build, push, debs or pause)", args[0])}
+		return usageError{fmt.Sprintf("unknown command %q (want build, push, debs, pause or single)", args[0])}
 	}
 }
 
@@ -171,6 +174,34 @@ func runPause(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	o.Module = wd
 	res, err := BuildPause(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "built %s (%s)\n", res.Ref, res.Digest)
+	return nil
+}
+
+func runSingle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("single", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o SingleOptions
+	fs.StringVar(&o.Module, "module", "", "directory of the Go module holding the program")
+	fs.StringVar(&o.Package, "package", "", "the program's package in the module, e.g. ./test/fakellm/cmd/fakellm")
+	fs.StringVar(&o.Ref, "ref", "", "the image's name:tag, e.g. tolokaforge.local/fakellm:1")
+	fs.IntVar(&o.UID, "uid", 65532, "user and group id the entrypoint runs as")
+	fs.StringVar(&o.Out, "out", "", "directory of the OCI image layout to write (replaced)")
+	fs.StringVar(&o.Tarball, "tarball", "", "a `ctr images import` tarball")
+	fs.StringVar(&o.Arch, "arch", "amd64", "GOARCH of the binary and the image platform")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("single: unexpected arguments %q", fs.Args())}
+	}
+	res, err := BuildSingle(ctx, o, stderr)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func sample(name string) string {
 	return string(b)
 }
 
-var _ = Describe("the operator on real nodes", Ordered, func() {
+var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func() {
 	It("installs from dist/install.yaml as the README tells a kind user, and the manager rolls out", func() {
 		b, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
 		Expect(err).NotTo(HaveOccurred(), "make release writes dist/install.yaml")
@@ -51,6 +51,11 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 			Expect(manifest).To(ContainSubstring("image: "+img), "install.yaml names the image imported into the node")
 		}
 		mustKubectl(manifest, "apply", "-f", "-")
+		// The Python runner image, named as config/manager's comment tells a
+		// user to: the TOLOKAFORGE_PYTHON_IMAGE variable of the manager.
+		py := os.Getenv("E2E_PYTHON_IMAGE")
+		Expect(py).NotTo(BeEmpty(), "E2E_PYTHON_IMAGE names the image of `make image-python` imported into the node")
+		mustKubectl("", "-n", "tolokaforge-system", "set", "env", "deploy/tolokaforge-manager", "TOLOKAFORGE_PYTHON_IMAGE="+py)
 		mustKubectl("", "-n", "tolokaforge-system", "rollout", "status", "deploy/tolokaforge-manager", "--timeout=3m")
 	})
 
@@ -112,6 +117,14 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		}
 		Expect(roles).To(HaveKey(string(evalv1.RoleRunner)))
 		Expect(roles).To(HaveKey(string(evalv1.RoleDBService)))
+		// Its pods hold 350m of the node's 2 cores of CPU requests: the
+		// Campaign and the benchmark would run fewer Trials at a time.
+		mustKubectl("", "-n", ns, "delete", "trial", "shop-oracle-kept", "--wait=true", "--timeout=2m")
+		Eventually(func() int {
+			var left corev1.PodList
+			_ = k8s.List(context.Background(), &left, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "shop-oracle-kept"})
+			return len(left.Items)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
 	})
 
 	// Attempt faults: attempt 1's pod is broken as soon as its container
@@ -193,6 +206,9 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		GinkgoWriter.Printf("attempt 1 of %s: %s/%s: %s\n", t.Name, a.Outcome, a.Reason, a.Message)
 	})
 
+	pythonPackSpecs()
+	judgeSpecs()
+
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{
 			ObjectMeta: metav1.ObjectMeta{Name: "twenty", Namespace: ns},
@@ -252,4 +268,6 @@ var _ = Describe("the operator on real nodes", Ordered, func() {
 		Expect(n).To(Equal(20))
 		GinkgoWriter.Printf("attempts ended InfraFailed by the failover: %d\n", infra)
 	})
+
+	benchmarkSpecs()
 })

@@ -316,8 +316,24 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort), "--leader-elect=false"); err != nil {
 		return st, err
 	}
+	// CoreDNS, a host process on the node's address (pods reach it there,
+	// as they reach the API server), serving cluster.local from the API
+	// and forwarding the rest to the host's resolver: kubelet's clusterDNS.
+	corefile := filepath.Join(o.Dir, "Corefile")
+	if err := os.WriteFile(corefile, []byte(coreDNSConfig(nodeIP, kc["admin"])), 0o644); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	if err := start("coredns", filepath.Join(o.NodeBin, "coredns"), "-conf="+corefile); err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 60*time.Second, "CoreDNS answering kubernetes.default.svc.cluster.local at "+nodeIP, func(ctx context.Context) error {
+		return lookupVia(ctx, nodeIP, "kubernetes.default.svc.cluster.local", "10.96.0.1")
+	}); err != nil {
+		return st, err
+	}
+	logf("CoreDNS answers at %s:53", nodeIP)
 	kubeletCfg := filepath.Join(dirs["kubelet"], "config.yaml")
-	if err := os.WriteFile(kubeletCfg, []byte(kubeletConfig(pkiFile, st.Containerd, dirs["pod-logs"], kubeletPort)), 0o644); err != nil {
+	if err := os.WriteFile(kubeletCfg, []byte(kubeletConfig(pkiFile, st.Containerd, dirs["pod-logs"], kubeletPort, nodeIP)), 0o644); err != nil {
 		return st, fmt.Errorf("cluster: %w", err)
 	}
 	if err := start("kubelet", filepath.Join(o.NodeBin, "kubelet"), "--config="+kubeletCfg,
@@ -359,6 +375,24 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	}
 	logf("node %s Ready; KUBECONFIG=%s", NodeName, st.Kubeconfig)
 	return st, st.save()
+}
+
+// lookupVia resolves host with the DNS server at ip:53 and wants the address.
+func lookupVia(ctx context.Context, ip, host, want string) error {
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, net.JoinHostPort(ip, "53"))
+	}}
+	addrs, err := r.LookupHost(ctx, host)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if a == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s resolved to %v, want %s", host, addrs, want)
 }
 
 func clientFor(kubeconfigPath string) (*kubernetes.Clientset, error) {

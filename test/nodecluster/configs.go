@@ -60,7 +60,7 @@ func cniConfig(ipamDir string) string {
 
 // kubeletConfig: failCgroupV1 false (this VM is cgroup v1), cgroupfs, eviction
 // relaxed and image GC off, because nothing can be pulled again here.
-func kubeletConfig(pki func(string) string, containerdSock, podLogsDir string, port int) string {
+func kubeletConfig(pki func(string) string, containerdSock, podLogsDir string, port int, dnsIP string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
@@ -81,6 +81,7 @@ authentication:
 authorization:
   mode: Webhook
 clusterDomain: cluster.local
+clusterDNS: [%s]
 evictionHard:
   memory.available: "100Mi"
   nodefs.available: "1%%"
@@ -91,7 +92,7 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 maxPods: 250
 resolvConf: /etc/resolv.conf
-`, containerdSock, podLogsDir, port, pki("kubelet.crt"), pki("kubelet.key"), pki("ca.crt"))
+`, containerdSock, podLogsDir, port, pki("kubelet.crt"), pki("kubelet.key"), pki("ca.crt"), dnsIP)
 }
 
 // kubeProxyConfig: iptables mode; conntrack settings 0 and no localhost
@@ -114,4 +115,27 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 `, NodeName, PodCIDR, kubeconfig, metricsPort)
+}
+
+// coreDNSConfig serves the cluster's zones from the API server (read with
+// kubeconfig) and forwards every other name to the host's resolver, bound to
+// the node's address only: pods reach it there, and nothing else on the
+// machine listening on port 53 elsewhere is disturbed.
+func coreDNSConfig(nodeIP, kubeconfig string) string {
+	return fmt.Sprintf(`cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
+    bind %[1]s
+    errors
+    cache 5
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %[2]s
+        pods insecure
+    }
+}
+.:53 {
+    bind %[1]s
+    errors
+    cache 30
+    forward . /etc/resolv.conf
+}
+`, nodeIP, kubeconfig)
 }

@@ -51,7 +51,7 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 	if alive(st, "kube-apiserver") && alive(st, "kubelet") {
 		keep(deleteAllPods(ctx, st, logf))
 	}
-	for _, n := range []string{"kube-proxy", "kubelet", "kube-apiserver", "etcd", "containerd"} {
+	for _, n := range []string{"kube-proxy", "kubelet", "coredns", "kube-apiserver", "etcd", "containerd"} {
 		keep(stopNamed(st, n, logf))
 	}
 	// Whatever outlived containerd: shims and the containers under

@@ -23,12 +23,15 @@ func TestConfigsCarryTheBlockersFixes(t *testing.T) {
 			"restrict_oom_score_adj = true", `sandbox_image = "` + PauseImage + `"`, "SystemdCgroup = false",
 			`address = "/d/containerd/containerd.sock"`, `root = "/d/containerd/root"`, `Root = "/d/containerd/runc"`,
 			`conf_dir = "/d/cni/net.d"`, `path = "/d/containerd/opt"`}},
-		{"kubelet", kubeletConfig(func(n string) string { return "/pki/" + n }, "/d/c.sock", "/d/pod-logs", 10250), []string{
-			"failCgroupV1: false", "cgroupDriver: cgroupfs", "imageGCHighThresholdPercent: 100",
+		{"kubelet", kubeletConfig(func(n string) string { return "/pki/" + n }, "/d/c.sock", "/d/pod-logs", 10250, "192.0.2.2"), []string{
+			"failCgroupV1: false", "cgroupDriver: cgroupfs", "imageGCHighThresholdPercent: 100", "clusterDNS: [192.0.2.2]",
 			"containerRuntimeEndpoint: unix:///d/c.sock", "podLogsDir: /d/pod-logs", "readOnlyPort: 0",
 			`nodefs.available: "1%"`}},
 		{"kube-proxy", kubeProxyConfig("/d/kp.kubeconfig", 4321), []string{
 			"mode: iptables", "localhostNodePorts: false", "maxPerCore: 0", `metricsBindAddress: "127.0.0.1:4321"`}},
+		{"coredns", coreDNSConfig("192.0.2.2", "/d/admin.kubeconfig"), []string{
+			"cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {", "bind 192.0.2.2", "kubeconfig /d/admin.kubeconfig",
+			"forward . /etc/resolv.conf"}},
 		{"cni", cniConfig("/d/ipam"), []string{`"bridge": "` + Bridge + `"`, `"dataDir": "/d/ipam"`, `"subnet": "` + PodCIDR + `"`}},
 	} {
 		for _, w := range tc.want {

@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"tolokaforge.io/operator/api/packfiles"
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// foodDelivery is food_delivery_2's golden task: 23 tools served by a Python
+// MCP server whose files travel in the pack's files bundle (a ConfigMap).
+var foodDelivery = filepath.Join("api", "task", "pack", "testdata", "tolokaforge", "projects", "food_delivery_2", "tasks", "order_six_items_golden")
+
+func getTrial(name string) *evalv1.Trial {
+	GinkgoHelper()
+	var t evalv1.Trial
+	Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &t)).To(Succeed())
+	return &t
+}
+
+func condition(t *evalv1.Trial, typ string) *metav1.Condition {
+	for i := range t.Status.Conditions {
+		if t.Status.Conditions[i].Type == typ {
+			return &t.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// pythonPackSpecs: a pack imported as the README tells a user (`tolokaforge
+// pack import DIR | kubectl apply --server-side -f -`: a client-side apply
+// refuses the Task, whose last-applied annotation would pass 256 KiB), run on
+// the Python runner image the manager was given at install.
+func pythonPackSpecs() {
+	It("runs a Python pack from `pack import` on the Python runner image: the golden task Passes; an altered files digest ends Invalid naming it", func() {
+		bin := os.Getenv("E2E_TOLOKAFORGE")
+		Expect(bin).NotTo(BeEmpty(), "E2E_TOLOKAFORGE names the tolokaforge binary (make build)")
+		cmd := exec.Command(bin, "pack", "import", filepath.Join(root, foodDelivery), "--namespace", ns)
+		stream, err := cmd.Output()
+		Expect(err).NotTo(HaveOccurred(), "pack import: %v", err)
+		applied := mustKubectl(string(stream), "apply", "--server-side", "-f", "-", "-o", "name")
+		var taskName, cmName string
+		for _, l := range strings.Fields(applied) {
+			switch {
+			case strings.HasPrefix(l, "task.eval.tolokaforge.io/"):
+				taskName = strings.TrimPrefix(l, "task.eval.tolokaforge.io/")
+			case strings.HasPrefix(l, "configmap/"):
+				cmName = strings.TrimPrefix(l, "configmap/")
+			}
+		}
+		Expect(taskName).NotTo(BeEmpty(), "applied: %s", applied)
+		Expect(cmName).To(MatchRegexp(`^` + taskName + `-files-[0-9a-f]+$`))
+		var tk evalv1.Task
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: taskName}, &tk)).To(Succeed())
+		Expect(tk.Spec.Files).NotTo(BeNil())
+		Expect(tk.Spec.Files.ConfigMap).To(Equal(cmName))
+
+		// The same files under a digest that is not theirs.
+		tampered := &evalv1.Task{ObjectMeta: metav1.ObjectMeta{Name: taskName + "-tampered", Namespace: ns}, Spec: *tk.Spec.DeepCopy()}
+		tampered.Spec.Files.Digest = packfiles.Digest([]byte("not the bundle"))
+		Expect(tampered.Spec.Files.Digest).NotTo(Equal(tk.Spec.Files.Digest))
+		Expect(k8s.Create(context.Background(), tampered)).To(Succeed())
+
+		for name, task := range map[string]string{"fd-golden": taskName, "fd-tampered": tampered.Name} {
+			tr := &evalv1.Trial{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: evalv1.TrialSpec{
+					TaskRef:       &evalv1.TaskReference{Name: task},
+					Agent:         evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
+					UserSimulator: &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted},
+					RetryPolicy:   evalv1.RetryPolicy{MaxAttempts: 1},
+					// Its runner pod is kept, to show which image ran it.
+					KeepPodsAfterFinished: true,
+				},
+			}
+			Expect(k8s.Create(context.Background(), tr)).To(Succeed())
+		}
+
+		Eventually(trialPhase("fd-golden")).WithTimeout(4*time.Minute).WithPolling(time.Second).
+			Should(Equal(evalv1.PhasePassed), func() string { return describe(getTrial("fd-golden")) })
+		t := getTrial("fd-golden")
+		Expect(t.Status.Grade).NotTo(BeNil())
+		Expect(t.Status.Grade.Score).To(Equal(1.0), describe(t))
+		Expect(t.Status.Attempts).To(HaveLen(1))
+		var runner corev1.Pod
+		Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: t.Status.Attempts[0].RunnerPod}, &runner)).To(Succeed())
+		Expect(runner.Spec.Containers[0].Image).To(Equal(os.Getenv("E2E_PYTHON_IMAGE")))
+		// Kept pods hold their CPU requests (350m a Trial, on a node of
+		// 2 cores): gone, the Campaign and the benchmark get them back.
+		mustKubectl("", "-n", ns, "delete", "trial", "fd-golden", "--wait=true", "--timeout=2m")
+		Eventually(func() int {
+			var left corev1.PodList
+			_ = k8s.List(context.Background(), &left, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "fd-golden"})
+			return len(left.Items)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
+
+		Eventually(trialPhase("fd-tampered")).WithTimeout(time.Minute).WithPolling(time.Second).Should(Equal(evalv1.PhaseInvalid))
+		t = getTrial("fd-tampered")
+		Expect(t.Status.Attempts).To(BeEmpty(), "no attempt, no pod")
+		failed := condition(t, evalv1.TrialFailed)
+		Expect(failed).NotTo(BeNil(), describe(t))
+		Expect(failed.Reason).To(Equal(evalv1.ReasonPackFilesInvalid))
+		Expect(failed.Message).To(Equal(`task ` + tampered.Name + `: spec.files: configMap ` + ns + `/` + cmName +
+			` key "files.tar": digest ` + tk.Spec.Files.Digest + ` does not match the Task's ` + tampered.Spec.Files.Digest))
+		var pods corev1.PodList
+		Expect(k8s.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "fd-tampered"})).To(Succeed())
+		Expect(pods.Items).To(BeEmpty())
+	})
+}
+
+// describe is a Trial's phase, conditions and attempts, for a failure message.
+func describe(t *evalv1.Trial) string {
+	var sb strings.Builder
+	sb.WriteString("phase " + string(t.Status.Phase) + "\n")
+	for _, c := range t.Status.Conditions {
+		sb.WriteString("  " + c.Type + "=" + string(c.Status) + " " + c.Reason + ": " + c.Message + "\n")
+	}
+	for _, a := range t.Status.Attempts {
+		sb.WriteString("  attempt " + string(a.Outcome) + "/" + a.Reason + ": " + a.Message + "\n")
+	}
+	if g := t.Status.Grade; g != nil {
+		sb.WriteString("  grade reasons: " + g.Reasons + "\n")
+	}
+	return sb.String()
+}
