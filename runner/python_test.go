@@ -25,8 +25,9 @@ import (
 // has only Debian's (make python-deps installs it with pydantic).
 const debianPython = "/usr/bin/python3"
 
-// foodDir is upstream's food_delivery_2 project (testdata, see its NOTICE).
-var foodDir = filepath.Join("tools", "pyhost", "testdata", "food_delivery_2")
+// foodDir is upstream's food_delivery_2 project, the one copy of the upstream
+// packs the importer's tests hold (see its NOTICE).
+var foodDir = filepath.Join("..", "api", "task", "pack", "testdata", "tolokaforge", "projects", "food_delivery_2")
 
 func withPython() harnessOpt { return func(c *runner.Config) { c.Python = debianPython } }
 

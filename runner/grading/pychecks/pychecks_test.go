@@ -43,9 +43,13 @@ func artifacts(t testing.TB, files map[string]string) string {
 	return dir
 }
 
+// upstreamPacks is the one copy of upstream's packs, kept beside the importer's
+// tests (see its NOTICE).
+var upstreamPacks = filepath.Join("..", "..", "..", "api", "task", "pack", "testdata", "tolokaforge")
+
 func fixture(t testing.TB, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "tolokaforge", filepath.FromSlash(rel)))
+	b, err := os.ReadFile(filepath.Join(upstreamPacks, filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
