@@ -4,11 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -152,39 +148,5 @@ func FindPacks(dir string) ([]string, error) {
 	if len(ents) == 0 {
 		return nil, fmt.Errorf("task directory %s is empty: want a task pack (a directory with task.yaml) or a project of packs (tasks/<id>/task.yaml)", dir)
 	}
-	if isPack(dir) {
-		return []string{dir}, nil
-	}
-	var packs []string
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() || p == dir {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), ".") {
-			return filepath.SkipDir
-		}
-		if isPack(p) {
-			packs = append(packs, p)
-			return filepath.SkipDir
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("task directory %s: %w", dir, err)
-	}
-	if len(packs) == 0 {
-		return nil, fmt.Errorf("task directory %s holds no task: no %s in it or in any directory below it "+
-			"(a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)", dir, PackTaskFile)
-	}
-	sort.Strings(packs)
-	return packs, nil
-}
-
-// isPack says dir holds a task.yaml file.
-func isPack(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, PackTaskFile))
-	return err == nil && st.Mode().IsRegular()
+	return pack.FindTasks(dir)
 }

@@ -40,7 +40,7 @@ func FindTasks(dir string) ([]string, error) {
 		return nil, fmt.Errorf("task directory %s: %w", dir, err)
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("task directory %s holds no task: no task.yaml in it or below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)", dir)
+		return nil, fmt.Errorf("task directory %s holds no task: no task.yaml in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)", dir)
 	}
 	sort.Strings(found)
 	return found, nil
