@@ -116,3 +116,49 @@ func TestCampaignSampleNamesTheSampleTask(t *testing.T) {
 		t.Errorf("campaign sample spec = %+v", c.Spec)
 	}
 }
+
+// TestSamplesApplyWithoutKueue: `kubectl apply -f config/samples/` (make demo,
+// the README, tolokaforge dev) must work on a cluster without Kueue, so the
+// top folder holds only our kinds and core ones with no queue label; Kueue's
+// samples live in config/samples/kueue/, which that apply does not read.
+func TestSamplesApplyWithoutKueue(t *testing.T) {
+	ents, err := os.ReadDir(samplesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(samplesDir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range bytes.Split(b, []byte("\n---")) {
+			var obj struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+				Metadata   struct {
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal(doc, &obj); err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			if obj.Kind == "" {
+				continue
+			}
+			n++
+			if obj.APIVersion != evalv1.GroupVersion.String() && obj.APIVersion != "v1" {
+				t.Errorf("%s: %s %s is not ours or core: kubectl apply -f config/samples/ fails without its CRD (put it under a subfolder)", e.Name(), obj.APIVersion, obj.Kind)
+			}
+			if q, ok := obj.Metadata.Labels["kueue.x-k8s.io/queue-name"]; ok {
+				t.Errorf("%s: %s names the Kueue queue %q: it would wait forever, or run unqueued, where Kueue is not installed", e.Name(), obj.Kind, q)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no sample objects read")
+	}
+}

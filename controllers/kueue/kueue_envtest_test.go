@@ -303,10 +303,10 @@ var _ = Describe("Kueue", func() {
 		Expect(adm.Message).To(ContainSubstring("ClusterQueue "+cq), describe(t))
 	})
 
-	It("runs config/samples' queued Campaign under config/samples' queues", func() {
+	It("runs config/samples/kueue's queued Campaign under its queues", func() {
 		ns := newNamespace()
-		applySample("kueue_queues.yaml", ns)
-		for _, f := range []string{"configmap_shop_orders_02_state.yaml", "eval_v1alpha1_task_shop.yaml", "eval_v1alpha1_campaign_shop_queued.yaml"} {
+		applySample("kueue/kueue_queues.yaml", ns)
+		for _, f := range []string{"configmap_shop_orders_02_state.yaml", "eval_v1alpha1_task_shop.yaml", "kueue/eval_v1alpha1_campaign_shop_queued.yaml"} {
 			applySample(f, ns)
 		}
 		key := types.NamespacedName{Namespace: ns, Name: "shop-oracle-queued"}
