@@ -168,25 +168,36 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 	if err != nil {
 		return nil, fmt.Errorf("build: image digest: %w", err)
 	}
-	if err := os.RemoveAll(o.Out); err != nil {
-		return nil, fmt.Errorf("build: clear %s: %w", o.Out, err)
-	}
-	p, err := layout.Write(o.Out, empty.Index)
-	if err != nil {
-		return nil, fmt.Errorf("build: write layout %s: %w", o.Out, err)
-	}
-	if err := p.AppendImage(img,
-		layout.WithAnnotations(map[string]string{RefNameAnnotation: o.Version}),
-		layout.WithPlatform(v1.Platform{OS: "linux", Architecture: o.Arch}),
-	); err != nil {
-		return nil, fmt.Errorf("build: write image to %s: %w", o.Out, err)
-	}
-	if o.Tarball != "" {
-		if err := tarball.WriteToFile(o.Tarball, tag, img); err != nil {
-			return nil, fmt.Errorf("build: write tarball %s: %w", o.Tarball, err)
-		}
+	if err := writeImage("build", img, tag, o.Version, o.Out, o.Tarball,
+		layout.WithPlatform(v1.Platform{OS: "linux", Architecture: o.Arch})); err != nil {
+		return nil, err
 	}
 	return &BuildResult{Ref: tag.String(), Digest: digest}, nil
+}
+
+// writeImage writes img as the only image of a fresh OCI layout at out (when
+// given; refName is its ref.name annotation) and as a `ctr images import` /
+// `docker load` tarball tagged tag (when given). Errors start with what.
+func writeImage(what string, img v1.Image, tag name.Tag, refName, out, tarballPath string, opts ...layout.Option) error {
+	if out != "" {
+		if err := os.RemoveAll(out); err != nil {
+			return fmt.Errorf("%s: clear %s: %w", what, out, err)
+		}
+		p, err := layout.Write(out, empty.Index)
+		if err != nil {
+			return fmt.Errorf("%s: write layout %s: %w", what, out, err)
+		}
+		opts = append([]layout.Option{layout.WithAnnotations(map[string]string{RefNameAnnotation: refName})}, opts...)
+		if err := p.AppendImage(img, opts...); err != nil {
+			return fmt.Errorf("%s: write image to %s: %w", what, out, err)
+		}
+	}
+	if tarballPath != "" {
+		if err := tarball.WriteToFile(tarballPath, tag, img); err != nil {
+			return fmt.Errorf("%s: write tarball %s: %w", what, tarballPath, err)
+		}
+	}
+	return nil
 }
 
 // buildBinary compiles the static binary of package pkg: no cgo (the empty

@@ -11,9 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -85,22 +83,8 @@ func BuildSingle(ctx context.Context, o SingleOptions, log io.Writer) (*BuildRes
 	if err != nil {
 		return nil, fmt.Errorf("%s: image digest: %w", what, err)
 	}
-	if o.Out != "" {
-		if err := os.RemoveAll(o.Out); err != nil {
-			return nil, fmt.Errorf("%s: clear %s: %w", what, o.Out, err)
-		}
-		p, err := layout.Write(o.Out, empty.Index)
-		if err != nil {
-			return nil, fmt.Errorf("%s: write layout %s: %w", what, o.Out, err)
-		}
-		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{RefNameAnnotation: tag.TagStr()})); err != nil {
-			return nil, fmt.Errorf("%s: write image to %s: %w", what, o.Out, err)
-		}
-	}
-	if o.Tarball != "" {
-		if err := tarball.WriteToFile(o.Tarball, tag, img); err != nil {
-			return nil, fmt.Errorf("%s: write tarball %s: %w", what, o.Tarball, err)
-		}
+	if err := writeImage(what, img, tag, tag.TagStr(), o.Out, o.Tarball); err != nil {
+		return nil, err
 	}
 	return &BuildResult{Ref: tag.String(), Digest: digest}, nil
 }
