@@ -31,15 +31,10 @@ func importPack(ns, dir string, edit func(*corev1.ConfigMap)) *evalv1.Task {
 	Expect(err).NotTo(HaveOccurred())
 	m, err := pack.Build(c, opts)
 	Expect(err).NotTo(HaveOccurred())
-	var out bytes.Buffer
-	Expect(pack.WriteStream(&out, []*pack.Manifests{m})).To(Succeed())
 	var tk *evalv1.Task
-	for _, doc := range strings.Split(out.String(), "\n---\n") {
-		js, err := sigyaml.YAMLToJSON([]byte(doc))
-		Expect(err).NotTo(HaveOccurred())
-		var head struct{ Kind string }
-		Expect(json.Unmarshal(js, &head)).To(Succeed())
-		switch head.Kind {
+	for _, doc := range importStream(m) {
+		js := doc.JSON
+		switch doc.Kind {
 		case "ConfigMap":
 			cm := &corev1.ConfigMap{}
 			Expect(json.Unmarshal(js, cm)).To(Succeed())
@@ -57,6 +52,29 @@ func importPack(ns, dir string, edit func(*corev1.ConfigMap)) *evalv1.Task {
 	Expect(string(tk.Spec.Description.Raw)).NotTo(ContainSubstring("tool_artifacts"))
 	Expect(h.Client.Create(ctx, tk)).To(Succeed())
 	return tk
+}
+
+// streamDoc is one object of pack import's output stream, as JSON.
+type streamDoc struct {
+	Kind string
+	JSON []byte
+}
+
+// importStream writes m as `pack import` prints it and splits the stream into
+// its objects, in order.
+func importStream(m *pack.Manifests) []streamDoc {
+	GinkgoHelper()
+	var out bytes.Buffer
+	Expect(pack.WriteStream(&out, []*pack.Manifests{m})).To(Succeed())
+	var docs []streamDoc
+	for _, doc := range strings.Split(out.String(), "\n---\n") {
+		js, err := sigyaml.YAMLToJSON([]byte(doc))
+		Expect(err).NotTo(HaveOccurred())
+		var head struct{ Kind string }
+		Expect(json.Unmarshal(js, &head)).To(Succeed())
+		docs = append(docs, streamDoc{Kind: head.Kind, JSON: js})
+	}
+	return docs
 }
 
 func scriptedOracleTrial(ns, name, taskName string) *evalv1.Trial {

@@ -1,15 +1,12 @@
 package controllers_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"path/filepath"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/packfiles"
@@ -36,17 +33,11 @@ func importPackToStore(ns, dir string, upload bool) *evalv1.Task {
 	} else {
 		Expect(store.Delete(ctx, m.BundleKey)).To(Succeed())
 	}
-	var out bytes.Buffer
-	Expect(pack.WriteStream(&out, []*pack.Manifests{m})).To(Succeed())
 	var tk *evalv1.Task
-	for _, doc := range strings.Split(out.String(), "\n---\n") {
-		js, err := sigyaml.YAMLToJSON([]byte(doc))
-		Expect(err).NotTo(HaveOccurred())
-		var head struct{ Kind string }
-		Expect(json.Unmarshal(js, &head)).To(Succeed())
-		Expect(head.Kind).To(Equal("Task"), "the stream holds the Task only")
+	for _, doc := range importStream(m) {
+		Expect(doc.Kind).To(Equal("Task"), "the stream holds the Task only")
 		tk = &evalv1.Task{}
-		Expect(json.Unmarshal(js, tk)).To(Succeed())
+		Expect(json.Unmarshal(doc.JSON, tk)).To(Succeed())
 	}
 	Expect(tk.Spec.Files.URL).To(Equal(store.ObjectURL(packfiles.StoreKey(tk.Spec.Files.Digest))))
 	Expect(h.Client.Create(ctx, tk)).To(Succeed())
