@@ -40,7 +40,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"time"
+	"maps"
+	"slices"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +119,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager) error {
 		Named("trial-kueue").
 		For(&evalv1.Trial{}).
 		Owns(&kueuev1.Workload{}).
+		Watches(&kueuev1.Workload{}, handler.EnqueueRequestsFromMapFunc(i.prebuiltWatch)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(i)
 }
@@ -126,6 +128,23 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager) error {
 func (i *Integration) Watch(b *builder.Builder) *builder.Builder {
 	return b.Watches(&kueuev1.Workload{}, handler.EnqueueRequestForOwner(
 		i.Client.Scheme(), i.Client.RESTMapper(), &evalv1.Trial{}, handler.OnlyControllerOwner()))
+}
+
+// prebuiltWatch maps a Workload to the Trials of its namespace that name it
+// by PrebuiltWorkloadLabel: a worker copy that arrived before its Workload,
+// or that has yet to claim it, is reconciled when the Workload changes.
+func (i *Integration) prebuiltWatch(ctx context.Context, o client.Object) []reconcile.Request {
+	var list evalv1.TrialList
+	if err := i.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		client.MatchingLabels{PrebuiltWorkloadLabel: o.GetName()}); err != nil {
+		i.Log.Error(err, "list trials naming a prebuilt workload", "workload", client.ObjectKeyFromObject(o).String())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for idx := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[idx])})
+	}
+	return out
 }
 
 // PrebuiltWorkloadLabel names the Workload a Trial must use instead of its
@@ -204,7 +223,77 @@ func (i *Integration) State(ctx context.Context, t *evalv1.Trial) (controllers.Q
 	if err != nil {
 		return controllers.QueueState{}, fmt.Errorf("get workload %s/%s: %w", t.Namespace, WorkloadName(t), err)
 	}
+	if why := notTrials(t, wl); why != "" {
+		// Someone else's admission is no gate for this Trial: it waits.
+		return controllers.QueueState{Workload: wl.Name, Pending: why}, nil
+	}
 	return stateOf(wl), nil
+}
+
+// notTrials says why wl does not gate t ("" when it does): a Workload gates
+// only the Trial that controls it. A Trial names its Workload by name (its
+// own UID-derived one, or a prebuilt one by label), and a label is anyone's
+// to write: without this, a Trial made by hand with another Trial's Workload
+// name in kueue.x-k8s.io/prebuilt-workload-name would run under that Trial's
+// admission, outside every quota.
+func notTrials(t *evalv1.Trial, wl *kueuev1.Workload) string {
+	ref := metav1.GetControllerOf(wl)
+	switch {
+	case ref == nil:
+		return fmt.Sprintf("workload %s is not yet claimed by this Trial", wl.Name)
+	case ref.UID == t.UID:
+		return ""
+	default:
+		return fmt.Sprintf("workload %s belongs to %s %s, not to this Trial", wl.Name, ref.Kind, ref.Name)
+	}
+}
+
+// outOfSync says how a prebuilt Workload's pod sets differ from what t's
+// attempt asks for ("" when they match). The quota Kueue reserved is the
+// Workload's: a Trial whose pods ask for more than its prebuilt Workload
+// would run beyond it, so such a Workload is never claimed (jobframework
+// likewise refuses a prebuilt Workload out of sync with its job).
+func outOfSync(t *evalv1.Trial, wl *kueuev1.Workload) string {
+	want := NewWorkload(t, nil).Spec.PodSets
+	if len(wl.Spec.PodSets) != len(want) {
+		return fmt.Sprintf("prebuilt workload %s has %d pod sets, the Trial's attempt runs %d pods", wl.Name, len(wl.Spec.PodSets), len(want))
+	}
+	for i := range want {
+		got, w := &wl.Spec.PodSets[i], &want[i]
+		if got.Name != w.Name || got.Count != w.Count {
+			return fmt.Sprintf("prebuilt workload %s: pod set %d is %s x%d, the Trial's is %s x%d", wl.Name, i, got.Name, got.Count, w.Name, w.Count)
+		}
+		have, asked := podSetRequests(got), podSetRequests(w)
+		for _, res := range slices.Sorted(maps.Keys(asked)) {
+			q := asked[res]
+			if h, ok := have[res]; !ok || h.Cmp(q) < 0 {
+				return fmt.Sprintf("prebuilt workload %s: pod set %s reserves %s %s, the Trial's %s pod requests %s",
+					wl.Name, got.Name, h.String(), res, w.Name, q.String())
+			}
+		}
+	}
+	return ""
+}
+
+// podSetRequests sums the requests of ps's containers (limits stand in for
+// missing requests, as the API server defaults them).
+func podSetRequests(ps *kueuev1.PodSet) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, c := range ps.Template.Spec.Containers {
+		for res, q := range c.Resources.Limits {
+			if _, ok := c.Resources.Requests[res]; !ok {
+				sum := out[res]
+				sum.Add(q)
+				out[res] = sum
+			}
+		}
+		for res, q := range c.Resources.Requests {
+			sum := out[res]
+			sum.Add(q)
+			out[res] = sum
+		}
+	}
+	return out
 }
 
 // stateOf reads a Workload's conditions.
@@ -273,7 +362,12 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	exists := err == nil
 
 	// 1. The Trial has its outcome: the Workload is finished, its quota free.
+	// Only its own: a Trial that names another's Workload (by a prebuilt
+	// label) and ends must not end that Workload's admission.
 	if completed(t) {
+		if exists && notTrials(t, wl) != "" {
+			return reconcile.Result{}, nil
+		}
 		if exists && !finished(wl) {
 			return reconcile.Result{}, i.finish(ctx, t, wl)
 		}
@@ -288,7 +382,8 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	// prebuilt one (MultiKueue's, in a worker cluster) is waited for.
 	prebuilt := t.Labels[PrebuiltWorkloadLabel] != ""
 	if !exists && prebuilt {
-		return reconcile.Result{RequeueAfter: time.Second}, nil
+		// Its creation brings the Trial back (prebuiltWatch).
+		return reconcile.Result{}, nil
 	}
 	if !exists {
 		var wpc *kueuev1.WorkloadPriorityClass
@@ -308,11 +403,21 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if finished(wl) {
 		return reconcile.Result{}, nil
 	}
-	if prebuilt && metav1.GetControllerOf(wl) == nil {
-		// Owned from now on, so its changes bring the Trial back.
+	if ref := metav1.GetControllerOf(wl); ref == nil && prebuilt {
+		if why := outOfSync(t, wl); why != "" {
+			log.Info("not claiming prebuilt workload", "workload", wl.Name, "why", why)
+			return reconcile.Result{}, nil
+		}
+		// Owned from now on, so its changes bring the Trial back; the
+		// optimistic lock lets one Trial claim it, never two.
 		if err := i.own(ctx, t, wl); err != nil {
 			return reconcile.Result{}, err
 		}
+	} else if ref == nil || ref.UID != t.UID {
+		// Not this Trial's: State keeps the Trial waiting, and nothing here
+		// touches another's Workload.
+		log.Info("workload is not this trial's", "workload", wl.Name, "why", notTrials(t, wl))
+		return reconcile.Result{}, nil
 	}
 	// 3. Evicted: the Trial controller ends the running attempt (its gate is
 	// the admission); once no attempt runs, the quota goes back and Kueue

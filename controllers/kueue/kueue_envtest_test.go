@@ -353,6 +353,48 @@ var _ = Describe("Kueue", func() {
 		Eventually(func() int { return podsOf(ns, "doomed") }, 30*time.Second, pollEvery).Should(BeZero())
 	})
 
+	It("runs no Trial under another Trial's admission, whatever Workload its labels name", func() {
+		ns := newNamespace()
+		queue(ns, "cq-"+ns, 1)
+		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "victim"}
+		gate := s.gates.Hold(key, 1)
+		tr := envtest.MakeTrial("victim", ns).Task("shop").Agent(envtest.Oracle()).Obj()
+		tr.Spec.UserSimulator = scriptedUser()
+		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+		Expect(s.Client.Create(bg, tr)).To(Succeed())
+		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		victimWL := kueue.WorkloadName(getTrial(ns, "victim"))
+
+		By("a Trial made by hand naming the admitted Workload as its prebuilt one")
+		h := envtest.MakeTrial("hijacker", ns).Task("shop").Agent(envtest.Oracle()).Obj()
+		h.Spec.UserSimulator = scriptedUser()
+		h.Labels = map[string]string{evalv1.LabelQueueName: "lq", kueue.PrebuiltWorkloadLabel: victimWL}
+		Expect(s.Client.Create(bg, h)).To(Succeed())
+		Eventually(func(g Gomega) {
+			t := getTrial(ns, "hijacker")
+			adm := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialAdmitted)
+			g.Expect(adm).NotTo(BeNil(), describe(t))
+			g.Expect(adm.Status).To(Equal(metav1.ConditionFalse), describe(t))
+			g.Expect(adm.Message).To(ContainSubstring("workload "+victimWL+" belongs to Trial victim, not to this Trial"), describe(t))
+		}, 30*time.Second, pollEvery).Should(Succeed())
+		Consistently(func(g Gomega) {
+			t := getTrial(ns, "hijacker")
+			g.Expect(t.Status.Attempts).To(BeEmpty(), describe(t))
+			g.Expect(podsOf(ns, "hijacker")).To(BeZero())
+		}, 2*time.Second, pollEvery).Should(Succeed())
+		wl := &kueuev1.Workload{}
+		Expect(s.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: victimWL}, wl)).To(Succeed())
+		Expect(wl.OwnerReferences).To(HaveLen(1))
+		Expect(wl.OwnerReferences[0].Name).To(Equal("victim"))
+
+		By("the victim runs to its end on its own admission")
+		close(gate.Release)
+		Eventually(func() bool { return terminal(getTrial(ns, "victim")) }, 60*time.Second, pollEvery).Should(BeTrue())
+		Expect(getTrial(ns, "victim").Status.Phase).To(Equal(evalv1.PhasePassed))
+		Consistently(func() int { return podsOf(ns, "hijacker") }, time.Second, pollEvery).Should(BeZero())
+	})
+
 	It("never holds a Trial without a queue label", func() {
 		ns := newNamespace()
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
