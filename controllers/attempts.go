@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
@@ -188,7 +187,7 @@ func deleteTrialAt(t *evalv1.Trial) time.Time {
 	if ttl == nil || *ttl < 0 || !isTerminal(&t.Status) || t.Status.CompletionTime == nil {
 		return time.Time{}
 	}
-	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" {
+	if name, _ := evalv1.CampaignOf(t); name != "" {
 		return time.Time{}
 	}
 	return t.Status.CompletionTime.Add(time.Duration(*ttl) * time.Second)

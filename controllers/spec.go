@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
@@ -19,8 +18,8 @@ const defaultMaxTurns = 30
 // runID names the run a trial belongs to: its Campaign when a Campaign
 // controls it, else the Trial itself ("<namespace>/<name>").
 func runID(t *evalv1.Trial) string {
-	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" && ref.APIVersion == evalv1.GroupVersion.String() {
-		return t.Namespace + "/" + ref.Name
+	if name, _ := evalv1.CampaignOf(t); name != "" {
+		return t.Namespace + "/" + name
 	}
 	return t.Namespace + "/" + t.Name
 }
@@ -138,8 +137,8 @@ func agentLabel(m evalv1.ModelSpec) string {
 // agent's provider/model.
 func recordOf(t *evalv1.Trial) result.Record {
 	r := result.Record{Namespace: t.Namespace, Trial: t.Name, Agent: t.Labels[evalv1.LabelAgent]}
-	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Campaign" {
-		r.Campaign = ref.Name
+	if name, _ := evalv1.CampaignOf(t); name != "" {
+		r.Campaign = name
 	}
 	if r.Agent == "" {
 		r.Agent = agentLabel(t.Spec.Agent)

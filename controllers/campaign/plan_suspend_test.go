@@ -153,6 +153,19 @@ func TestBuildTrialPassesKueueLabelsAndManagedBy(t *testing.T) {
 			if (tr.Spec.ManagedBy == nil) != (tc.managedBy == nil) || (tc.managedBy != nil && *tr.Spec.ManagedBy != *tc.managedBy) {
 				t.Errorf("managedBy %v, want %v", tr.Spec.ManagedBy, tc.managedBy)
 			}
+			// MultiKueue copies a Trial's owner references into the worker,
+			// whose garbage collector would delete the copy: such a Trial
+			// names its Campaign by label and annotation instead.
+			multiKueue := tc.managedBy != nil
+			if multiKueue != (len(tr.OwnerReferences) == 0) {
+				t.Errorf("owner references %+v (multikueue %v)", tr.OwnerReferences, multiKueue)
+			}
+			if name, uid := evalv1.CampaignOf(tr); name != c.Name || uid != c.UID {
+				t.Errorf("CampaignOf = %q %q, want %q %q", name, uid, c.Name, c.UID)
+			}
+			if _, ok := tr.Labels[evalv1.LabelCampaignUID]; ok != multiKueue {
+				t.Errorf("label %s present %v, want %v", evalv1.LabelCampaignUID, ok, multiKueue)
+			}
 		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -137,11 +138,15 @@ func (r *reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // planned by one reconcile.
 func (r *reconciler) trialEvents() handler.EventHandler {
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], finished bool) {
-		ref := metav1.GetControllerOf(o)
-		if ref == nil || ref.Kind != "Campaign" || ref.APIVersion != evalv1.GroupVersion.String() {
+		t, ok := o.(*evalv1.Trial)
+		if !ok {
 			return
 		}
-		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}
+		name, _ := evalv1.CampaignOf(t)
+		if name == "" {
+			return
+		}
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}
 		d := r.trialEventDelay
 		if finished {
 			// A finished Trial frees a maxParallel slot: the next one should
@@ -178,13 +183,17 @@ func finished(old, new client.Object) bool {
 	return ok1 && ok2 && !IsTerminalPhase(PhaseOf(o)) && IsTerminalPhase(PhaseOf(n))
 }
 
-// ownerUIDs is the OwnerIndex function.
+// ownerUIDs is the OwnerIndex function: the UID of the Campaign a Trial
+// belongs to (evalv1.CampaignOf).
 func ownerUIDs(o client.Object) []string {
-	ref := metav1.GetControllerOf(o)
-	if ref == nil || ref.Kind != "Campaign" || ref.APIVersion != evalv1.GroupVersion.String() {
+	t, ok := o.(*evalv1.Trial)
+	if !ok {
 		return nil
 	}
-	return []string{string(ref.UID)}
+	if _, uid := evalv1.CampaignOf(t); uid != "" {
+		return []string{string(uid)}
+	}
+	return nil
 }
 
 // trialChanged passes the Trial events the campaign's plan or status reads:
@@ -281,11 +290,20 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("get campaign %s: %w", req.NamespacedName, err)
 	}
 	if c.DeletionTimestamp != nil {
-		// Its Trials go with it through garbage collection.
+		// Its Trials go with it through garbage collection, and the ones
+		// without an owner reference (MultiKueue's) through deleteTrials.
 		r.expect.clear(c.UID)
 		r.forgetWrite(c.UID)
 		r.forgetMemo(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return r.deleteTrials(ctx, &c)
+	}
+	if !evalv1.OwnedByReference(c.Spec.TrialManagedBy) && !controllerutil.ContainsFinalizer(&c, evalv1.FinalizerCampaignTrials) {
+		// Before its first Trial: nothing else would delete them.
+		if err := r.patchFinalizers(ctx, &c, func(o *evalv1.Campaign) {
+			controllerutil.AddFinalizer(o, evalv1.FinalizerCampaignTrials)
+		}); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	tasks, missing, err := r.resolveTasks(ctx, &c)
@@ -517,7 +535,7 @@ func (r *reconciler) createOne(ctx context.Context, c *evalv1.Campaign, cr creat
 		// expecting it. Someone else's: the name is taken for good.
 		var existing evalv1.Trial
 		if gerr := r.apiReader.Get(ctx, client.ObjectKeyFromObject(t), &existing); gerr == nil {
-			if ref := metav1.GetControllerOf(&existing); ref != nil && ref.UID == c.UID {
+			if _, uid := evalv1.CampaignOf(&existing); uid == c.UID {
 				return nil
 			}
 		}
@@ -585,4 +603,51 @@ func (r *reconciler) expire(ctx context.Context, c *evalv1.Campaign) (bool, ctrl
 	}
 	r.log.V(1).Info("deleted after ttlSecondsAfterFinished", "campaign", client.ObjectKeyFromObject(c).String())
 	return true, ctrl.Result{}, nil
+}
+
+// deleteTrials deletes the Trials of a Campaign being deleted that no
+// garbage collector would (evalv1.FinalizerCampaignTrials), and lets the
+// Campaign go once none is left. Their deletions bring it back here.
+func (r *reconciler) deleteTrials(ctx context.Context, c *evalv1.Campaign) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(c, evalv1.FinalizerCampaignTrials) {
+		return ctrl.Result{}, nil
+	}
+	var list evalv1.TrialList
+	if err := r.client.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingFields{ownerIndex: string(c.UID)}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list trials of deleted campaign %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	for i := range list.Items {
+		t := &list.Items[i]
+		if t.DeletionTimestamp != nil {
+			continue
+		}
+		uid := t.UID
+		err := r.client.Delete(ctx, t, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return ctrl.Result{}, fmt.Errorf("delete trial %s/%s of deleted campaign %s: %w", t.Namespace, t.Name, c.Name, err)
+		}
+	}
+	if len(list.Items) > 0 {
+		// A Trial's deletion enqueues the Campaign; the requeue covers a
+		// Trial whose finalizers outlive the watch's patience.
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	if err := r.patchFinalizers(ctx, c, func(o *evalv1.Campaign) {
+		controllerutil.RemoveFinalizer(o, evalv1.FinalizerCampaignTrials)
+	}); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// patchFinalizers edits c's finalizers under its resourceVersion.
+func (r *reconciler) patchFinalizers(ctx context.Context, c *evalv1.Campaign, edit func(*evalv1.Campaign)) error {
+	updated := c.DeepCopy()
+	edit(updated)
+	patch := client.MergeFromWithOptions(c, client.MergeFromWithOptimisticLock{})
+	if err := r.client.Patch(ctx, updated, patch, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("write finalizers of campaign %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	*c = *updated
+	return nil
 }

@@ -121,14 +121,6 @@ func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 				evalv1.AnnotationCampaignGeneration: strconv.FormatInt(c.Generation, 10),
 				evalv1.AnnotationTaskName:           cell.Task,
 			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion:         evalv1.GroupVersion.String(),
-				Kind:               "Campaign",
-				Name:               c.Name,
-				UID:                c.UID,
-				Controller:         ptr.To(true),
-				BlockOwnerDeletion: ptr.To(true),
-			}},
 		},
 		Spec: evalv1.TrialSpec{
 			TaskRef:       &evalv1.TaskReference{Name: cell.Task},
@@ -146,6 +138,23 @@ func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 			KeepPodsAfterFinished: s.KeepPodsAfterFinished,
 			ManagedBy:             s.TrialManagedBy,
 		},
+	}
+	if evalv1.OwnedByReference(s.TrialManagedBy) {
+		t.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion:         evalv1.GroupVersion.String(),
+			Kind:               "Campaign",
+			Name:               c.Name,
+			UID:                c.UID,
+			Controller:         ptr.To(true),
+			BlockOwnerDeletion: ptr.To(true),
+		}}
+	} else {
+		// MultiKueue copies the Trial's metadata into a worker cluster,
+		// whose garbage collector would delete a copy owned by a Campaign
+		// it does not have: the Campaign is named by label and annotation,
+		// and deletes these Trials itself (evalv1.FinalizerCampaignTrials).
+		t.Labels[evalv1.LabelCampaignUID] = string(c.UID)
+		t.Annotations[evalv1.AnnotationCampaignName] = c.Name
 	}
 	// Kueue: the Campaign's queue and priority class are its Trials' (each
 	// Trial is one Workload), so a whole Campaign queues under one quota.

@@ -16,6 +16,7 @@ import (
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/controllers/kueue"
 	"tolokaforge.io/operator/test/envtest"
 	"tolokaforge.io/operator/test/kueueenv"
@@ -92,11 +93,35 @@ var _ = Describe("MultiKueue", Ordered, func() {
 
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
 		const n = 3
+		// The worker copies are held at their first attempt, so their
+		// metadata can be read while they exist (MultiKueue deletes them
+		// once the Trials finish).
+		gates := map[string]*envtest.Gate{}
+		for i := range int32(n) {
+			name := campaign.TrialName("eval", "oracle", "shop", i)
+			gates[name] = worker.gates.Hold(types.NamespacedName{Namespace: ns, Name: name}, 1)
+		}
 		c := envtest.MakeCampaign("eval", ns).Tasks("shop").TrialsPerTask(n).MaxParallel(n).Agent("oracle", envtest.Oracle()).Obj()
 		c.Spec.UserSimulator = scriptedUser()
 		c.Spec.TrialManagedBy = ptr.To(evalv1.ManagedByMultiKueue)
 		c.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
 		Expect(s.Client.Create(bg, c)).To(Succeed())
+
+		By("no Trial, here or in the worker, has an owner a worker's garbage collector would miss")
+		for name, g := range gates {
+			Eventually(g.Reached, 60*time.Second).Should(BeClosed(), "worker copy %s never started", name)
+			cp := &evalv1.Trial{}
+			Expect(worker.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: name}, cp)).To(Succeed())
+			Expect(cp.OwnerReferences).To(BeEmpty(), "worker copy %s", name)
+			Expect(cp.Labels).To(HaveKeyWithValue(evalv1.LabelMultiKueueOrigin, Not(BeEmpty())))
+			campName, campUID := evalv1.CampaignOf(cp)
+			Expect(campName).To(Equal("eval"))
+			Expect(campUID).To(Equal(c.UID))
+			here := &evalv1.Trial{}
+			Expect(s.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: name}, here)).To(Succeed())
+			Expect(here.OwnerReferences).To(BeEmpty(), name)
+			close(g.Release)
+		}
 
 		By("each Trial completes with the status its worker copy earned")
 		Eventually(func(g Gomega) {
@@ -128,6 +153,16 @@ var _ = Describe("MultiKueue", Ordered, func() {
 			got := &evalv1.Campaign{}
 			g.Expect(s.Client.Get(bg, client.ObjectKeyFromObject(c), got)).To(Succeed())
 			g.Expect(got.Status.Counts.Passed).To(BeEquivalentTo(n))
+			g.Expect(got.Finalizers).To(ContainElement(evalv1.FinalizerCampaignTrials))
+		}, 30*time.Second, pollEvery).Should(Succeed())
+
+		By("deleting the Campaign deletes its Trials (no garbage collector runs here, and none would: they have no owner)")
+		Expect(s.Client.Delete(bg, c)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var left evalv1.TrialList
+			g.Expect(s.Client.List(bg, &left, client.InNamespace(ns))).To(Succeed())
+			g.Expect(left.Items).To(BeEmpty())
+			g.Expect(apierrors.IsNotFound(s.Client.Get(bg, client.ObjectKeyFromObject(c), &evalv1.Campaign{}))).To(BeTrue(), "the Campaign stays")
 		}, 30*time.Second, pollEvery).Should(Succeed())
 	})
 })

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"sort"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -69,7 +68,7 @@ func CampaignTrials(ctx context.Context, r client.Reader, camp *evalv1.Campaign)
 	}
 	var out []evalv1.Trial
 	for _, t := range list.Items {
-		if ref := metav1.GetControllerOf(&t); ref != nil && ref.UID == camp.UID {
+		if _, uid := evalv1.CampaignOf(&t); uid == camp.UID {
 			out = append(out, t)
 		}
 	}
