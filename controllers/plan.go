@@ -61,6 +61,8 @@ type plan struct {
 	ClaimID   string
 	EnsureNP  bool
 	CreatePod []string // roles of the active attempt's pods to create
+	// Placement is the Kueue admission's placement of each role's pod.
+	Placement map[string]Placement
 	// Submit hands the active attempt to a driver.
 	Submit           bool
 	RunnerIP, DBIP   string
@@ -103,6 +105,9 @@ func planTrial(w *world) plan {
 		suspended := t.Held() ||
 			(w.Queue != nil && (!w.Queue.Admitted || w.Queue.EvictedReason != ""))
 		p.queueCondition(w)
+		if w.Queue != nil {
+			p.Placement = w.Queue.Placement
+		}
 		if a := activeAttempt(st); a != nil {
 			if suspended && !driverDone(w, a) {
 				// Kueue took the quota back (or spec.suspend was set): the

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -34,6 +35,35 @@ type QueueState struct {
 	// EvictedReason and EvictedMessage are its Evicted=True condition's
 	// (Preempted, PodsReadyTimeout, InactiveWorkload...); empty otherwise.
 	EvictedReason, EvictedMessage string
+	// Placement is where the admission puts each role's pod (by
+	// evalv1.RoleRunner, evalv1.RoleDBService): the node labels and
+	// tolerations of the ResourceFlavors Kueue assigned and of its
+	// admission checks' pod set updates. The quota was counted in those
+	// flavors, so the pods must land on their nodes.
+	Placement map[string]Placement
+}
+
+// Placement is what an admission adds to one pod.
+type Placement struct {
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+}
+
+// place adds pl to pod: its node labels win over the Trial's own
+// nodeSelector for the same key (the quota was reserved on the flavor's
+// nodes), its tolerations are added to the Trial's.
+func place(pod *corev1.Pod, pl Placement) {
+	if len(pl.NodeSelector) > 0 && pod.Spec.NodeSelector == nil {
+		pod.Spec.NodeSelector = make(map[string]string, len(pl.NodeSelector))
+	}
+	for k, v := range pl.NodeSelector {
+		pod.Spec.NodeSelector[k] = v
+	}
+	for _, tol := range pl.Tolerations {
+		if !slices.ContainsFunc(pod.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&tol) }) {
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
+		}
+	}
 }
 
 // AttemptResources are the requests and limits of an attempt's pods by role
@@ -105,8 +135,11 @@ func (p *plan) queueCondition(w *world) {
 		p.cond(evalv1.TrialAdmitted, false, evalv1.ReasonEvicted, fmt.Sprintf(
 			"workload %s was evicted (%s) and waits in LocalQueue %s again: %s", q.Workload, q.EvictedReason, lq, q.EvictedMessage))
 	case q.Workload == "":
-		p.cond(evalv1.TrialAdmitted, false, evalv1.ReasonQueued, fmt.Sprintf(
-			"waiting for its workload in LocalQueue %s to be created", lq))
+		msg := fmt.Sprintf("waiting for its workload in LocalQueue %s to be created", lq)
+		if q.Pending != "" {
+			msg += ": " + q.Pending
+		}
+		p.cond(evalv1.TrialAdmitted, false, evalv1.ReasonQueued, msg)
 	default:
 		msg := fmt.Sprintf("workload %s waits for quota in LocalQueue %s", q.Workload, lq)
 		if q.Pending != "" {

@@ -1,9 +1,11 @@
 package controllers
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -40,6 +42,10 @@ func TestPlanQueueGate(t *testing.T) {
 		{name: "queue label, no workload yet: waits", trial: queuedTrial(testTrial(), nil), queued: true,
 			queue: &QueueState{}, wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse,
 			wantReason: evalv1.ReasonQueued, wantMessage: "waiting for its workload in LocalQueue team-a to be created"},
+		{name: "no workload, its priority class missing: says so", trial: queuedTrial(testTrial(), nil), queued: true,
+			queue:     &QueueState{Pending: `WorkloadPriorityClass "urgent" (label kueue.x-k8s.io/priority-class) does not exist`},
+			wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse, wantReason: evalv1.ReasonQueued,
+			wantMessage: `waiting for its workload in LocalQueue team-a to be created: WorkloadPriorityClass "urgent" (label kueue.x-k8s.io/priority-class) does not exist`},
 		{name: "workload pending: waits with Kueue's words", trial: queuedTrial(testTrial(), nil), queued: true,
 			queue:     &QueueState{Workload: "trial-t1-abcde", Pending: "insufficient unused quota for cpu in flavor default"},
 			wantPhase: evalv1.PhasePending, wantAdmit: metav1.ConditionFalse, wantReason: evalv1.ReasonQueued,
@@ -211,6 +217,41 @@ func TestPlanHeldByHand(t *testing.T) {
 			p2 := planTrial(&world{Now: t0, Trial: held, Queued: true, Queue: tc.queue, Task: resolvedShop()})
 			if p2.Claim != nil || cond(&p2.Status, evalv1.TrialCompleted).Reason != evalv1.ReasonTrialSuspended {
 				t.Errorf("held trial started again or says %+v", cond(&p2.Status, evalv1.TrialCompleted))
+			}
+		})
+	}
+}
+
+// TestPlace: an admission's flavor node labels win over the Trial's own for
+// the same key (its quota was reserved there); tolerations are added once.
+func TestPlace(t *testing.T) {
+	spot := corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	gpu := corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpEqual, Value: "a100", Effect: corev1.TaintEffectNoSchedule}
+	for _, tc := range []struct {
+		name     string
+		selector map[string]string
+		tols     []corev1.Toleration
+		pl       Placement
+		wantSel  map[string]string
+		wantTols []corev1.Toleration
+	}{
+		{name: "nothing to add", selector: map[string]string{"zone": "a"}, wantSel: map[string]string{"zone": "a"}},
+		{name: "onto an empty pod", pl: Placement{NodeSelector: map[string]string{"pool": "spot"}, Tolerations: []corev1.Toleration{spot}},
+			wantSel: map[string]string{"pool": "spot"}, wantTols: []corev1.Toleration{spot}},
+		{name: "the flavor wins a shared key", selector: map[string]string{"pool": "on-demand", "zone": "a"},
+			pl:      Placement{NodeSelector: map[string]string{"pool": "spot"}},
+			wantSel: map[string]string{"pool": "spot", "zone": "a"}},
+		{name: "a toleration the Trial has is not repeated", tols: []corev1.Toleration{spot},
+			pl: Placement{Tolerations: []corev1.Toleration{spot, gpu}}, wantTols: []corev1.Toleration{spot, gpu}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: tc.selector, Tolerations: tc.tols}}
+			place(pod, tc.pl)
+			if !reflect.DeepEqual(pod.Spec.NodeSelector, tc.wantSel) {
+				t.Errorf("nodeSelector = %v, want %v", pod.Spec.NodeSelector, tc.wantSel)
+			}
+			if !reflect.DeepEqual(pod.Spec.Tolerations, tc.wantTols) {
+				t.Errorf("tolerations = %v, want %v", pod.Spec.Tolerations, tc.wantTols)
 			}
 		})
 	}

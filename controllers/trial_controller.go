@@ -459,6 +459,7 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 			}
 			pods[i] = runnerPod(r.Pods, ref, desc)
 		}
+		place(pods[i], p.Placement[role])
 		wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
 	}
 	wg.Wait()

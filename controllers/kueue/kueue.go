@@ -71,6 +71,7 @@ import (
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=workloadpriorityclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kueue.x-k8s.io,resources=resourceflavors,verbs=get;list;watch
 
 // ExternalFramework is the Trial's name in Kueue's
 // integrations.externalFrameworks.
@@ -120,6 +121,7 @@ func (i *Integration) SetupWithManager(mgr ctrl.Manager) error {
 		For(&evalv1.Trial{}).
 		Owns(&kueuev1.Workload{}).
 		Watches(&kueuev1.Workload{}, handler.EnqueueRequestsFromMapFunc(i.prebuiltWatch)).
+		Watches(&kueuev1.WorkloadPriorityClass{}, handler.EnqueueRequestsFromMapFunc(i.classWatch)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(i)
 }
@@ -143,6 +145,23 @@ func (i *Integration) prebuiltWatch(ctx context.Context, o client.Object) []reco
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for idx := range list.Items {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[idx])})
+	}
+	return out
+}
+
+// classWatch maps a WorkloadPriorityClass to the Trials whose label names it:
+// one that waited for the class gets its Workload once the class exists.
+func (i *Integration) classWatch(ctx context.Context, o client.Object) []reconcile.Request {
+	var list evalv1.TrialList
+	if err := i.Client.List(ctx, &list, client.MatchingLabels{evalv1.LabelPriorityClass: o.GetName()}); err != nil {
+		i.Log.Error(err, "list trials naming a priority class", "priorityClass", o.GetName())
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for idx := range list.Items {
+		if !completed(&list.Items[idx]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[idx])})
+		}
 	}
 	return out
 }
@@ -218,7 +237,8 @@ func (i *Integration) State(ctx context.Context, t *evalv1.Trial) (controllers.Q
 	wl := &kueuev1.Workload{}
 	err := i.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: WorkloadName(t)}, wl)
 	if apierrors.IsNotFound(err) {
-		return controllers.QueueState{}, nil
+		why, err := i.whyNoWorkload(ctx, t)
+		return controllers.QueueState{Pending: why}, err
 	}
 	if err != nil {
 		return controllers.QueueState{}, fmt.Errorf("get workload %s/%s: %w", t.Namespace, WorkloadName(t), err)
@@ -227,7 +247,72 @@ func (i *Integration) State(ctx context.Context, t *evalv1.Trial) (controllers.Q
 		// Someone else's admission is no gate for this Trial: it waits.
 		return controllers.QueueState{Workload: wl.Name, Pending: why}, nil
 	}
-	return stateOf(wl), nil
+	s := stateOf(wl)
+	if s.Admitted {
+		if s.Placement, err = i.placement(ctx, wl); err != nil {
+			return controllers.QueueState{}, err
+		}
+	}
+	return s, nil
+}
+
+// placement is where wl's admission puts each pod set (jobframework's
+// PodSetInfo, less what a Trial has no use for): the node labels and
+// tolerations of the ResourceFlavors assigned to it, then its admission
+// checks' pod set updates (a ProvisioningRequest's node selector).
+func (i *Integration) placement(ctx context.Context, wl *kueuev1.Workload) (map[string]controllers.Placement, error) {
+	out := map[string]controllers.Placement{}
+	get := func(role string) controllers.Placement {
+		pl, ok := out[role]
+		if !ok {
+			pl = controllers.Placement{NodeSelector: map[string]string{}}
+		}
+		return pl
+	}
+	for _, psa := range wl.Status.Admission.PodSetAssignments {
+		role := string(psa.Name)
+		pl := get(role)
+		names := map[kueuev1.ResourceFlavorReference]bool{}
+		for _, f := range psa.Flavors {
+			names[f] = true
+		}
+		for _, name := range slices.Sorted(maps.Keys(names)) {
+			rf := &kueuev1.ResourceFlavor{}
+			if err := i.Client.Get(ctx, types.NamespacedName{Name: string(name)}, rf); err != nil {
+				return nil, fmt.Errorf("workload %s/%s: ResourceFlavor %s of pod set %s: %w", wl.Namespace, wl.Name, name, role, err)
+			}
+			maps.Copy(pl.NodeSelector, rf.Spec.NodeLabels)
+			pl.Tolerations = append(pl.Tolerations, rf.Spec.Tolerations...)
+		}
+		out[role] = pl
+	}
+	for _, ac := range wl.Status.AdmissionChecks {
+		for _, u := range ac.PodSetUpdates {
+			role := string(u.Name)
+			pl := get(role)
+			maps.Copy(pl.NodeSelector, u.NodeSelector)
+			pl.Tolerations = append(pl.Tolerations, u.Tolerations...)
+			out[role] = pl
+		}
+	}
+	return out, nil
+}
+
+// whyNoWorkload says what keeps t's Workload from being created, when the
+// Trial can tell ("" otherwise): the priority class its label names.
+func (i *Integration) whyNoWorkload(ctx context.Context, t *evalv1.Trial) (string, error) {
+	name := t.Labels[evalv1.LabelPriorityClass]
+	if name == "" || t.Labels[PrebuiltWorkloadLabel] != "" {
+		return "", nil
+	}
+	err := i.Client.Get(ctx, types.NamespacedName{Name: name}, &kueuev1.WorkloadPriorityClass{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("WorkloadPriorityClass %q (label %s) does not exist", name, evalv1.LabelPriorityClass), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("trial %s/%s: WorkloadPriorityClass %q: %w", t.Namespace, t.Name, name, err)
+	}
+	return "", nil
 }
 
 // notTrials says why wl does not gate t ("" when it does): a Workload gates
@@ -389,7 +474,14 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		var wpc *kueuev1.WorkloadPriorityClass
 		if name := t.Labels[evalv1.LabelPriorityClass]; name != "" {
 			wpc = &kueuev1.WorkloadPriorityClass{}
-			if err := i.Client.Get(ctx, types.NamespacedName{Name: name}, wpc); err != nil {
+			err := i.Client.Get(ctx, types.NamespacedName{Name: name}, wpc)
+			if apierrors.IsNotFound(err) {
+				// The Trial's Admitted condition says so (whyNoWorkload);
+				// the class's creation brings the Trial back (classWatch).
+				log.Info("workload waits for its priority class", "priorityClass", name)
+				return reconcile.Result{}, nil
+			}
+			if err != nil {
 				return reconcile.Result{}, fmt.Errorf("trial %s: WorkloadPriorityClass %q (label %s): %w", req, name, evalv1.LabelPriorityClass, err)
 			}
 		}

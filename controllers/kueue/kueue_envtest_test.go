@@ -395,6 +395,62 @@ var _ = Describe("Kueue", func() {
 		Consistently(func() int { return podsOf(ns, "hijacker") }, time.Second, pollEvery).Should(BeZero())
 	})
 
+	It("places a Trial's pods on the nodes of the ResourceFlavor Kueue admitted it into", func() {
+		ns := newNamespace()
+		spotTol := corev1.Toleration{Key: "pool", Operator: corev1.TolerationOpEqual, Value: "spot", Effect: corev1.TaintEffectNoSchedule}
+		rf := kueueenv.ResourceFlavor("spot-" + ns)
+		rf.Spec.NodeLabels = map[string]string{"pool": "spot"}
+		rf.Spec.Tolerations = []corev1.Toleration{spotTol}
+		Expect(s.Client.Create(bg, rf)).To(Succeed())
+		Expect(s.Client.Create(bg, kueueenv.ClusterQueue("cq-"+ns, rf.Name, quotaFor(1)))).To(Succeed())
+		Expect(s.Client.Create(bg, kueueenv.LocalQueue(ns, "lq", "cq-"+ns))).To(Succeed())
+		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
+		key := types.NamespacedName{Namespace: ns, Name: "placed"}
+		gate := s.gates.Hold(key, 1)
+		tr := envtest.MakeTrial("placed", ns).Task("shop").Agent(envtest.Oracle()).Obj()
+		tr.Spec.UserSimulator = scriptedUser()
+		tr.Spec.Runner.NodeSelector = map[string]string{"pool": "on-demand", "zone": "a"}
+		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+		Expect(s.Client.Create(bg, tr)).To(Succeed())
+		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		var pods corev1.PodList
+		Expect(s.Client.List(bg, &pods, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "placed"})).To(Succeed())
+		Expect(pods.Items).To(HaveLen(2))
+		for _, p := range pods.Items {
+			want := map[string]string{"pool": "spot"}
+			if p.Labels[evalv1.LabelRole] == evalv1.RoleRunner {
+				want["zone"] = "a" // the Trial's own key stays; the flavor's wins "pool"
+			}
+			Expect(p.Spec.NodeSelector).To(Equal(want), p.Name)
+			Expect(p.Spec.Tolerations).To(ContainElement(spotTol), p.Name)
+		}
+		close(gate.Release)
+		Eventually(func() bool { return terminal(getTrial(ns, "placed")) }, 60*time.Second, pollEvery).Should(BeTrue())
+		Expect(getTrial(ns, "placed").Status.Phase).To(Equal(evalv1.PhasePassed))
+	})
+
+	It("says a Trial waits for its missing WorkloadPriorityClass, and runs it once the class exists", func() {
+		ns := newNamespace()
+		queue(ns, "cq-"+ns, 1)
+		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
+		class := "later-" + ns
+		tr := envtest.MakeTrial("classy", ns).Task("shop").Agent(envtest.Oracle()).Obj()
+		tr.Spec.UserSimulator = scriptedUser()
+		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq", evalv1.LabelPriorityClass: class}
+		Expect(s.Client.Create(bg, tr)).To(Succeed())
+		Eventually(func(g Gomega) {
+			t := getTrial(ns, "classy")
+			adm := meta.FindStatusCondition(t.Status.Conditions, evalv1.TrialAdmitted)
+			g.Expect(adm).NotTo(BeNil(), describe(t))
+			g.Expect(adm.Message).To(Equal(fmt.Sprintf(
+				"waiting for its workload in LocalQueue lq to be created: WorkloadPriorityClass %q (label %s) does not exist", class, evalv1.LabelPriorityClass)), describe(t))
+		}, 30*time.Second, pollEvery).Should(Succeed())
+		Expect(s.Client.Create(bg, &kueuev1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Value: 10})).To(Succeed())
+		Eventually(func() bool { return terminal(getTrial(ns, "classy")) }, 60*time.Second, pollEvery).Should(BeTrue())
+		t := getTrial(ns, "classy")
+		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describe(t))
+	})
+
 	It("never holds a Trial without a queue label", func() {
 		ns := newNamespace()
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())

@@ -1,6 +1,7 @@
 package kueue
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -103,7 +104,7 @@ func TestStateOf(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wl := &kueuev1.Workload{ObjectMeta: metav1.ObjectMeta{Name: "wl"}, Status: tc.wl}
-			if got := stateOf(wl); got != tc.want {
+			if got := stateOf(wl); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("stateOf = %+v, want %+v", got, tc.want)
 			}
 		})

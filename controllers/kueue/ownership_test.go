@@ -2,6 +2,7 @@ package kueue
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ import (
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers"
 )
 
 func fakeClient(t *testing.T, objs ...client.Object) client.Client {
@@ -200,5 +202,84 @@ func TestOutOfSync(t *testing.T) {
 				t.Errorf("outOfSync = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPlacement: an admitted Workload's pods go where its flavors' nodes are,
+// and where its admission checks' pod set updates say.
+func TestPlacement(t *testing.T) {
+	ctx := context.Background()
+	spotTol := corev1.Toleration{Key: "spot", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+	spot := &kueuev1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "spot"},
+		Spec: kueuev1.ResourceFlavorSpec{NodeLabels: map[string]string{"pool": "spot"}, Tolerations: []corev1.Toleration{spotTol}}}
+	plain := &kueuev1.ResourceFlavor{ObjectMeta: metav1.ObjectMeta{Name: "plain"}}
+	tr := trial("t1")
+	wl := admittedWorkload(tr)
+	wl.Status.Admission.PodSetAssignments = []kueuev1.PodSetAssignment{
+		{Name: evalv1.RoleRunner, Flavors: map[corev1.ResourceName]kueuev1.ResourceFlavorReference{corev1.ResourceCPU: "spot", corev1.ResourceMemory: "spot"}},
+		{Name: evalv1.RoleDBService, Flavors: map[corev1.ResourceName]kueuev1.ResourceFlavorReference{corev1.ResourceCPU: "plain"}},
+	}
+	wl.Status.AdmissionChecks = []kueuev1.AdmissionCheckState{{Name: "prov", State: kueuev1.CheckStateReady,
+		PodSetUpdates: []kueuev1.PodSetUpdate{{Name: evalv1.RoleDBService, NodeSelector: map[string]string{"provisioned": "yes"}}}}}
+
+	c := fakeClient(t, tr, wl, spot, plain)
+	i := &Integration{Client: c, Log: logr.Discard()}
+	st, err := i.State(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]controllers.Placement{
+		evalv1.RoleRunner:    {NodeSelector: map[string]string{"pool": "spot"}, Tolerations: []corev1.Toleration{spotTol}},
+		evalv1.RoleDBService: {NodeSelector: map[string]string{"provisioned": "yes"}},
+	}
+	if !reflect.DeepEqual(st.Placement, want) {
+		t.Errorf("placement = %+v, want %+v", st.Placement, want)
+	}
+
+	// A flavor deleted under an admission: an error naming it, not pods
+	// placed anywhere.
+	c = fakeClient(t, tr, wl, plain)
+	i = &Integration{Client: c, Log: logr.Discard()}
+	if _, err := i.State(ctx, tr); err == nil || !strings.Contains(err.Error(), "ResourceFlavor spot of pod set runner") {
+		t.Errorf("State with a missing flavor: %v", err)
+	}
+}
+
+// TestMissingPriorityClass: a Trial whose priority-class label names no
+// WorkloadPriorityClass gets no Workload, says why, and gets one once the
+// class exists.
+func TestMissingPriorityClass(t *testing.T) {
+	ctx := context.Background()
+	tr := trial("t1")
+	tr.Labels[evalv1.LabelPriorityClass] = "urgent"
+	c := fakeClient(t, tr)
+	i := &Integration{Client: c, Log: logr.Discard()}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tr)}
+	if _, err := i.Reconcile(ctx, req); err != nil {
+		t.Fatalf("reconcile returned %v: a missing class is waited for, not retried as an error", err)
+	}
+	st, err := i.State(ctx, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `WorkloadPriorityClass "urgent" (label kueue.x-k8s.io/priority-class) does not exist`; st.Pending != want || st.Workload != "" {
+		t.Errorf("state = %+v, want pending %q", st, want)
+	}
+	wpc := &kueuev1.WorkloadPriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "urgent"}, Value: 500}
+	if err := c.Create(ctx, wpc); err != nil {
+		t.Fatal(err)
+	}
+	if got := i.classWatch(ctx, wpc); len(got) != 1 || got[0] != req {
+		t.Errorf("classWatch = %v, want %v", got, req)
+	}
+	if _, err := i.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	wl := &kueuev1.Workload{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: tr.Namespace, Name: WorkloadName(tr)}, wl); err != nil {
+		t.Fatal(err)
+	}
+	if wl.Spec.Priority == nil || *wl.Spec.Priority != 500 {
+		t.Errorf("workload priority = %v, want 500", wl.Spec.Priority)
 	}
 }
