@@ -521,7 +521,19 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 		return reconcile.Result{}, nil
 	}
-	// 4. Waiting: the queue may have changed meanwhile.
+	// 4. Admitted: Kueue's waitForPodsReady (when a cluster turns it on)
+	// evicts a Workload whose pods are not ready in time, so its PodsReady
+	// condition follows the Trial's, as jobframework writes a Job's.
+	if admitted(wl) {
+		if c, write := podsReadyCondition(t, wl); write {
+			return reconcile.Result{}, i.patchStatus(ctx, wl, func(w *kueuev1.Workload) {
+				c.ObservedGeneration = w.Generation
+				meta.SetStatusCondition(&w.Status.Conditions, c)
+			})
+		}
+		return reconcile.Result{}, nil
+	}
+	// 5. Waiting: the queue may have changed meanwhile.
 	if q := kueuev1.LocalQueueName(t.QueueName()); wl.Spec.QueueName != q && !quotaReserved(wl) {
 		wl.Spec.QueueName = q
 		if err := i.Client.Update(ctx, wl, client.FieldOwner(evalv1.FieldManager)); err != nil {
@@ -529,6 +541,31 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// podsReadyCondition is the PodsReady condition wl should carry for t, and
+// whether it must be written: True (Started, or Recovered after a lost
+// attempt) once the running attempt's pods are ready; False
+// (WaitForRecovery) when they were and the attempt has ended. The
+// WaitForStart condition jobframework writes before the pods are ready is
+// left out: Kueue's timeout reads a missing condition as not ready, and it
+// would cost every Trial a write.
+func podsReadyCondition(t *evalv1.Trial, wl *kueuev1.Workload) (metav1.Condition, bool) {
+	cur := meta.FindStatusCondition(wl.Status.Conditions, kueuev1.WorkloadPodsReady)
+	ready := running(t) && meta.IsStatusConditionTrue(t.Status.Conditions, evalv1.TrialPodsReady)
+	switch {
+	case ready && (cur == nil || cur.Status != metav1.ConditionTrue):
+		reason := kueuev1.WorkloadStarted
+		if cur != nil && (cur.Reason == kueuev1.WorkloadWaitForRecovery || cur.Reason == kueuev1.WorkloadRecovered) {
+			reason = kueuev1.WorkloadRecovered
+		}
+		return metav1.Condition{Type: kueuev1.WorkloadPodsReady, Status: metav1.ConditionTrue, Reason: reason,
+			Message: "All pods reached readiness and the workload is running"}, true
+	case !ready && cur != nil && cur.Status == metav1.ConditionTrue:
+		return metav1.Condition{Type: kueuev1.WorkloadPodsReady, Status: metav1.ConditionFalse, Reason: kueuev1.WorkloadWaitForRecovery,
+			Message: "At least one pod has failed, waiting for recovery"}, true
+	}
+	return metav1.Condition{}, false
 }
 
 // finish marks the Workload Finished (Kueue frees its quota), in the Trial's

@@ -424,6 +424,15 @@ var _ = Describe("Kueue", func() {
 			Expect(p.Spec.NodeSelector).To(Equal(want), p.Name)
 			Expect(p.Spec.Tolerations).To(ContainElement(spotTol), p.Name)
 		}
+		// Its pods are ready: Kueue's waitForPodsReady would not evict it.
+		Eventually(func(g Gomega) {
+			wl := &kueuev1.Workload{}
+			g.Expect(s.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: kueue.WorkloadName(getTrial(ns, "placed"))}, wl)).To(Succeed())
+			c := meta.FindStatusCondition(wl.Status.Conditions, kueuev1.WorkloadPodsReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(kueuev1.WorkloadStarted))
+		}, 30*time.Second, pollEvery).Should(Succeed())
 		close(gate.Release)
 		Eventually(func() bool { return terminal(getTrial(ns, "placed")) }, 60*time.Second, pollEvery).Should(BeTrue())
 		Expect(getTrial(ns, "placed").Status.Phase).To(Equal(evalv1.PhasePassed))

@@ -283,3 +283,47 @@ func TestMissingPriorityClass(t *testing.T) {
 		t.Errorf("workload priority = %v, want 500", wl.Spec.Priority)
 	}
 }
+
+// TestPodsReadyCondition: the Workload's PodsReady follows the running
+// attempt's pods, so Kueue's waitForPodsReady never evicts a Trial whose
+// pods are up; nothing is written while nothing changes.
+func TestPodsReadyCondition(t *testing.T) {
+	runningTrial := func(podsReady bool) *evalv1.Trial {
+		tr := trial("t1")
+		tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, Outcome: evalv1.OutcomeRunning}}
+		st := metav1.ConditionFalse
+		if podsReady {
+			st = metav1.ConditionTrue
+		}
+		tr.Status.Conditions = []metav1.Condition{{Type: evalv1.TrialPodsReady, Status: st, Reason: "x"}}
+		return tr
+	}
+	ended := runningTrial(false)
+	ended.Status.Attempts[0].Outcome = evalv1.OutcomeInfraFailed
+	podsReady := func(st metav1.ConditionStatus, reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: kueuev1.WorkloadPodsReady, Status: st, Reason: reason}}
+	}
+	for _, tc := range []struct {
+		name       string
+		trial      *evalv1.Trial
+		have       []metav1.Condition
+		wantWrite  bool
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{"pods starting: nothing written", runningTrial(false), nil, false, "", ""},
+		{"pods ready: Started", runningTrial(true), nil, true, metav1.ConditionTrue, kueuev1.WorkloadStarted},
+		{"already Started: nothing written", runningTrial(true), podsReady(metav1.ConditionTrue, kueuev1.WorkloadStarted), false, "", ""},
+		{"attempt ended after ready: WaitForRecovery", ended, podsReady(metav1.ConditionTrue, kueuev1.WorkloadStarted), true, metav1.ConditionFalse, kueuev1.WorkloadWaitForRecovery},
+		{"retry ready: Recovered", runningTrial(true), podsReady(metav1.ConditionFalse, kueuev1.WorkloadWaitForRecovery), true, metav1.ConditionTrue, kueuev1.WorkloadRecovered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wl := admittedWorkload(tc.trial)
+			wl.Status.Conditions = append(wl.Status.Conditions, tc.have...)
+			c, write := podsReadyCondition(tc.trial, wl)
+			if write != tc.wantWrite || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
+				t.Errorf("podsReadyCondition = %s/%s write %v, want %s/%s write %v", c.Status, c.Reason, write, tc.wantStatus, tc.wantReason, tc.wantWrite)
+			}
+		})
+	}
+}
