@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/host"
 )

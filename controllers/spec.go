@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-
 	"tolokaforge.io/operator/api/result"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
