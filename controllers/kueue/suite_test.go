@@ -94,6 +94,8 @@ type stackOptions struct {
 	probe      time.Duration
 	// smallMCP serves the shop tools from the small mcpstandin binary.
 	smallMCP bool
+	// podsReady turns on Kueue's waitForPodsReady with this timeout.
+	podsReady time.Duration
 }
 
 func startStack(o stackOptions) (_ *stack, err error) {
@@ -113,7 +115,7 @@ func startStack(o stackOptions) (_ *stack, err error) {
 		}
 	}
 	start := time.Now()
-	if s.kueue, err = kueueenv.Start(bg, s.Control, s.Config, kueueenv.Options{}); err != nil {
+	if s.kueue, err = kueueenv.Start(bg, s.Control, s.Config, kueueenv.Options{WaitForPodsReady: o.podsReady}); err != nil {
 		return nil, err
 	}
 	s.kueueStart = time.Since(start)

@@ -104,6 +104,10 @@ type Options struct {
 	// MultiKueue's generic adapter dispatches to worker clusters (default:
 	// the Trial).
 	MultiKueueFrameworks []string
+	// WaitForPodsReady turns on Kueue's waitForPodsReady with this timeout:
+	// an admitted Workload whose PodsReady is not True within it is
+	// evicted (0: off, Kueue's default).
+	WaitForPodsReady time.Duration
 	// LogTo receives Kueue's log (default: a file in its work dir, kept
 	// when Stop is called with keepLog).
 	LogTo io.Writer
@@ -228,7 +232,7 @@ func Start(ctx context.Context, env *crenvtest.Environment, cfg *rest.Config, o 
 	if err != nil {
 		return nil, fmt.Errorf("kueueenv: kubeconfig: %w", err)
 	}
-	config := kueueConfig(hostIP, webhookPort, certDir, healthPort, o.ExternalFrameworks, o.MultiKueueFrameworks)
+	config := kueueConfig(hostIP, webhookPort, certDir, healthPort, o.ExternalFrameworks, o.MultiKueueFrameworks, o.WaitForPodsReady)
 	files := map[string][]byte{"kubeconfig": kubeconfig, "config.yaml": config}
 	for name, b := range files {
 		if err := os.WriteFile(filepath.Join(k.Work, name), b, 0o600); err != nil {
@@ -411,7 +415,7 @@ func (k *Kueue) Stop(keep bool) error {
 // Secret), the webhook on this machine's address, the probes on a free
 // loopback port, metrics off, and the Trial as an external framework, which
 // MultiKueue may dispatch.
-func kueueConfig(host string, webhookPort int, certDir string, healthPort int, external, multiKueue []string) []byte {
+func kueueConfig(host string, webhookPort int, certDir string, healthPort int, external, multiKueue []string, podsReady time.Duration) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
@@ -440,6 +444,9 @@ integrations:
 	b.WriteString("multiKueue:\n  externalFrameworks:\n")
 	for _, f := range multiKueue {
 		fmt.Fprintf(&b, "  - name: %q\n", f)
+	}
+	if podsReady > 0 {
+		fmt.Fprintf(&b, "waitForPodsReady:\n  timeout: %s\n  blockAdmission: false\n", podsReady)
 	}
 	return []byte(b.String())
 }
