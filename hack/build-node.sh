@@ -2,8 +2,9 @@
 # Builds the node components of the e2e cluster (kubelet, kube-scheduler,
 # kube-controller-manager, kube-proxy) from k8s.io/kubernetes through the Go
 # module proxy into bin/node, as hack/build-envtest.sh builds kube-apiserver and
-# etcd into bin/k8s, and kube-router (the NetworkPolicy enforcer, v2.1.0 from
-# hack/kuberouter, a module of its own; test clusters only); a binary already
+# etcd into bin/k8s, and kube-router (v2.1.0's network policy controller alone,
+# the cluster's NetworkPolicy enforcer, from hack/kuberouter, a module of its
+# own; test clusters only); a binary already
 # built from the same module files is kept. CoreDNS runs as a pod: hack/e2e.sh
 # builds its image from hack/coredns.
 # Also builds the harness CLI (bin/node/cluster) and the pause image. Prints the
