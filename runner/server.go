@@ -190,21 +190,14 @@ func (s *Server) drain() {
 	s.log.Info("stopped", "trials_cleaned_up", n)
 }
 
-// dbDialWait is how long a DB service request whose connection is refused
-// is retried (client.WithDialWait).
-const dbDialWait = 15 * time.Second
-
 // dbClient returns the shared client for a DB service URL.
 func (s *Server) dbClient(url string) *client.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.dbClients[url]
 	if !ok {
-		// The DB service is Ready when the runner is registered, but a
-		// NetworkPolicy implementation may admit the runner's connections a
-		// moment later: those refused before connecting are retried.
 		c = client.New(url, client.WithHTTPClient(s.cfg.HTTPClient), client.WithLogger(s.log.WithName("dbclient")),
-			client.WithToken(s.cfg.DBToken()), client.WithDialWait(dbDialWait))
+			client.WithToken(s.cfg.DBToken()))
 		s.dbClients[url] = c
 	}
 	return c

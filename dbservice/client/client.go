@@ -56,6 +56,14 @@ func WithBackoff(d time.Duration) option { return func(c *Client) { c.backoff = 
 // Default 0: no such retries.
 func WithDialWait(d time.Duration) option { return func(c *Client) { c.dialWait = max(d, 0) } }
 
+// WaitingToConnect returns a copy of c (same HTTP client, token and retries)
+// whose requests wait up to d to connect, as WithDialWait.
+func (c *Client) WaitingToConnect(d time.Duration) *Client {
+	cp := *c
+	cp.dialWait = max(d, 0)
+	return &cp
+}
+
 // WithLogger sets the logger for retries (default: discard).
 func WithLogger(l logr.Logger) option { return func(c *Client) { c.log = l } }
 

@@ -346,7 +346,7 @@ func TestDialWaitRetriesWritesNeverSent(t *testing.T) {
 		done <- srv.Serve(sctx, l)
 	}()
 	t.Cleanup(func() { scancel(); <-done })
-	resp, err := client.New("http://"+addr, client.WithDialWait(10*time.Second)).Init(ctx, "r", req)
+	resp, err := client.New("http://"+addr).WaitingToConnect(10*time.Second).Init(ctx, "r", req)
 	if err != nil {
 		t.Fatalf("Init once the service listens: %v", err)
 	}
