@@ -127,7 +127,7 @@ fuzz: ## Run every fuzz target briefly (seeds also run as regression cases in `m
 	  done; done
 
 .PHONY: e2e node
-node: ## Build kubelet, kube-proxy, kube-scheduler, kube-controller-manager (bin/node) from source.
+node: ## Build kubelet, kube-proxy, kube-scheduler, kube-controller-manager and kube-router (bin/node) from source.
 	@nice -n 10 hack/build-node.sh
 
 e2e: ## Single-node cluster on this machine (containerd, runc, CNI; root), the e2e suite, teardown.

@@ -2,9 +2,11 @@
 # Builds the node components of the e2e cluster (kubelet, kube-scheduler,
 # kube-controller-manager, kube-proxy) from k8s.io/kubernetes through the Go
 # module proxy into bin/node, as hack/build-envtest.sh builds kube-apiserver and
-# etcd into bin/k8s, and CoreDNS (the cluster's DNS, a cut-down build from
-# hack/coredns, a module of its own); a binary already built from the same
-# module files is kept.
+# etcd into bin/k8s, and kube-router (v2.1.0's network policy controller alone,
+# the cluster's NetworkPolicy enforcer, from hack/kuberouter, a module of its
+# own; test clusters only); a binary already
+# built from the same module files is kept. CoreDNS runs as a pod: hack/e2e.sh
+# builds its image from hack/coredns.
 # Also builds the harness CLI (bin/node/cluster) and the pause image. Prints the
 # directory. Run it under `nice`: the first build takes minutes on two cores.
 set -euo pipefail
@@ -34,9 +36,11 @@ build() { # name [module-dir package-dir]
   echo "$want" > "$stamp"
 }
 
-for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager coredns}; do
+for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager kube-router}; do
   if [[ "$name" == coredns ]]; then
     build coredns "$root/hack/coredns" .
+  elif [[ "$name" == kube-router ]]; then
+    build kube-router "$root/hack/kuberouter" .
   else
     build "$name"
   fi

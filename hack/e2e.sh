@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make e2e`: builds what is missing (node binaries and CoreDNS, the pause
-# image, the project's images, the fake LLM's image, dist/install.yaml),
+# `make e2e`: builds what is missing (node binaries and kube-router, the pause
+# image, CoreDNS's image, the project's images, the fake LLM's image,
+# dist/install.yaml),
 # brings up the single-node cluster of test/nodecluster, runs the e2e suite
 # against it and tears it down, also when the suite fails or is interrupted.
 # Needs root (containerd, kubelet, iptables).
@@ -10,7 +11,8 @@ cd "$root"
 [[ "$(id -u)" == 0 ]] || { echo "e2e: needs root (it runs containerd, kubelet and kube-proxy)" >&2; exit 2; }
 
 missing=()
-for p in containerd runc containernetworking-plugins iptables; do
+# ipset: kube-router, which enforces NetworkPolicy on the node, needs it.
+for p in containerd runc containernetworking-plugins iptables ipset; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -36,12 +38,17 @@ fakellm_image="tolokaforge.local/fakellm:1"
 (cd hack/image && nice -n 10 go run . single --module "$root" --package ./test/fakellm/cmd/fakellm \
   --ref "$fakellm_image" --tarball "$img_dir/fakellm.tar" >/dev/null)
 
+# CoreDNS (hack/coredns) as the kube-system pod the runners' NetworkPolicy
+# admits DNS to; test/nodecluster names this image.
+(cd hack/image && nice -n 10 go run . single --module "$root/hack/coredns" --package tolokaforge.io/hack/coredns \
+  --ref tolokaforge.local/coredns:1 --tarball "$img_dir/coredns.tar" >/dev/null)
+
 dir="$root/bin/cluster"
 cluster() { "$node_bin/cluster" "$@" --dir "$dir" --k8s-bin "$k8s_bin" --node-bin "$node_bin"; }
 cluster down   # a cluster an earlier run left behind (killed before its trap)
 trap 'cluster down' EXIT
 kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokaforge.tar" \
-  --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar")"
+  --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar" --image "$img_dir/coredns.tar")"
 
 E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
 E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \

@@ -36,6 +36,12 @@ type Config struct {
 	// DrainTimeout bounds GracefulStop on shutdown before in-flight RPCs are
 	// cut (default 10 s).
 	DrainTimeout time.Duration
+	// DBConnectWait is how long a registration's first DB service requests
+	// are retried while their connection is refused before it was sent: the
+	// DB service is Ready, but a NetworkPolicy implementation may admit this
+	// runner's connections to it a moment later (default 15 s; negative:
+	// no wait).
+	DBConnectWait time.Duration
 	// MaxToolTimeout caps every tool call's budget, whatever the task's
 	// timeout_s, the trial default or the call's override ask for (default
 	// defaultMaxToolTimeout): a pack cannot hold a runner slot for a day.
@@ -87,6 +93,8 @@ func (c *Config) DBToken() string {
 const (
 	defaultListen       = "127.0.0.1:50051"
 	defaultDrainTimeout = 10 * time.Second
+	// defaultDBConnectWait covers kube-router's lag in e2e with room.
+	defaultDBConnectWait = 15 * time.Second
 	// defaultMaxToolTimeout is the longest one tool call may run.
 	defaultMaxToolTimeout = 10 * time.Minute
 	// maxMessageBytes matches the Python runner's 50 MiB gRPC limit with room
@@ -120,6 +128,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.DrainTimeout <= 0 {
 		out.DrainTimeout = defaultDrainTimeout
+	}
+	if out.DBConnectWait == 0 {
+		out.DBConnectWait = defaultDBConnectWait
 	}
 	if out.MaxToolTimeout <= 0 {
 		out.MaxToolTimeout = defaultMaxToolTimeout

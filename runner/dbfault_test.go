@@ -1,17 +1,20 @@
 package runner_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/dbservice"
 	dbclient "tolokaforge.io/operator/dbservice/client"
 )
 
@@ -190,7 +193,7 @@ func TestTimedOutWriteMarksMCPMirrorStale(t *testing.T) {
 // registered.
 func TestRegistrationWithTheDBServiceDown(t *testing.T) {
 	db := startDB(t)
-	h := startRunner(t, db)
+	h := startRunner(t, db, withDBConnectWait(300*time.Millisecond))
 	db.stop()
 	_, err := h.c.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{TrialId: "down",
 		TrialSpecJson: specJSON(t, "down", baseTask([]any{tool("db_get")}, nil, obj{"items": []any{obj{"id": "a"}}})), EngineProtocolVersion: task.EngineProtocolVersion})
@@ -200,6 +203,39 @@ func TestRegistrationWithTheDBServiceDown(t *testing.T) {
 	}
 	if n := h.srv.ActiveTrials(); n != 0 {
 		t.Fatalf("%d trials registered after a failed registration", n)
+	}
+}
+
+// A DB service the runner cannot connect to yet at registration (Ready, but
+// a NetworkPolicy implementation not yet admitting the runner) is waited for:
+// the registration goes through once it accepts connections.
+func TestRegistrationWaitsToConnectToTheDBService(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db := &dbHandle{url: "http://" + addr, c: dbclient.New("http://"+addr, dbclient.WithRetries(0))}
+	h := startRunner(t, db, withDBConnectWait(10*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- dbservice.New(dbservice.Options{}).Serve(ctx, l)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if _, err := h.c.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{TrialId: "late",
+		TrialSpecJson: specJSON(t, "late", baseTask([]any{tool("db_get")}, nil, obj{"items": []any{obj{"id": "a"}}})), EngineProtocolVersion: task.EngineProtocolVersion}); err != nil {
+		t.Fatalf("RegisterTrial while the DB service starts listening: %v", err)
+	}
+	if n := h.srv.ActiveTrials(); n != 1 {
+		t.Fatalf("%d trials registered, want 1", n)
 	}
 }
 

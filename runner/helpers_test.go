@@ -111,6 +111,10 @@ func withDrainTimeout(d time.Duration) harnessOpt {
 	return func(c *runner.Config) { c.DrainTimeout = d }
 }
 
+func withDBConnectWait(d time.Duration) harnessOpt {
+	return func(c *runner.Config) { c.DBConnectWait = d }
+}
+
 func withExtra(b ...builtinTool) harnessOpt {
 	return func(c *runner.Config) { c.ExtraBuiltins = append(c.ExtraBuiltins, b...) }
 }

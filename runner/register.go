@@ -195,6 +195,10 @@ func (s *Server) publish(t *trial) error {
 // above), e.g. left by a runner that died mid-trial; it is replaced so the
 // host's retry with the same id can proceed.
 func (s *Server) initDB(ctx context.Context, c *client.Client, id string, st *task.InitialState) (*client.InitResponse, error) {
+	// The first requests to a new DB service: it is Ready, but a
+	// NetworkPolicy implementation may admit this runner's connections to it
+	// a moment later, so those refused before they were sent are retried.
+	c = c.WaitingToConnect(s.cfg.DBConnectWait)
 	req := st.DBInit()
 	resp, err := c.Init(ctx, id, req)
 	if errors.Is(err, client.ErrTrialAlreadyExists) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,7 +24,10 @@ type Client struct {
 	hc      *http.Client
 	retries int
 	backoff time.Duration
-	log     logr.Logger
+	// dialWait bounds how long a request whose connection could not be
+	// opened is retried, whatever its method (0: not at all).
+	dialWait time.Duration
+	log      logr.Logger
 	// auth is the Authorization value ("Bearer <token>"), empty for none.
 	auth string
 }
@@ -42,6 +46,23 @@ func WithRetries(n int) option { return func(c *Client) { c.retries = max(n, 0) 
 // WithBackoff sets the delay before the first retry; it doubles for each later one
 // (default 100 ms).
 func WithBackoff(d time.Duration) option { return func(c *Client) { c.backoff = d } }
+
+// WithDialWait retries, for up to d, a request whose connection could not be
+// opened (refused, unreachable, dial timeout), whatever its method: it never
+// reached the service, so a write is not repeated. It covers a peer that is
+// Ready before the network lets the caller reach it, as when a NetworkPolicy
+// implementation programs a new pod's rules after the pod started (kube-router
+// refused a runner's first connections to its new DB service for seconds).
+// Default 0: no such retries.
+func WithDialWait(d time.Duration) option { return func(c *Client) { c.dialWait = max(d, 0) } }
+
+// WaitingToConnect returns a copy of c (same HTTP client, token and retries)
+// whose requests wait up to d to connect, as WithDialWait.
+func (c *Client) WaitingToConnect(d time.Duration) *Client {
+	cp := *c
+	cp.dialWait = max(d, 0)
+	return &cp
+}
 
 // WithLogger sets the logger for retries (default: discard).
 func WithLogger(l logr.Logger) option { return func(c *Client) { c.log = l } }
@@ -298,6 +319,11 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		attempts += c.retries
 	}
 	delay := c.backoff
+	var dialUntil time.Time
+	if c.dialWait > 0 {
+		dialUntil = time.Now().Add(c.dialWait)
+	}
+	dialDelay := 50 * time.Millisecond
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		retryable, err := c.once(ctx, method, target, body, out)
@@ -305,6 +331,19 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 			return nil
 		}
 		lastErr = err
+		if ctx.Err() == nil && notConnected(err) && time.Now().Before(dialUntil) {
+			c.log.V(1).Info("retrying DB service request not connected", "method", method, "path", path, "err", err.Error())
+			t := time.NewTimer(min(dialDelay, time.Until(dialUntil)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("%w (gave up retrying: %w)", lastErr, ctx.Err())
+			case <-t.C:
+			}
+			dialDelay = min(2*dialDelay, time.Second)
+			attempt-- // not a try the service saw
+			continue
+		}
 		if !retryable || attempt >= attempts || ctx.Err() != nil {
 			return lastErr
 		}
@@ -318,6 +357,13 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		}
 		delay *= 2
 	}
+}
+
+// notConnected: the request's connection could not be opened, so the
+// service never saw it.
+func notConnected(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // once performs one HTTP exchange and reports whether a failure may be retried.

@@ -308,3 +308,49 @@ func TestUnavailableClassification(t *testing.T) {
 		t.Fatalf("404: %v", err)
 	}
 }
+
+// TestDialWaitRetriesWritesNeverSent: a write whose connection was refused
+// never reached the service, so WithDialWait retries it until the service
+// listens (a DB service a NetworkPolicy implementation admits late); without
+// it, or once the wait is over, the refusal is the answer.
+func TestDialWaitRetriesWritesNeverSent(t *testing.T) {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	req := client.InitRequest{Tables: map[string]json.RawMessage{"t": json.RawMessage(`[{"id":1}]`)}}
+	if _, err := client.New("http://"+addr).Init(ctx, "r", req); !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("Init without a dial wait: %v, want refused", err)
+	}
+	start := time.Now()
+	if _, err := client.New("http://"+addr, client.WithDialWait(200*time.Millisecond)).Init(ctx, "r", req); !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("Init after the dial wait: %v, want refused", err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
+		t.Errorf("gave up after %s, want about 200ms", d)
+	}
+
+	srv := dbservice.New(dbservice.Options{})
+	sctx, scancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- srv.Serve(sctx, l)
+	}()
+	t.Cleanup(func() { scancel(); <-done })
+	resp, err := client.New("http://"+addr).WaitingToConnect(10*time.Second).Init(ctx, "r", req)
+	if err != nil {
+		t.Fatalf("Init once the service listens: %v", err)
+	}
+	if resp == nil {
+		t.Fatal("no init response")
+	}
+}

@@ -1,7 +1,8 @@
 // Command coredns is a cut-down CoreDNS for the e2e cluster (test/nodecluster):
-// only the plugins its Corefile uses (bind, errors, cache, kubernetes,
-// forward), so it builds in seconds from the module proxy. hack/build-node.sh
-// builds it into bin/node with the node binaries.
+// only the plugins its Corefile uses (errors, cache, kubernetes, forward; bind
+// kept for a Corefile that names an address), so it builds in seconds from the
+// module proxy. hack/e2e.sh makes it a one-binary image (`hack/image single`)
+// that runs as the cluster's kube-system DNS pods.
 package main
 
 import (

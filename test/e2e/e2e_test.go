@@ -127,6 +127,8 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
 	})
 
+	networkPolicySpecs()
+
 	// Attempt faults: attempt 1's pod is broken as soon as its container
 	// runs (before the manager registers the trial, so the attempt cannot
 	// have passed already); the attempt ends InfraFailed and the retry passes.

@@ -84,7 +84,10 @@ type State struct {
 	Netns   []string          `json:"netnsBefore"`
 	// NftTables are the nftables tables before Up: iptables-nft creates
 	// ip/ip6 filter, nat and mangle on first use, and Down removes those.
-	NftTables  []string `json:"nftTablesBefore"`
+	NftTables []string `json:"nftTablesBefore"`
+	// IPSets are the ipsets before Up: kube-router creates its own, and
+	// Down destroys those once the iptables rules naming them are gone.
+	IPSets     []string `json:"ipsetsBefore"`
 	Containerd string   `json:"containerdSocket"`
 	Kubeconfig string   `json:"kubeconfig"`
 	NodeBin    string   `json:"nodeBin"`
@@ -130,9 +133,9 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	if _, err := os.Stat(filepath.Join(o.Dir, stateFile)); err == nil {
 		return nil, fmt.Errorf("cluster: %s exists: a cluster is up or was not torn down; run down first", filepath.Join(o.Dir, stateFile))
 	}
-	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip"} {
+	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "ipset"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("cluster: %s not found (apt-get install containerd runc containernetworking-plugins iptables): %w", tool, err)
+			return nil, fmt.Errorf("cluster: %s not found (apt-get install containerd runc containernetworking-plugins iptables ipset): %w", tool, err)
 		}
 	}
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
@@ -178,6 +181,7 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		}
 	}
 	st.NftTables = nftTables()
+	st.IPSets = ipsets()
 	if err := st.save(); err != nil {
 		return st, fmt.Errorf("cluster: %w", err)
 	}
@@ -316,24 +320,8 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort), "--leader-elect=false"); err != nil {
 		return st, err
 	}
-	// CoreDNS, a host process on the node's address (pods reach it there,
-	// as they reach the API server), serving cluster.local from the API
-	// and forwarding the rest to the host's resolver: kubelet's clusterDNS.
-	corefile := filepath.Join(o.Dir, "Corefile")
-	if err := os.WriteFile(corefile, []byte(coreDNSConfig(nodeIP, kc["admin"])), 0o644); err != nil {
-		return st, fmt.Errorf("cluster: %w", err)
-	}
-	if err := start("coredns", filepath.Join(o.NodeBin, "coredns"), "-conf="+corefile); err != nil {
-		return st, err
-	}
-	if err := waitFor(ctx, 60*time.Second, "CoreDNS answering kubernetes.default.svc.cluster.local at "+nodeIP, func(ctx context.Context) error {
-		return lookupVia(ctx, nodeIP, "kubernetes.default.svc.cluster.local", "10.96.0.1")
-	}); err != nil {
-		return st, err
-	}
-	logf("CoreDNS answers at %s:53", nodeIP)
 	kubeletCfg := filepath.Join(dirs["kubelet"], "config.yaml")
-	if err := os.WriteFile(kubeletCfg, []byte(kubeletConfig(pkiFile, st.Containerd, dirs["pod-logs"], kubeletPort, nodeIP)), 0o644); err != nil {
+	if err := os.WriteFile(kubeletCfg, []byte(kubeletConfig(pkiFile, st.Containerd, dirs["pod-logs"], kubeletPort, DNSServiceIP)), 0o644); err != nil {
 		return st, fmt.Errorf("cluster: %w", err)
 	}
 	if err := start("kubelet", filepath.Join(o.NodeBin, "kubelet"), "--config="+kubeletCfg,
@@ -373,6 +361,34 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	}); err != nil {
 		return st, err
 	}
+	// kube-router's network policy controller (the firewall only: the
+	// bridge plugin stays the pod network, kube-proxy the service proxy)
+	// enforces NetworkPolicy. It reads the Node object at start, so it starts
+	// once the node is registered. A test-cluster-only part: security flaws
+	// are reported against kube-router v2.1.0 (hack/kuberouter).
+	if err := start("kube-router", filepath.Join(o.NodeBin, "kube-router"),
+		"--run-firewall=true", "--run-router=false", "--run-service-proxy=false", "--run-loadbalancer=false",
+		"--kubeconfig="+kc["admin"], "--hostname-override="+NodeName,
+		"--service-cluster-ip-range="+ServiceCIDR, "--health-port=0", "--metrics-port=0"); err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 60*time.Second, "kube-router's network policy chains", func(ctx context.Context) error {
+		return exec.CommandContext(ctx, "iptables", "-w", "-t", "filter", "-S", "KUBE-ROUTER-FORWARD").Run()
+	}); err != nil {
+		return st, err
+	}
+	logf("kube-router enforces NetworkPolicy")
+	// CoreDNS as kube-system pods behind the kube-dns Service (dns.go), up
+	// before anything else runs: kubelet's clusterDNS names the Service.
+	if err := applyDNS(ctx, cs); err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 120*time.Second, "CoreDNS (image "+CoreDNSImage+") answering kubernetes.default.svc.cluster.local at "+DNSServiceIP, func(ctx context.Context) error {
+		return lookupVia(ctx, DNSServiceIP, "kubernetes.default.svc.cluster.local", "10.96.0.1")
+	}); err != nil {
+		return st, err
+	}
+	logf("CoreDNS answers at %s:53", DNSServiceIP)
 	logf("node %s Ready; KUBECONFIG=%s", NodeName, st.Kubeconfig)
 	return st, st.save()
 }
@@ -515,4 +531,13 @@ func nftTables() []string {
 		}
 	}
 	return ts
+}
+
+// ipsets lists the names of every ipset; nil without ipset.
+func ipsets() []string {
+	out, err := exec.Command("ipset", "list", "-n").Output()
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(out))
 }

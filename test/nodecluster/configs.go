@@ -59,7 +59,8 @@ func cniConfig(ipamDir string) string {
 }
 
 // kubeletConfig: failCgroupV1 false (this VM is cgroup v1), cgroupfs, eviction
-// relaxed and image GC off, because nothing can be pulled again here.
+// relaxed and image GC off, because nothing can be pulled again here;
+// clusterDNS is the kube-dns Service (DNSServiceIP).
 func kubeletConfig(pki func(string) string, containerdSock, podLogsDir string, port int, dnsIP string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -115,27 +116,4 @@ conntrack:
   tcpEstablishedTimeout: 0s
   tcpCloseWaitTimeout: 0s
 `, NodeName, PodCIDR, kubeconfig, metricsPort)
-}
-
-// coreDNSConfig serves the cluster's zones from the API server (read with
-// kubeconfig) and forwards every other name to the host's resolver, bound to
-// the node's address only: pods reach it there, and nothing else on the
-// machine listening on port 53 elsewhere is disturbed.
-func coreDNSConfig(nodeIP, kubeconfig string) string {
-	return fmt.Sprintf(`cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {
-    bind %[1]s
-    errors
-    cache 5
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig %[2]s
-        pods insecure
-    }
-}
-.:53 {
-    bind %[1]s
-    errors
-    cache 30
-    forward . /etc/resolv.conf
-}
-`, nodeIP, kubeconfig)
 }

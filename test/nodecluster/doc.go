@@ -3,11 +3,18 @@
 // kube-apiserver as hack/build-envtest.sh builds them, kube-controller-manager,
 // kube-scheduler, kubelet and kube-proxy as hack/build-node.sh builds them,
 // Debian's containerd, runc and CNI plugins, and the pause image of
-// `hack/image pause`. Everything it writes lives under its own directory
-// (bin/cluster), its own bridge and its own iptables chains; the fixed paths
-// kubelet and the CNI plugins insist on, and the sysctls kubelet, kube-proxy
-// and the bridge plugin set, are recorded at Up and put back at Down, which
-// stops every process by the PID Up recorded.
+// `hack/image pause`. NetworkPolicy is enforced by kube-router v2.1.0's
+// network policy controller alone (a host process, also built by
+// hack/build-node.sh; a test-cluster-only part, with security flaws reported
+// against that version), and the cluster's DNS is CoreDNS as kube-system pods
+// labelled k8s-app=kube-dns behind the kube-dns Service (dns.go; the image of
+// hack/coredns), the only DNS the operator's runner policy admits.
+// Everything it writes lives under its own directory (bin/cluster), its own
+// bridge and its own iptables chains; the fixed paths kubelet and the CNI
+// plugins insist on, and the sysctls kubelet, kube-proxy and the bridge plugin
+// set, are recorded at Up and put back at Down, which stops every process by
+// the PID Up recorded and removes kube-router's chains and the ipsets it
+// created whether or not it is still running.
 //
 // Imports: the standard library, k8s.io/api, k8s.io/apimachinery and
 // k8s.io/client-go.

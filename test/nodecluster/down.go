@@ -51,7 +51,8 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 	if alive(st, "kube-apiserver") && alive(st, "kubelet") {
 		keep(deleteAllPods(ctx, st, logf))
 	}
-	for _, n := range []string{"kube-proxy", "kubelet", "coredns", "kube-apiserver", "etcd", "containerd"} {
+	// kube-router first: it would put back the chains removed below.
+	for _, n := range []string{"kube-router", "kube-proxy", "kubelet", "kube-apiserver", "etcd", "containerd"} {
 		keep(stopNamed(st, n, logf))
 	}
 	// Whatever outlived containerd: shims and the containers under
@@ -64,9 +65,12 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 		}
 	}
 	keep(removeNetns(st, logf))
+	// KUBE- also covers kube-router's chains (KUBE-ROUTER-*, KUBE-NWPLCY-*,
+	// KUBE-POD-FW-*): its --cleanup-config panics on a kernel without IPVS.
 	for _, tool := range []string{"iptables", "ip6tables"} {
 		keep(removeChains(tool, []string{"KUBE-", "CNI-"}))
 	}
+	keep(removeIPSets(st, logf))
 	if st.NftTables != nil || len(nftTables()) > 0 {
 		for _, t := range nftTables() {
 			if !slices.Contains(st.NftTables, t) && (strings.HasPrefix(t, "ip ") || strings.HasPrefix(t, "ip6 ")) {
@@ -376,4 +380,32 @@ func unmountUnder(paths []string) error {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// removeIPSets destroys the ipsets created since Up (kube-router's; named
+// KUBE-*, inet6:KUBE-* or kube-router-*), after the rules naming them went.
+func removeIPSets(st *State, logf func(string, ...any)) error {
+	if _, err := exec.LookPath("ipset"); err != nil {
+		return nil
+	}
+	var errs []error
+	n := 0
+	for _, s := range ipsets() {
+		if slices.Contains(st.IPSets, s) {
+			continue
+		}
+		name := strings.TrimPrefix(s, "inet6:")
+		if !strings.HasPrefix(name, "KUBE-") && !strings.HasPrefix(name, "kube-router") {
+			continue
+		}
+		if out, err := exec.Command("ipset", "destroy", s).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: ipset destroy %s: %w: %s", s, err, out))
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		logf("destroyed %d ipsets", n)
+	}
+	return errors.Join(errs...)
 }

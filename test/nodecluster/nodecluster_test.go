@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,9 +30,8 @@ func TestConfigsCarryTheBlockersFixes(t *testing.T) {
 			`nodefs.available: "1%"`}},
 		{"kube-proxy", kubeProxyConfig("/d/kp.kubeconfig", 4321), []string{
 			"mode: iptables", "localhostNodePorts: false", "maxPerCore: 0", `metricsBindAddress: "127.0.0.1:4321"`}},
-		{"coredns", coreDNSConfig("192.0.2.2", "/d/admin.kubeconfig"), []string{
-			"cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {", "bind 192.0.2.2", "kubeconfig /d/admin.kubeconfig",
-			"forward . /etc/resolv.conf"}},
+		{"coredns", coreDNSConfig(), []string{
+			".:53 {", "kubernetes cluster.local in-addr.arpa ip6.arpa {", "forward . /etc/resolv.conf"}},
 		{"cni", cniConfig("/d/ipam"), []string{`"bridge": "` + Bridge + `"`, `"dataDir": "/d/ipam"`, `"subnet": "` + PodCIDR + `"`}},
 	} {
 		for _, w := range tc.want {
@@ -39,6 +39,47 @@ func TestConfigsCarryTheBlockersFixes(t *testing.T) {
 				t.Errorf("%s config lacks %q:\n%s", tc.name, w, tc.text)
 			}
 		}
+	}
+}
+
+// TestCoreDNSIsWhatRunnerPoliciesAdmit: the operator's runner egress policy
+// admits DNS only to kube-system pods labelled k8s-app=kube-dns on port 53
+// (controllers.RunnersPolicy); with kube-router enforcing it, the cluster's
+// DNS must be such a pod, listening on 53 itself (policy ports match after
+// the Service's DNAT), behind the Service kubelet's clusterDNS names.
+func TestCoreDNSIsWhatRunnerPoliciesAdmit(t *testing.T) {
+	_, role, binding, cm, dep, svc := dnsObjects()
+	if dep.Namespace != "kube-system" || dep.Spec.Template.Labels["k8s-app"] != "kube-dns" {
+		t.Errorf("Deployment %s/%s pod labels %v, want kube-system and k8s-app=kube-dns", dep.Namespace, dep.Name, dep.Spec.Template.Labels)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	if c.Image != CoreDNSImage || c.ImagePullPolicy != "Never" {
+		t.Errorf("image %s pull %s", c.Image, c.ImagePullPolicy)
+	}
+	ports := map[string]bool{}
+	for _, p := range c.Ports {
+		ports[string(p.Protocol)+"/"+strconv.Itoa(int(p.ContainerPort))] = true
+	}
+	if !ports["UDP/53"] || !ports["TCP/53"] {
+		t.Errorf("container ports %v, want UDP and TCP 53", c.Ports)
+	}
+	if svc.Name != "kube-dns" || svc.Spec.ClusterIP != DNSServiceIP {
+		t.Errorf("Service %s at %s, want kube-dns at %s", svc.Name, svc.Spec.ClusterIP, DNSServiceIP)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.Port != 53 || p.TargetPort.IntValue() != 53 {
+			t.Errorf("Service port %+v, want 53 -> 53", p)
+		}
+	}
+	if !strings.Contains(kubeletConfig(func(n string) string { return n }, "s", "l", 1, DNSServiceIP), "clusterDNS: ["+DNSServiceIP+"]") {
+		t.Error("kubelet's clusterDNS is not the kube-dns Service")
+	}
+	if cm.Data["Corefile"] != coreDNSConfig() || binding.RoleRef.Name != role.Name {
+		t.Error("ConfigMap or binding does not match")
+	}
+	sc := dep.Spec.Template.Spec.SecurityContext
+	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || len(sc.Sysctls) != 1 || sc.Sysctls[0].Value != "53" {
+		t.Errorf("pod security context %+v: want non-root, port 53 unprivileged by the pod's sysctl", sc)
 	}
 }
 
