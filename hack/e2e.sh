@@ -42,16 +42,27 @@ fakellm_image="tolokaforge.local/fakellm:1"
 # admits DNS to; test/nodecluster names this image.
 (cd hack/image && nice -n 10 go run . single --module "$root/hack/coredns" --package tolokaforge.io/hack/coredns \
   --ref tolokaforge.local/coredns:1 --tarball "$img_dir/coredns.tar" >/dev/null)
+# Kueue v0.17.0 as a pod: the binary hack/build-kueue.sh builds, as a
+# single-binary image, and Kueue's own install (its config/default) rendered
+# with kustomize; the suite adapts it as a cluster admin would.
+kueue_image="tolokaforge.local/kueue:v0.17.0"
+nice -n 10 hack/build-kueue.sh >/dev/null
+(cd hack/image && nice -n 10 go run . single --module "$root/hack/kueue" --package sigs.k8s.io/kueue/cmd/kueue \
+  --ref "$kueue_image" --tarball "$img_dir/kueue.tar" >/dev/null)
+kueue_src="$(cd hack/kueue && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)"
+"$root/bin/kustomize" build "$kueue_src/config/default" > "$root/bin/kueue/install.yaml"
 
 dir="$root/bin/cluster"
 cluster() { "$node_bin/cluster" "$@" --dir "$dir" --k8s-bin "$k8s_bin" --node-bin "$node_bin"; }
 cluster down   # a cluster an earlier run left behind (killed before its trap)
 trap 'cluster down' EXIT
 kubeconfig="$(cluster up --image "$img_dir/pause.tar" --image "$img_dir/tolokaforge.tar" \
-  --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar" --image "$img_dir/coredns.tar")"
+  --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar" --image "$img_dir/coredns.tar" \
+  --image "$img_dir/kueue.tar")"
 
 E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
-E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \
+E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" \
+E2E_KUEUE_IMAGE="$kueue_image" E2E_KUEUE_MANIFEST="$root/bin/kueue/install.yaml" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \
 E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" \
 E2E_CONTAINERD="$dir/containerd/containerd.sock" \
   go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

@@ -272,4 +272,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	})
 
 	benchmarkSpecs()
+	// Last: Kueue's pod webhooks and the manager's restart change the
+	// cluster the specs above measure.
+	kueueSpecs()
 })
