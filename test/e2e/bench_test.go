@@ -539,7 +539,7 @@ func benchTable(c, b benchPhase, mem []string) string {
 		return float64(p.cpu[what].Milliseconds()) / float64(p.trials)
 	}
 	for _, what := range []string{"manager", "runner pods", "dbservice pods", "runner+dbservice pods",
-		"kube-apiserver", "etcd", "kubelet", "containerd", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
+		"kube-apiserver", "etcd", "kubelet", "containerd", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kube-router"} {
 		cv, bv := perTrial(c, what), perTrial(b, what)
 		ratio := ""
 		if bv > 0 {
