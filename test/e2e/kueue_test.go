@@ -163,18 +163,25 @@ func kueueSpecs() {
 			return err
 		}).WithTimeout(8 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		GinkgoWriter.Printf("kueue rolled out in %s\n", time.Since(start).Round(time.Second))
-		// The manager turns its Kueue integration on when it starts and
-		// finds Kueue's API: installed after it, Kueue needs a restart.
-		mustKubectl("", "-n", "tolokaforge-system", "rollout", "restart", "deploy/tolokaforge-manager")
-		mustKubectl("", "-n", "tolokaforge-system", "rollout", "status", "deploy/tolokaforge-manager", "--timeout=3m")
-
 		const cq, n, room = "e2e-evals", 6, 2
-		// Kueue's webhooks answer once its certificates reached its pod.
+		// Kueue's webhooks answer once its Service's rules reach kube-proxy
+		// (a Ready pod is not yet a reachable one).
 		Eventually(func() error {
 			_, err := kubectl(kueueQueues(cq, attemptQuota(room)), "apply", "-f", "-")
 			return err
 		}).WithTimeout(4 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
 		GinkgoWriter.Printf("kueue's webhooks answered %s after the install\n", time.Since(start).Round(time.Second))
+		// The manager turns its Kueue integration on when it starts and
+		// finds Kueue's API: installed after it, Kueue needs a restart.
+		// Kueue's own install puts a Deployment and a Pod webhook
+		// (failurePolicy Fail) in front of every namespace but kube-system
+		// and kueue-system, so the restart goes through Kueue too: a restart
+		// its webhook refused changed nothing and is tried again.
+		Eventually(func() error {
+			_, err := kubectl("", "-n", "tolokaforge-system", "rollout", "restart", "deploy/tolokaforge-manager")
+			return err
+		}).WithTimeout(2 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
+		mustKubectl("", "-n", "tolokaforge-system", "rollout", "status", "deploy/tolokaforge-manager", "--timeout=3m")
 
 		c := &evalv1.Campaign{
 			ObjectMeta: metav1.ObjectMeta{Name: "queued", Namespace: ns, Labels: map[string]string{evalv1.LabelQueueName: "evals"}},
