@@ -71,6 +71,23 @@ func scriptedUser() *evalv1.UserSimulatorSpec {
 	return &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted}
 }
 
+// runHeld creates Trial name (task shop, the oracle, a scripted user) in
+// LocalQueue lq of ns, edited by edit when given, and waits until its first
+// attempt is held at its gate: Kueue admitted it and its pods are up.
+func (st *stack) runHeld(ns, name string, edit func(*evalv1.Trial)) *envtest.Gate {
+	GinkgoHelper()
+	gate := st.gates.Hold(types.NamespacedName{Namespace: ns, Name: name}, 1)
+	tr := envtest.MakeTrial(name, ns).Task("shop").Agent(envtest.Oracle()).Obj()
+	tr.Spec.UserSimulator = scriptedUser()
+	tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+	if edit != nil {
+		edit(tr)
+	}
+	Expect(st.Client.Create(bg, tr)).To(Succeed())
+	Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+	return gate
+}
+
 func getTrial(ns, name string) *evalv1.Trial {
 	GinkgoHelper()
 	t := &evalv1.Trial{}
@@ -232,13 +249,8 @@ var _ = Describe("Kueue", func() {
 		Expect(s.Client.Create(bg, high)).To(Succeed())
 
 		key := types.NamespacedName{Namespace: ns, Name: "victim"}
-		gate := s.gates.Hold(key, 1)
 		// maxAttempts 1: the preempted attempt must not use it up.
-		tr := envtest.MakeTrial("victim", ns).Task("shop").Agent(envtest.Oracle()).Retry(1, 0).Obj()
-		tr.Spec.UserSimulator = scriptedUser()
-		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
-		Expect(s.Client.Create(bg, tr)).To(Succeed())
-		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		s.runHeld(ns, "victim", func(tr *evalv1.Trial) { tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 1} })
 
 		By("a higher-priority workload takes the quota")
 		hp := &kueuev1.Workload{
@@ -333,13 +345,7 @@ var _ = Describe("Kueue", func() {
 		cq := "cq-" + ns
 		queue(ns, cq, 1)
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
-		key := types.NamespacedName{Namespace: ns, Name: "doomed"}
-		gate := s.gates.Hold(key, 1)
-		tr := envtest.MakeTrial("doomed", ns).Task("shop").Agent(envtest.Oracle()).Obj()
-		tr.Spec.UserSimulator = scriptedUser()
-		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
-		Expect(s.Client.Create(bg, tr)).To(Succeed())
-		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		s.runHeld(ns, "doomed", nil)
 		wlKey := types.NamespacedName{Namespace: ns, Name: kueue.WorkloadName(getTrial(ns, "doomed"))}
 		Expect(s.Client.Delete(bg, getTrial(ns, "doomed"))).To(Succeed())
 		Eventually(func() bool {
@@ -357,13 +363,7 @@ var _ = Describe("Kueue", func() {
 		ns := newNamespace()
 		queue(ns, "cq-"+ns, 1)
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
-		key := types.NamespacedName{Namespace: ns, Name: "victim"}
-		gate := s.gates.Hold(key, 1)
-		tr := envtest.MakeTrial("victim", ns).Task("shop").Agent(envtest.Oracle()).Obj()
-		tr.Spec.UserSimulator = scriptedUser()
-		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
-		Expect(s.Client.Create(bg, tr)).To(Succeed())
-		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		gate := s.runHeld(ns, "victim", nil)
 		victimWL := kueue.WorkloadName(getTrial(ns, "victim"))
 
 		By("a Trial made by hand naming the admitted Workload as its prebuilt one")
@@ -405,14 +405,9 @@ var _ = Describe("Kueue", func() {
 		Expect(s.Client.Create(bg, kueueenv.ClusterQueue("cq-"+ns, rf.Name, quotaFor(1)))).To(Succeed())
 		Expect(s.Client.Create(bg, kueueenv.LocalQueue(ns, "lq", "cq-"+ns))).To(Succeed())
 		Expect(s.Client.Create(bg, envtest.ShopTask("shop", ns).Obj())).To(Succeed())
-		key := types.NamespacedName{Namespace: ns, Name: "placed"}
-		gate := s.gates.Hold(key, 1)
-		tr := envtest.MakeTrial("placed", ns).Task("shop").Agent(envtest.Oracle()).Obj()
-		tr.Spec.UserSimulator = scriptedUser()
-		tr.Spec.Runner.NodeSelector = map[string]string{"pool": "on-demand", "zone": "a"}
-		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
-		Expect(s.Client.Create(bg, tr)).To(Succeed())
-		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		gate := s.runHeld(ns, "placed", func(tr *evalv1.Trial) {
+			tr.Spec.Runner.NodeSelector = map[string]string{"pool": "on-demand", "zone": "a"}
+		})
 		var pods corev1.PodList
 		Expect(s.Client.List(bg, &pods, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelTrial: "placed"})).To(Succeed())
 		Expect(pods.Items).To(HaveLen(2))

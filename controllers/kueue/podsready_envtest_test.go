@@ -48,12 +48,7 @@ var _ = Describe("waitForPodsReady", Ordered, func() {
 		Expect(st.Client.Create(bg, kueueenv.ClusterQueue("cq-"+ns, flavor, quotaFor(1)))).To(Succeed())
 		Expect(st.Client.Create(bg, kueueenv.LocalQueue(ns, "lq", "cq-"+ns))).To(Succeed())
 		key := types.NamespacedName{Namespace: ns, Name: "slow"}
-		gate := st.gates.Hold(key, 1)
-		tr := envtest.MakeTrial("slow", ns).Task("shop").Agent(envtest.Oracle()).Obj()
-		tr.Spec.UserSimulator = scriptedUser()
-		tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
-		Expect(st.Client.Create(bg, tr)).To(Succeed())
-		Eventually(gate.Reached, 60*time.Second).Should(BeClosed())
+		gate := st.runHeld(ns, "slow", nil)
 
 		get := func() *evalv1.Trial {
 			t := &evalv1.Trial{}
