@@ -210,12 +210,7 @@ func TestRegistrationWithTheDBServiceDown(t *testing.T) {
 // a NetworkPolicy implementation not yet admitting the runner) is waited for:
 // the registration goes through once it accepts connections.
 func TestRegistrationWaitsToConnectToTheDBService(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	db := &dbHandle{url: "http://" + addr, c: dbclient.New("http://"+addr, dbclient.WithRetries(0))}
 	h := startRunner(t, db, withDBConnectWait(10*time.Second))
 	ctx, cancel := context.WithCancel(context.Background())

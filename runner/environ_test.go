@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -43,12 +42,7 @@ func TestToolsFindNoProviderKeyInAnyEnviron(t *testing.T) {
 	db := startDB(t)
 	dir := t.TempDir()
 	// A free port for the subprocess (it cannot tell us which it picked).
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 
 	self, err := os.Executable()
 	if err != nil {

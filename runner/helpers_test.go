@@ -434,3 +434,16 @@ func dbInit(tables obj) dbclient.InitRequest {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// freeAddr is a loopback address nobody listens on (a port the kernel handed
+// out and took back): a dial there is refused until someone listens on it.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}

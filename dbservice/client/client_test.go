@@ -251,19 +251,13 @@ func TestUpstreamErrorShape(t *testing.T) {
 func TestUnavailableClassification(t *testing.T) {
 	ctx := context.Background()
 	// A port nobody listens on: connection refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	c := client.New("http://"+addr, client.WithRetries(0))
-	_, err = c.Patch(ctx, "x", "t", client.PatchRequest{Operations: []client.Operation{client.Delete(json.RawMessage(`{}`))}})
+	c := client.New("http://"+freeAddr(t), client.WithRetries(0))
+	_, err := c.Patch(ctx, "x", "t", client.PatchRequest{Operations: []client.Operation{client.Delete(json.RawMessage(`{}`))}})
 	if !errors.Is(err, client.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("refused connection: %v", err)
 	}
 	// A server that accepts and closes mid-request: reset / EOF.
-	ln, err = net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,12 +309,7 @@ func TestUnavailableClassification(t *testing.T) {
 // it, or once the wait is over, the refusal is the answer.
 func TestDialWaitRetriesWritesNeverSent(t *testing.T) {
 	ctx := context.Background()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	req := client.InitRequest{Tables: map[string]json.RawMessage{"t": json.RawMessage(`[{"id":1}]`)}}
 	if _, err := client.New("http://"+addr).Init(ctx, "r", req); !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("Init without a dial wait: %v, want refused", err)
@@ -353,4 +342,17 @@ func TestDialWaitRetriesWritesNeverSent(t *testing.T) {
 	if resp == nil {
 		t.Fatal("no init response")
 	}
+}
+
+// freeAddr is a loopback address nobody listens on (a port the kernel handed
+// out and took back): a dial there is refused until someone listens on it.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }
