@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the envtest control plane (kube-apiserver, etcd) from the Go module
-# proxy into bin/k8s, skipping binaries that are already built for the pinned
-# versions. Prints the directory to use as KUBEBUILDER_ASSETS.
+# Builds the envtest control plane (kube-apiserver, etcd, kubectl) from the Go
+# module proxy into the machine's cache (hack/cache.sh), keyed by the module
+# files, main package, flags and Go version, and links them into bin/k8s: a
+# binary already built on this machine for the pinned versions is reused.
+# Prints the directory to use as KUBEBUILDER_ASSETS.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/hack/cache.sh"
 out="${ENVTEST_ASSETS_DIR:-$root/bin/k8s}"
 mkdir -p "$out"
 
@@ -20,16 +23,11 @@ fi
 
 build() { # name module-dir package
   local name="$1" src="$2" pkg="${3:-.}"
-  local stamp="$out/.$name.stamp"
-  local want
-  want="$(cat "$src/go.mod" "$src/go.sum" "$src/$pkg/main.go" <(echo "$ldflags") | sha256sum | cut -d' ' -f1)"
-  if [[ -x "$out/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    return 0
-  fi
-  echo "building $name from $src (first build takes minutes)" >&2
-  (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/$name.tmp" "$pkg")
-  mv "$out/$name.tmp" "$out/$name"
-  echo "$want" > "$stamp"
+  local key
+  key="$(tf_key "$src/go.mod" "$src/go.sum" "$src/$pkg/main.go" - <<<"$ldflags")"
+  # shellcheck disable=SC2016
+  tf_cached "k8s/$name-$key" "$out/$name" \
+    bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="$2" -o "$TF_OUT" "$3"' _ "$src" "$ldflags" "$pkg"
 }
 
 build etcd "$root/hack/envtest/etcd"

@@ -4,13 +4,15 @@
 # module proxy into bin/node, as hack/build-envtest.sh builds kube-apiserver and
 # etcd into bin/k8s, and kube-router (v2.1.0's network policy controller alone,
 # the cluster's NetworkPolicy enforcer, from hack/kuberouter, a module of its
-# own; test clusters only); a binary already
-# built from the same module files is kept. CoreDNS runs as a pod: hack/e2e.sh
+# own; test clusters only), each into the machine's cache (hack/cache.sh)
+# keyed by its module files, flags and Go version and linked into bin/node: a
+# binary this machine already built from the same inputs is reused. CoreDNS runs as a pod: hack/e2e.sh
 # builds its image from hack/coredns.
 # Also builds the harness CLI (bin/node/cluster) and the pause image. Prints the
 # directory. Run it under `nice`: the first build takes minutes on two cores.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/hack/cache.sh"
 out="${NODE_ASSETS_DIR:-$root/bin/node}"
 src="$root/hack/node"
 k8s_version="v1.37.2"
@@ -24,16 +26,11 @@ ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
 build() { # name [module-dir package-dir]
   local name="$1" mod="${2:-$src}" pkg="${3:-$1}"
-  local stamp="$out/.$name.stamp"
-  local want
-  want="$(cat "$mod/go.mod" "$mod/go.sum" "$mod/$pkg/main.go" <(echo "$ldflags") | sha256sum | cut -d' ' -f1)"
-  if [[ -x "$out/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    return 0
-  fi
-  echo "building $name from $mod (first build takes minutes)" >&2
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/$name.tmp" "./$pkg")
-  mv "$out/$name.tmp" "$out/$name"
-  echo "$want" > "$stamp"
+  local key
+  key="$(tf_key "$mod/go.mod" "$mod/go.sum" "$mod/$pkg/main.go" - <<<"$ldflags")"
+  # shellcheck disable=SC2016
+  tf_cached "node/$name-$key" "$out/$name" \
+    bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="$2" -o "$TF_OUT" "./$3"' _ "$mod" "$ldflags" "$pkg"
 }
 
 for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager kube-router}; do
