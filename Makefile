@@ -7,6 +7,10 @@ ROOT := $(abspath .)
 BIN := $(ROOT)/bin
 export PATH := $(BIN):$(PATH)
 export GOBIN := $(BIN)
+# The machine-level cache of built artifacts (hack/cache.sh): a clean clone on
+# a machine that built once reuses them; `make clean-cache` removes it.
+TF_CACHE ?= $(or $(TOLOKAFORGE_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tolokaforge)
+export TOLOKAFORGE_CACHE := $(TF_CACHE)
 
 PROTOC_GEN_GO_VERSION ?= v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION ?= v1.6.2
@@ -17,6 +21,7 @@ SPEC_PROTO ?= $(ROOT)/../shared/spec/runner.proto
 GO_TEST_FLAGS ?= -race -count=1
 # Suites that start a control plane (they skip, saying why, without KUBEBUILDER_ASSETS).
 ENVTEST_PKGS = ./api/v1alpha1/... ./controllers/... ./test/podsim/... ./test/kueueenv/...
+ENVTEST_PKG_RE = /api/v1alpha1(/|$$)|/controllers(/|$$)|/test/podsim(/|$$)|/test/kueueenv(/|$$)
 # The Kueue suites (controllers/kueue, test/kueueenv) also need Kueue itself:
 # hack/build-kueue.sh builds it once into bin/kueue (KUEUE_ASSETS).
 
@@ -54,13 +59,13 @@ protoc:
 	  (apt-get update -qq && apt-get install -y -qq protobuf-compiler) >/dev/null; }
 
 $(BIN)/protoc-gen-go:
-	go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	hack/go-tool.sh $@ google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 $(BIN)/protoc-gen-go-grpc:
-	go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	hack/go-tool.sh $@ google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 $(BIN)/controller-gen:
-	go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	hack/go-tool.sh $@ sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 $(BIN)/staticcheck:
-	go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	hack/go-tool.sh $@ honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## ---- code generation --------------------------------------------------------
 generate: protoc $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen ## Regenerate gRPC code and deepcopy.
@@ -107,10 +112,23 @@ test-unit: ## Unit tests only (envtest suites skip).
 test-envtest: ## The suites that run against kube-apiserver and etcd (and Kueue).
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" KUEUE_ASSETS="$$(hack/build-kueue.sh)" go test $(GO_TEST_FLAGS) -timeout 30m $(ENVTEST_PKGS)
 
-test: tools verify-generated verify-imports vet lint ## Everything CI runs.
-	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" KUEUE_ASSETS="$$(hack/build-kueue.sh)" go test $(GO_TEST_FLAGS) -timeout 40m ./...
-	# The root package again as the dev build links it (`dev`, pack validate's stand-in judge).
-	go test $(GO_TEST_FLAGS) -tags dev -timeout 10m .
+# Each stage is timed (hack/timed.sh) and the summary names the slowest
+# packages: the unit packages and the envtest suites run as two stages.
+test: ## Everything CI runs, each stage timed.
+	@hack/timed.sh reset
+	@hack/timed.sh tools $(MAKE) --no-print-directory tools
+	@hack/timed.sh "build envtest + kueue" bash -c 'hack/build-envtest.sh >/dev/null && hack/build-kueue.sh >/dev/null'
+	@hack/timed.sh verify-generated $(MAKE) --no-print-directory verify-generated
+	@hack/timed.sh verify-imports $(MAKE) --no-print-directory verify-imports
+	@hack/timed.sh vet $(MAKE) --no-print-directory vet
+	@hack/timed.sh lint $(MAKE) --no-print-directory lint
+	@hack/timed.sh "go test (unit)" env -u KUBEBUILDER_ASSETS -u KUEUE_ASSETS \
+	  go test $(GO_TEST_FLAGS) -timeout 40m $$(go list ./... | grep -v -E '$(ENVTEST_PKG_RE)')
+	@hack/timed.sh "go test (envtest suites)" env KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" KUEUE_ASSETS="$$(hack/build-kueue.sh)" \
+	  go test $(GO_TEST_FLAGS) -timeout 40m $(ENVTEST_PKGS)
+	@# The root package again as the dev build links it (`dev`, pack validate's stand-in judge).
+	@hack/timed.sh "go test (dev build)" go test $(GO_TEST_FLAGS) -tags dev -timeout 10m .
+	@hack/timed.sh summary
 
 ## ---- measure and run ---------------------------------------------------------
 bench: build ## Benchmarks; figures are printed as ratios against in-run baselines.
@@ -130,8 +148,16 @@ fuzz: ## Run every fuzz target briefly (seeds also run as regression cases in `m
 node: ## Build kubelet, kube-proxy, kube-scheduler, kube-controller-manager and kube-router (bin/node) from source.
 	@nice -n 10 hack/build-node.sh
 
-e2e: ## Single-node cluster on this machine (containerd, runc, CNI; root), the e2e suite, teardown.
+e2e: ## Single-node cluster on this machine (containerd, runc, CNI; root), the e2e suite, teardown (CI's benchmark sizes).
 	hack/e2e.sh
+
+.PHONY: e2e-full
+e2e-full: ## make e2e with the full benchmark sizes (a 100-Trial Campaign instead of CI's 40).
+	E2E_BENCH_TRIALS=$${E2E_BENCH_TRIALS:-100} hack/e2e.sh
+
+.PHONY: clean-cache
+clean-cache: ## Remove the machine-level build cache ($(TF_CACHE)); bin/'s links into it then rebuild on use.
+	rm -rf "$(TF_CACHE)"
 
 demo: build-dev ## Start a local control plane and run the sample trials.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" hack/demo.sh
@@ -157,7 +183,7 @@ IMAGE_ARCH ?= $(shell go env GOARCH)
 # lock file pins versions and SHA-256s) and rebuilt offline from there.
 # PYTHON_BASE=REF builds on a registry image instead, for those who have one.
 PYTHON_DEBS ?= python3 python3-yaml python3-pydantic python3-email-validator
-DEB_CACHE ?= $(BIN)/debs/$(IMAGE_ARCH)
+DEB_CACHE ?= $(TF_CACHE)/debs/$(IMAGE_ARCH)
 PYTHON_BASE ?=
 IMAGE_DIR ?= $(BIN)/image
 DIST ?= $(ROOT)/dist
@@ -166,9 +192,9 @@ IMAGE_TOOL = go -C $(ROOT)/hack/image run .
 .PHONY: image image-python image-push release release-tools
 
 $(BIN)/kustomize:
-	go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	hack/go-tool.sh $@ sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 $(BIN)/helm:
-	go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	hack/go-tool.sh $@ helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 release-tools: $(BIN)/kustomize $(BIN)/helm
 
 image: ## OCI layout bin/image/tolokaforge (+ a `kind load image-archive` tarball); no Docker daemon.

@@ -44,7 +44,7 @@ assets() {
 export -f assets
 export src
 # shellcheck disable=SC2016
-tf_cached "kueue/assets-$(tf_key "$src/go.mod" "$src/go.sum" "$0")" "$out/assets" bash -c 'assets "$TF_OUT"'
+tf_cached "kueue/assets-$(tf_key "$src/go.mod" "$src/go.sum" "$0")" "$out/assets" bash -c 'set -euo pipefail; assets "$TF_OUT"'
 # bin/kueue of a checkout from before the cache holds real copies.
 [[ -L "$out/crds" ]] || rm -rf "$out/crds"
 ln -sfn assets/crds "$out/crds"

@@ -1,7 +1,10 @@
 package nodecluster
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,10 +52,25 @@ var sysctls = []string{
 	"net/netfilter/nf_conntrack_tcp_timeout_close_wait",
 }
 
+// RunRoot is where the cluster's short runtime directories live: unix
+// sockets (containerd's, its ttrpc socket, kubelet's pod-resources and
+// device-plugin sockets) must fit in sun_path (108 bytes, 104 on some
+// tools), which a checkout at a long path does not leave room for.
+const RunRoot = "/run/tolokaforge-e2e"
+
+// maxSocketPath is the longest socket path Up accepts: containerd refuses
+// more than 104 bytes ("unix socket path too long (> 104)").
+const maxSocketPath = 104
+
 // Options says where the binaries are and where the cluster lives.
 type Options struct {
-	// Dir holds every file of the cluster (bin/cluster); Up wipes it first.
+	// Dir holds the cluster's configs, certificates, etcd's data and the
+	// processes' logs (bin/cluster); Up wipes it first.
 	Dir string
+	// RunDir holds what has unix sockets in it: containerd's root, state
+	// and sockets, and kubelet's root directory. Empty: DefaultRunDir(Dir).
+	// Up wipes it first; Down removes it.
+	RunDir string
 	// K8sBin holds etcd and kube-apiserver (bin/k8s); NodeBin kubelet,
 	// kube-proxy, kube-scheduler and kube-controller-manager (bin/node).
 	K8sBin, NodeBin string
@@ -78,6 +98,7 @@ type Proc struct {
 // exists, so a failed Up is torn down as far as it got.
 type State struct {
 	Dir     string            `json:"dir"`
+	RunDir  string            `json:"runDir"`
 	Procs   []Proc            `json:"procs"`
 	Sysctls map[string]string `json:"sysctls"`
 	Created []string          `json:"created"`
@@ -114,6 +135,41 @@ func LoadState(dir string) (*State, error) {
 	return &s, nil
 }
 
+// DefaultRunDir is RunRoot/<12 hex of the cluster directory's absolute
+// path>: short whatever the checkout's path, one per cluster directory, the
+// same for Up and Down.
+func DefaultRunDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(RunRoot, hex.EncodeToString(sum[:6]))
+}
+
+// socketPaths are the unix sockets the cluster's processes bind under run.
+func socketPaths(run string) []string {
+	kubeletRoot := filepath.Join(run, "kubelet", "root")
+	return []string{
+		filepath.Join(run, "containerd", "containerd.sock"),
+		filepath.Join(run, "containerd", "containerd.sock.ttrpc"),
+		filepath.Join(kubeletRoot, "pod-resources", "kubelet.sock"),
+		filepath.Join(kubeletRoot, "device-plugins", "kubelet.sock"),
+		filepath.Join(kubeletRoot, "plugins_registry", "kubelet.sock"),
+	}
+}
+
+// checkSocketPaths refuses a run directory whose sockets would not fit,
+// before anything starts, naming the longest.
+func checkSocketPaths(run string) error {
+	for _, p := range socketPaths(run) {
+		if len(p) > maxSocketPath {
+			return fmt.Errorf("cluster: socket path %s is %d bytes, over the %d a unix socket allows; choose a shorter run directory", p, len(p), maxSocketPath)
+		}
+	}
+	return nil
+}
+
 // Up starts the cluster and returns once the node is Ready. On error the
 // caller still runs Down(Dir): the state names what was started.
 func Up(ctx context.Context, o Options) (*State, error) {
@@ -123,12 +179,18 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	logf := func(f string, a ...any) { fmt.Fprintf(o.Log, "cluster: "+f+"\n", a...) }
 	// Kubeconfigs and configs name files by absolute path: the processes
 	// read them from their own working directory.
-	for _, p := range []*string{&o.Dir, &o.K8sBin, &o.NodeBin} {
+	if o.RunDir == "" {
+		o.RunDir = DefaultRunDir(o.Dir)
+	}
+	for _, p := range []*string{&o.Dir, &o.RunDir, &o.K8sBin, &o.NodeBin} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		*p = abs
+	}
+	if err := checkSocketPaths(o.RunDir); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(o.Dir, stateFile)); err == nil {
 		return nil, fmt.Errorf("cluster: %s exists: a cluster is up or was not torn down; run down first", filepath.Join(o.Dir, stateFile))
@@ -152,17 +214,23 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		}
 		nodeIP = ip
 	}
-	if err := os.RemoveAll(o.Dir); err != nil {
-		return nil, fmt.Errorf("cluster: wipe %s: %w", o.Dir, err)
+	for _, d := range []string{o.Dir, o.RunDir} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("cluster: wipe %s: %w", d, err)
+		}
 	}
 	dirs := map[string]string{}
-	for _, d := range []string{"pki", "etcd", "logs", "containerd", "cni/net.d", "cni/ipam", "kubelet", "pod-logs"} {
-		dirs[d] = filepath.Join(o.Dir, d)
+	for _, d := range []string{"pki", "etcd", "logs", "cni/net.d", "cni/ipam", "pod-logs", "containerd", "kubelet"} {
+		base := o.Dir
+		if d == "containerd" || d == "kubelet" {
+			base = o.RunDir
+		}
+		dirs[d] = filepath.Join(base, d)
 		if err := os.MkdirAll(dirs[d], 0o755); err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
-	st := &State{Dir: o.Dir, Sysctls: map[string]string{}, NodeBin: o.NodeBin,
+	st := &State{Dir: o.Dir, RunDir: o.RunDir, Sysctls: map[string]string{}, NodeBin: o.NodeBin,
 		Containerd: filepath.Join(dirs["containerd"], "containerd.sock"),
 		Kubeconfig: filepath.Join(o.Dir, "admin.kubeconfig")}
 	for _, p := range fixedPaths {
@@ -227,14 +295,21 @@ func Up(ctx context.Context, o Options) (*State, error) {
 		}
 	}
 
+	// Every process is watched from its start: a wait below fails at once,
+	// with the exit status and the log's last lines, when one has exited.
+	procs := &watchSet{}
 	start := func(name, bin string, args ...string) error {
-		p, err := startProc(o.Dir, name, bin, args...)
+		p, w, err := startProc(o.Dir, name, bin, args...)
 		if err != nil {
 			return err
 		}
+		procs.add(w)
 		st.Procs = append(st.Procs, p)
 		logf("started %s (pid %d)", name, p.PID)
 		return st.save()
+	}
+	waitFor := func(ctx context.Context, d time.Duration, what string, check func(context.Context) error) error {
+		return waitFor(ctx, d, what, procs, check)
 	}
 
 	// etcd and the API server.
@@ -425,12 +500,16 @@ func clientFor(kubeconfigPath string) (*kubernetes.Clientset, error) {
 }
 
 // waitFor polls check until it passes, naming what it waited for and the
-// last error when the time is up.
-func waitFor(ctx context.Context, d time.Duration, what string, check func(context.Context) error) error {
+// last error when the time is up. A watched process that has exited ends
+// the wait at once: nothing it was needed for will come.
+func waitFor(ctx context.Context, d time.Duration, what string, procs *watchSet, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var last error
 	for {
+		if err := procs.exited(); err != nil {
+			return fmt.Errorf("cluster: waiting for %s: %w", what, err)
+		}
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 		last = check(cctx)
 		ccancel()
@@ -439,10 +518,100 @@ func waitFor(ctx context.Context, d time.Duration, what string, check func(conte
 		}
 		select {
 		case <-ctx.Done():
+			if err := procs.exited(); err != nil {
+				return fmt.Errorf("cluster: waiting for %s: %w", what, err)
+			}
 			return fmt.Errorf("cluster: %s not reached in %s: %w", what, d, last)
+		case <-procs.changed():
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// watched is one started process, reaped by its own goroutine.
+type watched struct {
+	name, log string
+	done      chan struct{}
+	err       error // cmd.Wait's, once done is closed
+}
+
+// watchSet is the processes Up started so far.
+type watchSet struct {
+	mu    sync.Mutex
+	procs []*watched
+	ch    chan struct{} // closed when any process exits; renewed by add
+}
+
+func (s *watchSet) add(w *watched) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.procs = append(s.procs, w)
+	go func() {
+		<-w.done
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.ch != nil {
+			close(s.ch)
+			s.ch = nil
+		}
+	}()
+}
+
+// changed is closed when a process exits after the call.
+func (s *watchSet) changed() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// exited names the first process that has exited, its status and the last
+// lines of its log; nil while all run.
+func (s *watchSet) exited() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	procs := slices.Clone(s.procs)
+	s.mu.Unlock()
+	for _, w := range procs {
+		select {
+		case <-w.done:
+		default:
+			continue
+		}
+		status := "exit status 0"
+		if w.err != nil {
+			status = w.err.Error()
+		}
+		return fmt.Errorf("%s exited (%s) before the cluster was up; last lines of %s:\n%s", w.name, status, w.log, logTail(w.log, 20))
+	}
+	return nil
+}
+
+// logTail is the last n lines of the file, indented, or why it cannot be read.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "  (" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	var out bytes.Buffer
+	for i, l := range lines {
+		if i > 0 {
+			out.WriteByte('\n')
+		}
+		out.WriteString("  " + l)
+	}
+	return out.String()
 }
 
 func freePorts(n int) ([]int, error) {
@@ -479,23 +648,29 @@ func defaultRouteIP() (string, error) {
 }
 
 // startProc starts bin in its own process group, logging to Dir/logs/name.log;
-// it outlives the caller (`cluster up` returns) and is stopped by Down.
-func startProc(dir, name, bin string, args ...string) (Proc, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// it outlives the caller (`cluster up` returns) and is stopped by Down. The
+// watched's done closes when it exits while the caller still runs.
+func startProc(dir, name, bin string, args ...string) (Proc, *watched, error) {
+	logPath := filepath.Join(dir, "logs", name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return Proc{}, fmt.Errorf("cluster: %s log: %w", name, err)
+		return Proc{}, nil, fmt.Errorf("cluster: %s log: %w", name, err)
 	}
 	defer f.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return Proc{}, fmt.Errorf("cluster: start %s: %w", name, err)
+		return Proc{}, nil, fmt.Errorf("cluster: start %s: %w", name, err)
 	}
 	p := Proc{Name: name, PID: cmd.Process.Pid, Start: procStart(cmd.Process.Pid)}
+	w := &watched{name: name, log: logPath, done: make(chan struct{})}
 	// Reap it if it dies while the caller still runs; never block on it.
-	go func() { _ = cmd.Wait() }()
-	return p, nil
+	go func() {
+		w.err = cmd.Wait()
+		close(w.done)
+	}()
+	return p, w, nil
 }
 
 // procStart is field 22 of /proc/PID/stat (start time in ticks), 0 when gone.

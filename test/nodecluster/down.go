@@ -85,7 +85,7 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 			keep(fmt.Errorf("cluster: ip link del %s: %w: %s", Bridge, err, out))
 		}
 	}
-	keep(unmountUnder(append([]string{st.Dir}, st.Created...)))
+	keep(unmountUnder(append([]string{st.Dir, st.RunDir}, st.Created...)))
 	for k, v := range st.Sysctls {
 		cur, err := os.ReadFile("/proc/sys/" + k)
 		if err != nil || strings.TrimSpace(string(cur)) == v {
@@ -102,7 +102,14 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 			keep(fmt.Errorf("cluster: remove %s: %w", p, err))
 		}
 	}
-	// The cluster's own files, but its logs: they explain a failed run.
+	// The runtime directory whole (its parent too once empty); the
+	// cluster's own files but its logs: they explain a failed run.
+	if st.RunDir != "" {
+		if err := os.RemoveAll(st.RunDir); err != nil {
+			keep(fmt.Errorf("cluster: remove %s: %w", st.RunDir, err))
+		}
+		_ = os.Remove(filepath.Dir(st.RunDir)) // fails while another cluster uses it
+	}
 	ents, _ := os.ReadDir(st.Dir)
 	for _, e := range ents {
 		if e.Name() == "logs" || e.Name() == stateFile {
@@ -170,7 +177,7 @@ func deleteAllPods(ctx context.Context, st *State, logf func(string, ...any)) er
 		return err
 	}
 	grace := int64(1)
-	err = waitFor(ctx, 120*time.Second, "every pod deleted", func(ctx context.Context) error {
+	err = waitFor(ctx, 120*time.Second, "every pod deleted", nil, func(ctx context.Context) error {
 		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
