@@ -151,6 +151,10 @@ node: ## Build kubelet, kube-proxy, kube-scheduler, kube-controller-manager and 
 e2e: ## Single-node cluster on this machine (containerd, runc, CNI; root), the e2e suite, teardown (CI's benchmark sizes).
 	hack/e2e.sh
 
+.PHONY: e2e-build
+e2e-build: ## Build everything make e2e needs into the machine cache, without a cluster.
+	E2E_BUILD_ONLY=1 hack/e2e.sh
+
 .PHONY: e2e-full
 e2e-full: ## make e2e with the full benchmark sizes (a 100-Trial Campaign instead of CI's 40).
 	E2E_BENCH_TRIALS=$${E2E_BENCH_TRIALS:-100} hack/e2e.sh

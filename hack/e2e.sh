@@ -11,7 +11,8 @@
 # bin/e2e/tolokaforge) are keyed by the checkout's source files, so a second
 # clone of the same commit rebuilds nothing. Each stage is timed.
 # E2E_BENCH_TRIALS sets the benchmark Campaign's size (CI's default 40;
-# make e2e-full runs 100).
+# make e2e-full runs 100). E2E_BUILD_ONLY=1 (make e2e-build) stops once
+# everything is built: it warms a machine's cache without a cluster.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -137,6 +138,10 @@ build_images() {
 fakellm_image="tolokaforge.local/fakellm:1"
 kueue_image="tolokaforge.local/kueue:v0.17.0"
 stage "build images" build_images
+if [[ "${E2E_BUILD_ONLY:-0}" == 1 ]]; then
+  echo "e2e: everything the suite needs is built (E2E_BUILD_ONLY=1: no cluster)" >&2
+  exit 0
+fi
 
 dir="$root/bin/cluster"
 cluster() { "$node_bin/cluster" "$@" --dir "$dir" --k8s-bin "$k8s_bin" --node-bin "$node_bin"; }
