@@ -53,3 +53,18 @@ tf_cached() {
     ln -sfn "$path" "$dest"
   fi
 }
+
+# tf_tree_key: a key of every file of the checkout git would commit (tracked
+# or not ignored, as they are on disk now; a symlink by its target), for the
+# artifacts built from the project's own source.
+tf_tree_key() {
+  git ls-files -z --cached --others --exclude-standard | sort -zu |
+    while IFS= read -r -d '' f; do
+      if [[ -L "$f" ]]; then
+        printf 'link %s %s\n' "$f" "$(readlink "$f")"
+      elif [[ -f "$f" ]]; then
+        printf 'file %s\n' "$f"
+        cat "$f"
+      fi
+    done | tf_key -
+}

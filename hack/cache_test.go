@@ -128,3 +128,39 @@ func TestCacheKeyNamesWhatBuiltIt(t *testing.T) {
 		t.Error("another Go toolchain kept the key")
 	}
 }
+
+// TestTreeKeyFollowsTheCheckout: the project's artifacts are keyed by what
+// a build would read: an edit, a new file or a changed symlink changes the
+// key, an ignored file does not; a symlinked directory is no error.
+func TestTreeKeyFollowsTheCheckout(t *testing.T) {
+	repo := t.TempDir()
+	hackDir, _ := os.Getwd()
+	sh := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", "set -euo pipefail; source '"+hackDir+"/cache.sh'; "+script)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v: %s", script, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	sh(`git init -q . && mkdir -p a && echo one > a/f.go && echo 'bin/' > .gitignore && ln -s a linkdir &&
+git add -A && git -c user.email=t@t -c user.name=t commit -qm init`)
+	base := sh("tf_tree_key")
+	for _, step := range []struct {
+		name, script string
+		same         bool
+	}{
+		{"ignored file", "mkdir -p bin && echo x > bin/out", true},
+		{"edited tracked file", "echo two > a/f.go", false},
+		{"new untracked file", "echo new > a/g.go", false},
+		{"symlink retargeted", "rm linkdir && ln -s bin linkdir", false},
+	} {
+		got := sh(step.script + " && tf_tree_key")
+		if (got == base) != step.same {
+			t.Errorf("%s: key %s, before %s; want same=%v", step.name, got, base, step.same)
+		}
+		base = got
+	}
+}

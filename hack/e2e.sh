@@ -74,9 +74,7 @@ python_debs="python3 python3-yaml python3-pydantic python3-email-validator"
 # Cache keys. The image tool's own sources shape every image; the project's
 # artifacts are keyed by every file of the checkout git would commit.
 image_tool_key="$(cat hack/image/go.mod hack/image/go.sum hack/image/*.go | tf_key -)"
-src_key="$(git ls-files -z --cached --others --exclude-standard | sort -z |
-  xargs -0 sha256sum 2>/dev/null | tf_key -)"
-src_key="$(tf_key - <<<"$src_key $image_tool_key $version")"
+src_key="$(tf_key - <<<"$(tf_tree_key) $image_tool_key $version")"
 
 make_image() { # make-target image-name [make vars]...
   local target="$1" name="$2" tmp
