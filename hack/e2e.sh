@@ -106,7 +106,7 @@ kueue_install() {
 # `pack import` as a user runs it, is built with the image binary's flags,
 # so it costs a link, not a second build of every package.
 build_images() {
-  make --no-print-directory bin/kustomize >/dev/null
+  make --no-print-directory "$root/bin/kustomize" >/dev/null
   tf_cached "debs/$arch-$(tf_key - <<<"$python_debs")" "$root/bin/debs/$arch" fetch_debs
   tf_cached "images/tolokaforge-$src_key.tar" "$img_dir/tolokaforge.tar" make_image image tolokaforge
   tf_cached "images/tolokaforge-python-$src_key.tar" "$img_dir/tolokaforge-python.tar" \
