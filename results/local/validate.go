@@ -100,10 +100,17 @@ func OracleVerdict(desc *task.TaskDescription, res host.AttemptResult, strict bo
 // replay. Many upstream packs declare none (an answer file to write, a
 // Terminal-Bench task without its solution): the oracle cannot solve those, so
 // their validation proves that the task registers, runs and that every configured
-// component grades it, and only --strict asks the oracle's run to score 1.
+// component grades it, and only --strict asks the oracle's run to score 1. A
+// refusal task (hash_enabled with golden_actions: []) has a golden path: nothing.
 func hasGoldenPath(td *task.TaskDescription) bool {
 	g := td.Grading
-	return g != nil && g.StateChecks != nil && len(g.StateChecks.GoldenActions) > 0
+	if g == nil || g.StateChecks == nil {
+		return false
+	}
+	sc := g.StateChecks
+	// golden_actions: [] under an enabled hash is a golden path too: a refusal
+	// task, which the oracle solves by changing nothing.
+	return len(sc.GoldenActions) > 0 || (sc.HashEnabled && sc.GoldenActions != nil)
 }
 
 // configuredComponents is what a validation run must see graded: nothing for
