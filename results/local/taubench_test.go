@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +43,39 @@ func TestTauBenchRetailProject(t *testing.T) {
 				t.Fatalf("verdict %+v", v)
 			}
 		})
+	}
+}
+
+// TestTauBenchRetailSchemasFromTheTools: the project ships no fixtures/tools.json,
+// so `trial run`'s import (LoadPack) reads every tool's schema from its get_info(),
+// once, and reports no fallback.
+func TestTauBenchRetailSchemasFromTheTools(t *testing.T) {
+	lt, diags, err := local.LoadPack(filepath.Join(tauRetail, "tasks", "cancel_pending_order"), pack.Options{Builtins: builtin.Catalog{}, Describe: local.Describer("/usr/bin/python3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diags {
+		if strings.Contains(d.String(), "fallback schema") {
+			t.Fatalf("a tool was offered the fallback schema: %s", d)
+		}
+	}
+	want := map[string]string{
+		"get_user_details":     `{"type":"object","properties":{"user_id":{"type":"string","description":"The user id, such as 'noah_brown_6181'."}},"required":["user_id"]}`,
+		"cancel_pending_order": `{"type":"object","properties":{"order_id":{"type":"string","description":"The order id, such as '#W0000000'."},"reason":{"type":"string","enum":["no longer needed","ordered by mistake"],"description":"Why the order is cancelled."}},"required":["order_id","reason"]}`,
+	}
+	seen := 0
+	for _, tool := range lt.Task.AgentTools {
+		if tool.Description == "Agent tool: "+tool.Name {
+			t.Errorf("%s kept the fallback description", tool.Name)
+		}
+		if w, ok := want[tool.Name]; ok {
+			seen++
+			if string(tool.Parameters) != w {
+				t.Errorf("%s parameters\n got %s\nwant %s", tool.Name, tool.Parameters, w)
+			}
+		}
+	}
+	if seen != len(want) || len(lt.Task.AgentTools) != 5 {
+		t.Fatalf("agent tools %d, described %d", len(lt.Task.AgentTools), seen)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/runner/pyenv"
 )
 
 // Verdict is one task's validation result.
@@ -55,6 +56,9 @@ func (c componentResult) String() string {
 // to diag.
 func ValidatePack(ctx context.Context, s *Stack, dir string, opts pack.Options, run OracleRun, strict bool, diag io.Writer) Verdict {
 	v := Verdict{Dir: dir, TaskID: "?"}
+	if opts.Describe == nil {
+		opts.Describe = pyenv.Describer(s.Python, 0)
+	}
 	conv, err := pack.Convert(dir, opts)
 	if err != nil {
 		v.Why = err.Error()
@@ -80,6 +84,10 @@ func ValidatePack(ctx context.Context, s *Stack, dir string, opts pack.Options, 
 func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescription, initialUserMessage string, maxTurns int, run OracleRun, strict bool) Verdict {
 	v.TaskID = desc.TaskID
 	if err := desc.Validate(); err != nil {
+		v.Why = "refused before any trial runs: " + err.Error()
+		return v
+	}
+	if err := s.CheckPython(ctx, desc); err != nil {
 		v.Why = "refused before any trial runs: " + err.Error()
 		return v
 	}

@@ -47,6 +47,11 @@ type Options struct {
 	// and the caller uploads Manifests.Bundle under Manifests.BundleKey
 	// before applying the Task.
 	FilesURL func(key string) string
+	// Describe, when set, asks a pack's Python tools for the schemas
+	// fixtures/tools.json does not give (a tau_sync class's get_info() behind a
+	// registry script), once per script, at import; nil offers those tools with
+	// upstream's fallback schema. The caller bounds its time.
+	Describe Describer
 	// builtins is the runner's builtin tool catalog, which tools a task may
 	// enable without a schema or a server. Required: conversion stays pure
 	// and the caller (the binary) passes the runner's catalog.
@@ -1075,7 +1080,13 @@ func (c *converter) tools(t *mapping) error {
 			out = append(out, s)
 		}
 		if placeholders > 0 {
-			c.rep.add(m.file, m.at("enabled"), "%d tool(s) have no schema in fixtures/tools.json: offered with upstream's fallback schema (description \"Agent tool: NAME\", no parameters); write fixtures/tools.json to give the agent real ones", placeholders)
+			fallback, err := c.describe(m, src, out)
+			if err != nil {
+				return err
+			}
+			if len(fallback) > 0 {
+				c.rep.add(m.file, m.at("enabled"), "%d tool(s) have no schema in fixtures/tools.json and give none themselves (%s): offered with upstream's fallback schema (description \"Agent tool: NAME\", no parameters); write fixtures/tools.json to give the agent real ones", len(fallback), strings.Join(fallback, ", "))
+			}
 		}
 		m.leftovers(&c.rep, "tools take enabled and mcp_server")
 		if actor == "agent" {
