@@ -79,3 +79,7 @@ func TestTauBenchRetailSchemasFromTheTools(t *testing.T) {
 		t.Fatalf("agent tools %d, described %d", len(lt.Task.AgentTools), seen)
 	}
 }
+
+func packOpts() pack.Options {
+	return pack.Options{Builtins: builtin.Catalog{}, Describe: local.Describer("/usr/bin/python3")}
+}

@@ -66,6 +66,7 @@ func TestImportsAndCheck(t *testing.T) {
 	files := map[string][]byte{
 		"registry.py":            []byte("import sys, json\nfrom pathlib import Path\nfrom retail_tools.think import Think\nTOOLS = {}\n"),
 		"retail_tools/think.py":  []byte("from .tool import Tool\nimport pydantic  # noqa\nfrom email_validator import validate_email\n"),
+		"tasks/t/checks.py":      []byte("from tolokaforge.core.grading.checks_interface import check\n"),
 		"retail_tools/tool.py":   []byte("import json\n    import no_such_module_xyz as n, os.path\n"),
 		"retail_tools/notes.txt": []byte("import not_python\n"),
 	}
@@ -178,4 +179,32 @@ func TestDescriber(t *testing.T) {
 		err.Error() != `describe tools: file "../x.py" leaves the task's files` {
 		t.Fatalf("a path out of the files: %v", err)
 	}
+}
+
+// FuzzImports: whatever a .py file holds, Imports does not panic and answers
+// valid, sorted, distinct module names.
+func FuzzImports(f *testing.F) {
+	for _, s := range []string{"import os, sys\n", "from a.b import c\n", "  import x as y, z.w\n", "from . import q\n", "import (\n", "import 9bad\n", "from\timport\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		got := Imports(map[string][]byte{"m.py": src})
+		for i, n := range got {
+			if !validName(n) || (i > 0 && got[i-1] >= n) {
+				t.Fatalf("Imports(%q) = %q", src, got)
+			}
+		}
+	})
+}
+
+// FuzzRewriteHint: no pip instruction survives a rewrite.
+func FuzzRewriteHint(f *testing.F) {
+	for _, s := range []string{"run pip install x", "try `pip3 install y`", "ValueError: z", "pip install"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		if got := RewriteHint(msg); pipHint.MatchString(got) {
+			t.Fatalf("RewriteHint(%q) = %q", msg, got)
+		}
+	})
 }
