@@ -106,3 +106,24 @@ func TestStateDiffNamesDictRecordsByKey(t *testing.T) {
 		t.Errorf("the synthetic key column reached the state diff:\n%s", out)
 	}
 }
+
+// TestKeylessDictTableForCEL: a table keyed by the synthetic key column is a dict
+// table even with no Python tool naming it, and CEL's db (authorTable) holds it as
+// the author's dict; a table with a repeated key stays as held.
+func TestKeylessDictTableForCEL(t *testing.T) {
+	td := &task.TaskDescription{InitialState: &task.InitialState{Schemas: []task.TableSchema{
+		{TableName: "users", PrimaryKey: task.DictKeyField}, {TableName: "orders", PrimaryKey: "order_id"}}}}
+	if got := dictTableKeys(td); len(got) != 1 || got["users"] != task.DictKeyField {
+		t.Fatalf("dictTableKeys = %v, want only users keyed by the synthetic column", got)
+	}
+	st := stateOf(t, retailState)
+	got := string(canonical.Marshal(authorTable(st.tables["users"])))
+	want := `{"mia_li_3668":{"address":{"city":"Boston"},"name":"Mia Li","orders":[]},"noah_brown_6181":{"address":{"city":"Austin"},"name":"Noah Brown","orders":["#W2378156"]}}`
+	if got != want {
+		t.Fatalf("authorTable\n got %s\nwant %s", got, want)
+	}
+	dup := stateOf(t, `{"users":[{"__tolokaforge_key__":"a"},{"__tolokaforge_key__":"a"}]}`)
+	if got := string(canonical.Marshal(authorTable(dup.tables["users"]))); got != `[{"__tolokaforge_key__":"a"},{"__tolokaforge_key__":"a"}]` {
+		t.Fatalf("a repeated key: %s", got)
+	}
+}

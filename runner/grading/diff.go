@@ -349,36 +349,41 @@ func (d *stateDiff) authorShape(golden, trial *stableState, keys map[string]stri
 }
 
 // authorObject is s as one canonical object, a table keyed by the synthetic key
-// column rendered as the author's dict {key: record without the column}.
+// column rendered as the author's dict (authorTable).
 func authorObject(s *stableState, keys map[string]string) canonical.Object {
 	ms := make([]canonical.Member, 0, len(s.names))
 	for _, n := range s.names {
 		v := s.tables[n]
 		if keys[n] == task.DictKeyField {
-			if recs, ok := v.(canonical.Array); ok {
-				byKey := make([]canonical.Member, 0, len(recs))
-				seen := map[string]bool{}
-				for _, r := range recs {
-					o, ok := r.(canonical.Object)
-					if !ok {
-						byKey = nil
-						break
-					}
-					kv, ok := o.Get(task.DictKeyField)
-					ks, isStr := kv.(canonical.String)
-					if !ok || !isStr || seen[string(ks)] {
-						byKey = nil
-						break
-					}
-					seen[string(ks)] = true
-					byKey = append(byKey, canonical.Member{Key: string(ks), Value: o.Without(task.DictKeyField)})
-				}
-				if byKey != nil {
-					v = canonical.NewObject(byKey...)
-				}
-			}
+			v = authorTable(v)
 		}
 		ms = append(ms, canonical.Member{Key: n, Value: v})
 	}
 	return canonical.NewObject(ms...)
+}
+
+// authorTable is a table held with the synthetic key column as the author's dict
+// {key: record without the column}; v unchanged when a record lacks a string key
+// or repeats one.
+func authorTable(v canonical.Value) canonical.Value {
+	recs, ok := v.(canonical.Array)
+	if !ok {
+		return v
+	}
+	byKey := make([]canonical.Member, 0, len(recs))
+	seen := map[string]bool{}
+	for _, r := range recs {
+		o, ok := r.(canonical.Object)
+		if !ok {
+			return v
+		}
+		kv, ok := o.Get(task.DictKeyField)
+		ks, isStr := kv.(canonical.String)
+		if !ok || !isStr || seen[string(ks)] {
+			return v
+		}
+		seen[string(ks)] = true
+		byKey = append(byKey, canonical.Member{Key: string(ks), Value: o.Without(task.DictKeyField)})
+	}
+	return canonical.NewObject(byKey...)
 }
