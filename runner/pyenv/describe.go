@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"tolokaforge.io/operator/api/task/pack"
+	"tolokaforge.io/operator/runner/tools/mcpclient"
 	"tolokaforge.io/operator/runner/tools/pyhost"
 )
 
@@ -49,6 +50,9 @@ func Describer(python string, timeout time.Duration) pack.Describer {
 			}
 		}
 		script := filepath.Join(files, filepath.FromSlash(req.Script))
+		if req.Stdio {
+			return listTools(ctx, python, files, script, timeout)
+		}
 		h, err := pyhost.Start(pyhost.Config{Python: python, Dir: files, ScriptDir: work,
 			Paths: []string{filepath.Dir(script), files}, Logger: logr.Discard()})
 		if err != nil {
@@ -76,4 +80,26 @@ func Describer(python string, timeout time.Duration) pack.Describer {
 		}
 		return out, nil
 	}
+}
+
+// listTools starts script as a stdio MCP server under python and answers its
+// tools/list.
+func listTools(ctx context.Context, python, dir, script string, timeout time.Duration) (map[string]pack.DescribedTool, error) {
+	srv, err := mcpclient.Start(ctx, mcpclient.Config{Command: []string{python, "-I", "-B", script}, Dir: dir, Logger: logr.Discard()})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("the MCP server did not answer within %s: %w", timeout, ctx.Err())
+		}
+		return nil, fmt.Errorf("start the MCP server with %s: %s", python, RewriteHint(err.Error()))
+	}
+	defer srv.Close()
+	tools, err := srv.StartTools()
+	if err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	out := make(map[string]pack.DescribedTool, len(tools))
+	for _, t := range tools {
+		out[t.Name] = pack.DescribedTool{Description: t.Description, Parameters: t.InputSchema}
+	}
+	return out, nil
 }

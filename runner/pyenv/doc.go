@@ -13,8 +13,9 @@
 //
 // Describer runs a registry script's tools through the runner's standard-library
 // tool host (runner/tools/pyhost) once, under a time bound, and answers what each
-// tool says about itself (get_info()), for pack import (api/task/pack.Describer).
+// tool says about itself (get_info()), or asks a stdio MCP server script for its
+// tools/list (runner/tools/mcpclient), for pack import (api/task/pack.Describer).
 //
-// Imports: api/task/pack, runner/tools/pyhost, the standard library and
-// github.com/go-logr/logr.
+// Imports: api/task/pack, runner/tools/mcpclient, runner/tools/pyhost, the
+// standard library and github.com/go-logr/logr.
 package pyenv

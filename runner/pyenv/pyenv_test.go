@@ -208,3 +208,44 @@ func FuzzRewriteHint(f *testing.F) {
 		}
 	})
 }
+
+// stdioServer is a standard-library stdio MCP server: initialize, tools/list.
+const stdioServer = `
+import json, sys
+TOOLS = [{"name": "lookup", "description": "Look a thing up.",
+          "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    m = msg.get("method")
+    if m == "initialize":
+        res = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+               "serverInfo": {"name": "standin", "version": "1"}}
+    elif m == "tools/list":
+        res = {"tools": TOOLS}
+    else:
+        res = {}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": res}) + "\n")
+    sys.stdout.flush()
+`
+
+// TestDescriberStdioServer: a stdio MCP server script is asked tools/list once;
+// one that never answers is bounded.
+func TestDescriberStdioServer(t *testing.T) {
+	needDebian(t)
+	got, err := Describer(Debian, 0)(context.Background(), pack.DescribeRequest{
+		Files: map[string][]byte{"server.py": []byte(stdioServer)}, Script: "server.py", Tools: []string{"lookup"}, Stdio: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got["lookup"]; d.Description != "Look a thing up." || string(d.Parameters) != `{"properties":{"q":{"type":"string"}},"required":["q"],"type":"object"}` {
+		t.Fatalf("lookup: %+v (%s)", d, d.Parameters)
+	}
+	start := time.Now()
+	_, err = Describer(Debian, 2*time.Second)(context.Background(), pack.DescribeRequest{
+		Files: map[string][]byte{"server.py": []byte("import time\ntime.sleep(60)\n")}, Script: "server.py", Tools: []string{"lookup"}, Stdio: true})
+	if err == nil || time.Since(start) > 12*time.Second {
+		t.Fatalf("a silent server: err %v after %s", err, time.Since(start))
+	}
+}

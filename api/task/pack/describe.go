@@ -13,17 +13,20 @@ import (
 )
 
 // Describer reads the schemas of a pack's Python tools from the tools themselves:
-// the tools named are served by the registry script Script (a .py with a module-level
-// TOOLS dict of tau_sync classes), one of Files, the task's tool_artifacts by slash
-// path. It answers what each tool says about itself (get_info()); a tool absent from
-// the answer, or with no parameters, gave none.
+// the tools named are served by the script Script, one of Files (the task's
+// tool_artifacts by slash path): a registry (a .py with a module-level TOOLS dict of
+// tau_sync classes, each answering get_info()) or, with Stdio, a stdio MCP server
+// (tools/list). A tool absent from the answer, or with no parameters, gave none.
 type Describer func(ctx context.Context, req DescribeRequest) (map[string]DescribedTool, error)
 
-// DescribeRequest is one registry script's tools to describe.
+// DescribeRequest is one script's tools to describe.
 type DescribeRequest struct {
 	Files  map[string][]byte
 	Script string
 	Tools  []string
+	// Stdio: the script is a stdio MCP server (no TOOLS registry), asked
+	// tools/list; a server that cannot be asked leaves its tools the fallback.
+	Stdio bool
 }
 
 // DescribedTool is a tool's own description and JSON Schema of its parameters.
@@ -60,13 +63,25 @@ func (c *converter) describe(m *mapping, src *mcpSource, out []task.ToolSchema) 
 		}
 		files[p] = b
 	}
-	if code, ok := files[src.script]; !ok || !registryScript.Match(code) {
-		// A stdio MCP server answers tools/list only when run as a server.
+	code, ok := files[src.script]
+	if !ok {
 		return pending, nil
 	}
-	got, err := c.opts.Describe(c.ctx, DescribeRequest{Files: files, Script: src.script, Tools: pending})
+	stdio := !registryScript.Match(code)
+	got, err := c.opts.Describe(c.ctx, DescribeRequest{Files: files, Script: src.script, Tools: pending, Stdio: stdio})
 	if err != nil {
-		return nil, convError(m.file, m.at("mcp_server"), "reading the tools' schemas from %s: %v", src.script, err)
+		if c.ctx.Err() != nil {
+			return nil, c.ctx.Err()
+		}
+		// The import may run where the pack's Python is not (the cluster's runner
+		// image has it): report, keep the fallback; RegisterTrial loads the tools
+		// again and refuses a tool that does not load, before any model is called.
+		what := "reading the tools' schemas"
+		if stdio {
+			what = "asking the MCP server for tools/list"
+		}
+		c.rep.add(m.file, m.at("mcp_server"), "%s from %s at import failed: %v", what, src.script, err)
+		return pending, nil
 	}
 	var fallback []string
 	for _, name := range pending {
