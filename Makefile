@@ -48,11 +48,12 @@ build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod
 tools: protoc python-deps $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/controller-gen $(BIN)/staticcheck ## Install protoc (Debian) and the pinned Go tools.
 
 # python-deps: Debian's python3 with pydantic and email-validator, which the
-# Python tool host's tests and the upstream packs' tools (food_delivery_2) need.
+# Python tool host's tests and the upstream packs' tools (food_delivery_2) need,
+# and grpcio and protobuf, which the runner's foreign (Python) gRPC client test needs.
 python-deps:
-	@test -x /usr/bin/python3 && /usr/bin/python3 -c 'import pydantic, email_validator, pytest, yaml' 2>/dev/null || { \
-	  echo "installing python3, python3-pydantic, python3-email-validator, python3-pytest, python3-yaml (Debian)"; \
-	  (apt-get update -qq && apt-get install -y -qq python3 python3-pydantic python3-email-validator python3-pytest python3-yaml) >/dev/null; }
+	@test -x /usr/bin/python3 && /usr/bin/python3 -c 'import pydantic, email_validator, pytest, yaml, grpc, google.protobuf' 2>/dev/null || { \
+	  echo "installing python3, python3-pydantic, python3-email-validator, python3-pytest, python3-yaml, python3-grpcio, python3-protobuf (Debian)"; \
+	  (apt-get update -qq && apt-get install -y -qq python3 python3-pydantic python3-email-validator python3-pytest python3-yaml python3-grpcio python3-protobuf) >/dev/null; }
 
 protoc:
 	@command -v protoc >/dev/null || { echo "installing protobuf-compiler (Debian)"; \

@@ -127,7 +127,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("pack import: %w", err)
 	}
-	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}}
+	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}, Describe: local.Describer("")}
 	var store *blobstore.Store
 	if *storeURL != "" {
 		if !blobstore.IsURL(*storeURL) {

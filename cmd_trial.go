@@ -365,7 +365,7 @@ func loadTrialTasks(f *runFlags, stderr io.Writer) ([]trialTask, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("trial run: %w", err)
 	}
-	opts := pack.Options{Builtins: builtin.Catalog{}, MCPCommands: f.mcpCommands}
+	opts := pack.Options{Builtins: builtin.Catalog{}, MCPCommands: f.mcpCommands, Describe: local.Describer(f.python)}
 	var (
 		tasks   []trialTask
 		errs    []string

@@ -33,7 +33,7 @@
 // Imports: api/authn, api/canonical, api/logging, api/runnerpb, api/task,
 // dbservice/client, runner/grading (the Env/Grader contract; Main's default
 // Grader), runner/grading/judge (the default --secrets-dir), runner/proc,
-// runner/tools, runner/tools/builtin, runner/tools/mcpclient,
-// runner/tools/pyhost, the standard library, github.com/go-logr/logr and
-// google.golang.org/grpc.
+// runner/pyenv (an ImportError's pip advice rewritten), runner/tools,
+// runner/tools/builtin, runner/tools/mcpclient, runner/tools/pyhost, the
+// standard library, github.com/go-logr/logr and google.golang.org/grpc.
 package runner

@@ -96,6 +96,7 @@ type harness struct {
 	c    *client.Client
 	db   *dbHandle
 	work string
+	addr string // the loopback address it serves on
 	// stop cancels Serve and waits for its drain to finish.
 	stop     func()
 	serveErr error
@@ -153,7 +154,7 @@ func startRunner(tb testing.TB, db *dbHandle, opts ...harnessOpt) *harness {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{srv: srv, db: db, work: work}
+	h := &harness{srv: srv, db: db, work: work, addr: ln.Addr().String()}
 	done := make(chan struct{})
 	go func() {
 		h.serveErr = srv.Serve(ctx, ln)

@@ -17,6 +17,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/pyenv"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/pyhost"
 )
@@ -201,7 +202,7 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 		var le *pyhost.LoadError
 		if errors.As(err, &le) {
 			if p, ok := where[le.Tool]; ok {
-				return nil, fmt.Errorf("%s (%s): load the Python tool: %s", p.path, p.schema.Name, le.Message)
+				return nil, fmt.Errorf("%s (%s): load the Python tool: %s", p.path, p.schema.Name, pyenv.RewriteHint(le.Message))
 			}
 		}
 		return nil, fmt.Errorf("start the Python tool host: %w", err)
@@ -290,7 +291,7 @@ func (p *pySession) call(ctx context.Context, name string, args json.RawMessage)
 			if te.Resync {
 				p.inSyncAt = -1
 			}
-			return "", errors.New(te.Message)
+			return "", errors.New(pyenv.RewriteHint(te.Message))
 		}
 		// The host died or was killed mid-call (a timeout): rebuild it
 		// from the DB, which holds nothing of this call.

@@ -25,13 +25,6 @@ func TestRegisterRefusesUngradableGrading(t *testing.T) {
 				"the fold would refuse every trial with MissingComponentWeight after the agent's budget is spent; declare weights.transcript_rules",
 		},
 		{
-			name:    "hash_enabled with no source",
-			grading: obj{"weights": obj{"state_checks": 1}, "state_checks": obj{"hash_enabled": true}},
-			want: "Invalid trial_spec_json: task.grading.state_checks.hash_enabled: true, but neither golden_actions nor expected_hash is declared, " +
-				"so the hash has no source to compare the trial's state against; declare golden_actions (the reference solution, replayed at grade time) " +
-				"or expected_hash (the digest of the golden stable state), or set hash_enabled: false",
-		},
-		{
 			name: "hash and jsonpaths with no hash_weight",
 			grading: obj{"weights": obj{"state_checks": 1}, "state_checks": obj{"hash_enabled": true,
 				"golden_actions": []any{obj{"tool_name": "think"}}, "jsonpaths": []any{obj{"path": "$.db.notes", "exists": true}}}},

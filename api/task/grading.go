@@ -45,7 +45,7 @@ const (
 // StateChecks grades the trial's end state.
 type StateChecks struct {
 	HashEnabled         bool            `json:"hash_enabled,omitempty"`
-	GoldenActions       []GoldenAction  `json:"golden_actions,omitempty"`
+	GoldenActions       []GoldenAction  `json:"golden_actions,omitzero"` // nil: absent; empty: declared (the golden state is the initial state)
 	ExpectedHash        *string         `json:"expected_hash,omitempty"`
 	HashWeight          *float64        `json:"hash_weight,omitempty"`
 	JSONPaths           []JSONPathCheck `json:"jsonpaths,omitempty"`

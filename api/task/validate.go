@@ -16,6 +16,10 @@ import (
 // order (map keys sorted), so the same bad input always yields the same error.
 type checker struct {
 	err *DecodeError
+	// runner is set for a trial spec (RegisterTrial): the runner grades every hash
+	// shape the spec lets it grade (a hash with no declared source against the
+	// trial's initial state), so the authoring-only refusals do not apply.
+	runner bool
 }
 
 func (c *checker) failf(path, format string, args ...any) {
@@ -167,7 +171,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // Validate checks a TrialSpec after ApplyDefaults; errors are *DecodeError
 // with paths rooted at the spec ("task.grading.pass_threshold").
 func (s *TrialSpec) Validate() error {
-	c := &checker{}
+	c := &checker{runner: true}
 	s.validate(c)
 	return c.result()
 }

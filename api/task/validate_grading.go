@@ -92,30 +92,52 @@ func (sc *StateChecks) validate(c *checker, p string) {
 		}
 		probe.Expect.validate(c, joinKey(pp, "expect"))
 	}
+	// A hash's source is golden_actions (present, even empty: an empty golden path
+	// makes the initial state the golden state, a refusal task) or expected_hash.
+	// Only authoring refuses a hash with no source, and only an ABSENT
+	// golden_actions is no source: the runner grades every hash_enabled shape, one
+	// with no declared source against the trial's initial state (runner-protocol.md,
+	// the GradeTrial error table), and refuses at grade time the two mixes that
+	// leaves (beside db_probes; beside jsonpaths with no hash_weight).
+	declared := sc.GoldenActions != nil || sc.ExpectedHash != nil
+	named := len(sc.GoldenActions) > 0 || sc.ExpectedHash != nil
+	if c.runner {
+		declared = named
+	}
 	// db_probes is the sole state source when present (grading-config.md); the
 	// one mix left to grade time is hash_enabled with no declared source.
 	if len(sc.DBProbes) > 0 {
 		switch {
 		case len(sc.JSONPaths) > 0:
 			c.failf(joinKey(p, "db_probes"), "db_probes is the sole state source when present; it cannot be declared beside non-empty jsonpaths")
-		case sc.HashEnabled && (len(sc.GoldenActions) > 0 || sc.ExpectedHash != nil):
+		case sc.HashEnabled && named:
 			c.failf(joinKey(p, "db_probes"), "db_probes is the sole state source when present; it cannot be declared beside an enabled hash naming a source (golden_actions or expected_hash)")
+		case sc.HashEnabled && declared:
+			c.failf(joinKey(p, "db_probes"), "db_probes is the sole state source when present; it cannot be declared beside an enabled hash "+
+				"(golden_actions: [] grades the hash against the initial state, a second verdict for state_checks with no share between them); "+
+				"drop the probes or set hash_enabled: false")
 		}
 	}
 	// The two hash shapes the runner could only refuse at grade time, after the agent
 	// spent its budget (runner-protocol.md, the GradeTrial error table): a hash with no
 	// source, and a hash verdict beside a JSONPath score with no share between them.
 	switch {
-	case sc.HashEnabled && len(sc.GoldenActions) == 0 && sc.ExpectedHash == nil:
+	case c.runner:
+		if sc.HashEnabled && named && len(sc.JSONPaths) > 0 && sc.HashWeight == nil {
+			c.failf(joinKey(p, "hash_weight"), hashWeightRequired)
+		}
+	case sc.HashEnabled && !declared:
 		c.failf(joinKey(p, "hash_enabled"), "true, but neither golden_actions nor expected_hash is declared, so the hash has no source "+
 			"to compare the trial's state against; declare golden_actions (the reference solution, replayed at grade time) or "+
 			"expected_hash (the digest of the golden stable state), or set hash_enabled: false")
 	case sc.HashEnabled && len(sc.JSONPaths) > 0 && sc.HashWeight == nil:
-		c.failf(joinKey(p, "hash_weight"), "required when hash_enabled is true and jsonpaths is not empty: the hash verdict and the "+
-			"JSONPath score are both real and nothing says how to fold them, so every trial would fail grading after the agent's "+
-			"budget is spent; declare state_checks.hash_weight in [0, 1] (the hash verdict's share)")
+		c.failf(joinKey(p, "hash_weight"), hashWeightRequired)
 	}
 }
+
+const hashWeightRequired = "required when hash_enabled is true and jsonpaths is not empty: the hash verdict and the " +
+	"JSONPath score are both real and nothing says how to fold them, so every trial would fail grading after the agent's " +
+	"budget is spent; declare state_checks.hash_weight in [0, 1] (the hash verdict's share)"
 
 func (j *JSONPathCheck) operators() []string {
 	var ops []string

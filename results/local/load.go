@@ -123,6 +123,9 @@ const PackTaskFile = "task.yaml"
 // read it (pack.Convert). The conversion's diagnostics are returned for the
 // caller to show, and to refuse on when one drops a grading key.
 func LoadPack(dir string, opts pack.Options) (*LoadedTask, []pack.Diagnostic, error) {
+	if opts.Describe == nil {
+		opts.Describe = Describer("")
+	}
 	conv, err := pack.Convert(dir, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task pack %s: %w", dir, err)

@@ -16,6 +16,7 @@ import (
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/pyenv"
 )
 
 // StackConfig configures the in-process services.
@@ -35,20 +36,17 @@ type StackConfig struct {
 	// the grader's default.
 	SecretsDir string
 	// Python runs a pack's Python tools and checks (the runner's --python);
-	// empty: $TOLOKAFORGE_PYTHON, else python3 on PATH.
+	// empty: $TOLOKAFORGE_PYTHON, else python3 on PATH when it has what `make
+	// python-deps` provisions, else Debian's /usr/bin/python3 when that has it.
 	Python string
 	Log    logr.Logger
 }
 
-// python is the interpreter the stack's runner uses.
+// python is the interpreter the stack's runner uses: --python, else
+// $TOLOKAFORGE_PYTHON, else the first of python3 on PATH and Debian's that has
+// what `make python-deps` provisions (runner/pyenv.Choose).
 func (cfg StackConfig) python() string {
-	if cfg.Python != "" {
-		return cfg.Python
-	}
-	if p := os.Getenv(PythonEnv); p != "" {
-		return p
-	}
-	return "python3"
+	return pyenv.Choose(context.Background(), cfg.Python, os.Getenv(PythonEnv), pyenv.Provisioned)
 }
 
 // PythonEnv names the environment variable that picks the local stack's
@@ -62,6 +60,8 @@ type Stack struct {
 	DBServiceURL string
 	RunnerAddr   string
 	Runner       *client.Client
+	// Python is the interpreter the stack's runner runs a pack's Python with.
+	Python string
 	// Token is the stack's credential: the runner and the DB service refuse
 	// calls without it (Runner already sends it).
 	Token string
@@ -83,6 +83,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Python = cfg.python() // chosen once, probing at most two interpreters
 	sv := newServices(ctx, cfg.WorkDir, removeWork)
 	fail := func(err error) (*Stack, error) {
 		sv.abort()
@@ -108,7 +109,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 	if err != nil {
 		return fail(err)
 	}
-	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token}
+	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token, Python: cfg.Python}
 	s.stop = func() error { return sv.shutdown(c) }
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/controllers/host"
+	"tolokaforge.io/operator/runner/pyenv"
 )
 
 // Verdict is one task's validation result.
@@ -55,6 +56,9 @@ func (c componentResult) String() string {
 // to diag.
 func ValidatePack(ctx context.Context, s *Stack, dir string, opts pack.Options, run OracleRun, strict bool, diag io.Writer) Verdict {
 	v := Verdict{Dir: dir, TaskID: "?"}
+	if opts.Describe == nil {
+		opts.Describe = pyenv.Describer(s.Python, 0)
+	}
 	conv, err := pack.Convert(dir, opts)
 	if err != nil {
 		v.Why = err.Error()
@@ -83,6 +87,10 @@ func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescr
 		v.Why = "refused before any trial runs: " + err.Error()
 		return v
 	}
+	if err := s.CheckPython(ctx, desc); err != nil {
+		v.Why = "refused before any trial runs: " + err.Error()
+		return v
+	}
 	run.AllComponents = true
 	res := s.RunOracle(ctx, desc, initialUserMessage, maxTurns, 0, run)
 	return judge(v, res.Outcome, res.Reason, res.Message, res.Grade, strict, configuredComponents(desc), hasGoldenPath(desc))
@@ -100,10 +108,17 @@ func OracleVerdict(desc *task.TaskDescription, res host.AttemptResult, strict bo
 // replay. Many upstream packs declare none (an answer file to write, a
 // Terminal-Bench task without its solution): the oracle cannot solve those, so
 // their validation proves that the task registers, runs and that every configured
-// component grades it, and only --strict asks the oracle's run to score 1.
+// component grades it, and only --strict asks the oracle's run to score 1. A
+// refusal task (hash_enabled with golden_actions: []) has a golden path: nothing.
 func hasGoldenPath(td *task.TaskDescription) bool {
 	g := td.Grading
-	return g != nil && g.StateChecks != nil && len(g.StateChecks.GoldenActions) > 0
+	if g == nil || g.StateChecks == nil {
+		return false
+	}
+	sc := g.StateChecks
+	// golden_actions: [] under an enabled hash is a golden path too: a refusal
+	// task, which the oracle solves by changing nothing.
+	return len(sc.GoldenActions) > 0 || (sc.HashEnabled && sc.GoldenActions != nil)
 }
 
 // configuredComponents is what a validation run must see graded: nothing for

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"tolokaforge.io/operator/api/canonical"
+	"tolokaforge.io/operator/api/task"
 )
 
 // fieldDiff is one field of a paired record that differs. A field missing on one side
@@ -310,4 +311,79 @@ func nonNil(vs []canonical.Value) []canonical.Value {
 		return []canonical.Value{}
 	}
 	return vs
+}
+
+// authorShape rewrites d for the tables the pack wrote as dicts whose records do not
+// carry their key (keys[table] == task.DictKeyField): records are paired by that
+// synthetic key column (a modified record is named by its dict key), but the column
+// is the DB service's, never the author's, so added and removed records are shown
+// without it and diff_lines render such a table as the author's dict, keyed.
+func (d *stateDiff) authorShape(golden, trial *stableState, keys map[string]string) {
+	synthetic := false
+	for _, k := range keys {
+		if k == task.DictKeyField {
+			synthetic = true
+			break
+		}
+	}
+	if !synthetic {
+		return
+	}
+	strip := func(recs []canonical.Value) {
+		for i, r := range recs {
+			if o, ok := r.(canonical.Object); ok {
+				recs[i] = o.Without(task.DictKeyField)
+			}
+		}
+	}
+	for _, n := range d.names {
+		if keys[n] == task.DictKeyField {
+			strip(d.tables[n].added)
+			strip(d.tables[n].removed)
+		}
+	}
+	d.diffLines = unifiedDiff(
+		strings.Split(string(canonical.Indent(authorObject(golden, keys))), "\n"),
+		strings.Split(string(canonical.Indent(authorObject(trial, keys))), "\n"),
+		"expected (golden replay)", "actual (trial)", 3)
+}
+
+// authorObject is s as one canonical object, a table keyed by the synthetic key
+// column rendered as the author's dict (authorTable).
+func authorObject(s *stableState, keys map[string]string) canonical.Object {
+	ms := make([]canonical.Member, 0, len(s.names))
+	for _, n := range s.names {
+		v := s.tables[n]
+		if keys[n] == task.DictKeyField {
+			v = authorTable(v)
+		}
+		ms = append(ms, canonical.Member{Key: n, Value: v})
+	}
+	return canonical.NewObject(ms...)
+}
+
+// authorTable is a table held with the synthetic key column as the author's dict
+// {key: record without the column}; v unchanged when a record lacks a string key
+// or repeats one.
+func authorTable(v canonical.Value) canonical.Value {
+	recs, ok := v.(canonical.Array)
+	if !ok {
+		return v
+	}
+	byKey := make([]canonical.Member, 0, len(recs))
+	seen := map[string]bool{}
+	for _, r := range recs {
+		o, ok := r.(canonical.Object)
+		if !ok {
+			return v
+		}
+		kv, ok := o.Get(task.DictKeyField)
+		ks, isStr := kv.(canonical.String)
+		if !ok || !isStr || seen[string(ks)] {
+			return v
+		}
+		seen[string(ks)] = true
+		byKey = append(byKey, canonical.Member{Key: string(ks), Value: o.Without(task.DictKeyField)})
+	}
+	return canonical.NewObject(byKey...)
 }

@@ -383,7 +383,12 @@ func celVars(ctx context.Context, g *gradeCtx, reads celProgram) (map[string]any
 		if err != nil {
 			return nil, err
 		}
+		keys := dictTableKeys(g.task)
 		for name, v := range st.tables {
+			if keys[name] == task.DictKeyField {
+				// The synthetic key column is the DB service's: the author's dict.
+				v = authorTable(v)
+			}
 			db[name] = celValue(v)
 		}
 	}
@@ -540,7 +545,7 @@ func pythonContext(ctx context.Context, g *gradeCtx) (*pychecks.Context, error) 
 // dictTableKeys is every table a pack wrote as a dict, with its key field: the
 // importer records them on the Python tool sources (extra.dict_tables, table ->
 // key field, "" when unknown); an unknown key falls back to the table's declared
-// primary key.
+// primary key, and a table whose primary key is task.DictKeyField is one too.
 func dictTableKeys(t *task.TaskDescription) map[string]string {
 	keys := map[string]string{}
 	for _, list := range [][]task.ToolSchema{t.AgentTools, t.UserTools} {
@@ -565,7 +570,9 @@ func dictTableKeys(t *task.TaskDescription) map[string]string {
 	}
 	if st := t.InitialState; st != nil {
 		for _, s := range st.Schemas {
-			if k, ok := keys[s.TableName]; ok && k == "" && s.PrimaryKey != "" {
+			if k, ok := keys[s.TableName]; (ok && k == "" && s.PrimaryKey != "") || s.PrimaryKey == task.DictKeyField {
+				// A table keyed by the synthetic key column is a dict whose records
+				// do not carry their key, whether or not a Python tool names it.
 				keys[s.TableName] = s.PrimaryKey
 			}
 		}

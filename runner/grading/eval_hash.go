@@ -63,6 +63,7 @@ func (hashEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, error)
 		return verdict{}, err
 	}
 	d := computeDiff(golden.state, trial, g.pairingFields)
+	d.authorShape(golden.state, trial, dictTableKeys(g.task))
 	g.stateDiff = string(d.marshal(g.opts.maxDiffLines))
 	return verdict{scored: true, score: 0, segment: "State: " + d.summary}, nil
 }

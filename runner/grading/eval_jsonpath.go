@@ -57,7 +57,7 @@ func (jsonPathEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 				if err != nil {
 					return verdict{}, err
 				}
-				root = st.jsonPathRoot()
+				root = st.jsonPathRoot(dictTableKeys(g.task))
 			}
 			ok, msg = checkPath(c, p, root, g.plan.matches[i], numeric)
 		} else {

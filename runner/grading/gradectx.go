@@ -3,6 +3,7 @@ package grading
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -185,14 +186,62 @@ func (s *stableState) object() canonical.Object {
 	return canonical.NewObject(ms...)
 }
 
-// jsonPathRoot is the document JSONPath checks query: {db: <stable tables>}.
-func (s *stableState) jsonPathRoot() any {
+// jsonPathRoot is the document JSONPath checks query: {db: <stable tables>}. A table
+// the pack wrote as a dict of records (keys: table -> key field, dictTableKeys) is
+// the author's dict again, keyed by each record's key and without the synthetic key
+// column (task.DictKeyField), so $.db.orders['#W2378156'].status reads as written.
+func (s *stableState) jsonPathRoot(keys map[string]string) any {
 	if s.root == nil {
 		db := make(map[string]any, len(s.tables))
 		for n, v := range s.tables {
-			db[n] = canonical.ToAny(v)
+			plain := canonical.ToAny(v)
+			if key := keys[n]; key != "" {
+				if d, ok := dictView(plain, key); ok {
+					plain = d
+				}
+			}
+			db[n] = plain
 		}
 		s.root = map[string]any{"db": db}
 	}
 	return s.root
+}
+
+// dictView is a list table's records as the dict they were authored as: keyed by
+// the key field's text, which every record must carry once; ok is false otherwise.
+func dictView(table any, key string) (map[string]any, bool) {
+	recs, ok := table.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make(map[string]any, len(recs))
+	for _, r := range recs {
+		rec, ok := r.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		var k string
+		switch kv := rec[key].(type) {
+		case string:
+			k = kv
+		case json.Number:
+			k = kv.String()
+		default:
+			return nil, false
+		}
+		if _, dup := out[k]; dup {
+			return nil, false
+		}
+		if key == task.DictKeyField {
+			trimmed := make(map[string]any, len(rec)-1)
+			for f, v := range rec {
+				if f != task.DictKeyField {
+					trimmed[f] = v
+				}
+			}
+			rec = trimmed
+		}
+		out[k] = rec
+	}
+	return out, true
 }

@@ -209,6 +209,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	})
 
 	pythonPackSpecs()
+	tauRetailSpecs()
 	judgeSpecs()
 
 	It("completes a Campaign of 20 Trials", func() {

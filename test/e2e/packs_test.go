@@ -120,6 +120,47 @@ func pythonPackSpecs() {
 	})
 }
 
+// tauRetail is the project's tau-bench retail-shaped task: users keyed by user id
+// without a user-id field, get_info() tool classes behind a registry script, no
+// tools.json, JSONPath by key (examples/taubench_retail).
+var tauRetail = filepath.Join("examples", "taubench_retail", "tasks", "cancel_pending_order")
+
+// tauRetailSpecs follows pythonPackSpecs' pattern: the task imported as a user
+// imports it and run by the oracle on the Python runner image.
+func tauRetailSpecs() {
+	It("runs the tau-bench retail-shaped task from `pack import`: a keyless dict table and JSONPath by key, Passed at 1.0", func() {
+		bin := os.Getenv("E2E_TOLOKAFORGE")
+		Expect(bin).NotTo(BeEmpty(), "E2E_TOLOKAFORGE names the tolokaforge binary (make build)")
+		cmd := exec.Command(bin, "pack", "import", filepath.Join(root, tauRetail), "--namespace", ns)
+		stream, err := cmd.Output()
+		Expect(err).NotTo(HaveOccurred(), "pack import: %v", err)
+		applied := mustKubectl(string(stream), "apply", "--server-side", "-f", "-", "-o", "name")
+		var taskName string
+		for _, l := range strings.Fields(applied) {
+			if strings.HasPrefix(l, "task.eval.tolokaforge.io/") {
+				taskName = strings.TrimPrefix(l, "task.eval.tolokaforge.io/")
+			}
+		}
+		Expect(taskName).NotTo(BeEmpty(), "applied: %s", applied)
+		tr := &evalv1.Trial{
+			ObjectMeta: metav1.ObjectMeta{Name: "tau-retail", Namespace: ns},
+			Spec: evalv1.TrialSpec{
+				TaskRef:       &evalv1.TaskReference{Name: taskName},
+				Agent:         evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
+				UserSimulator: &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted},
+				RetryPolicy:   evalv1.RetryPolicy{MaxAttempts: 1},
+			},
+		}
+		Expect(k8s.Create(context.Background(), tr)).To(Succeed())
+		Eventually(trialPhase("tau-retail")).WithTimeout(4*time.Minute).WithPolling(time.Second).
+			Should(Equal(evalv1.PhasePassed), func() string { return describe(getTrial("tau-retail")) })
+		t := getTrial("tau-retail")
+		Expect(t.Status.Grade).NotTo(BeNil())
+		Expect(t.Status.Grade.Score).To(Equal(1.0), describe(t))
+		mustKubectl("", "-n", ns, "delete", "trial", "tau-retail", "--wait=true", "--timeout=2m")
+	})
+}
+
 // describe is a Trial's phase, conditions and attempts, for a failure message.
 func describe(t *evalv1.Trial) string {
 	var sb strings.Builder

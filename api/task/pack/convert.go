@@ -47,6 +47,11 @@ type Options struct {
 	// and the caller uploads Manifests.Bundle under Manifests.BundleKey
 	// before applying the Task.
 	FilesURL func(key string) string
+	// Describe, when set, asks a pack's Python tools for the schemas
+	// fixtures/tools.json does not give (a tau_sync class's get_info() behind a
+	// registry script), once per script, at import; nil offers those tools with
+	// upstream's fallback schema. The caller bounds its time.
+	Describe Describer
 	// builtins is the runner's builtin tool catalog, which tools a task may
 	// enable without a schema or a server. Required: conversion stays pure
 	// and the caller (the binary) passes the runner's catalog.
@@ -692,7 +697,14 @@ func (c *converter) tableRows(file, name string, raw json.RawMessage) (rows []js
 		}
 		rows = make([]json.RawMessage, 0, len(keys))
 		for _, k := range keys {
-			rows = append(rows, byKey[k])
+			r := byKey[k]
+			if keyField == task.DictKeyField {
+				if _, taken := recs[len(rows)][task.DictKeyField]; taken {
+					return nil, "", false, fmt.Errorf("%s: %s[%q]: a record carries %s, the name of the synthetic key column the import keeps a dict table's keys in; rename that field", file, name, k, task.DictKeyField)
+				}
+				r, _ = task.WithDictKey(r, k)
+			}
+			rows = append(rows, r)
 		}
 		if keyField == "" {
 			c.rep.add(file, name, "an empty dict of records: the table starts empty; Python tools get it back as a dict (extra.dict_tables), its key field unknown")
@@ -713,7 +725,8 @@ func objectKeysOf(byKey map[string]json.RawMessage, keys []string) []string {
 }
 
 // dictKeyField is the field whose value equals the dict key in every record
-// ("id" preferred, then the first such field of the first record).
+// ("id" preferred, then the first such field of the first record), or
+// task.DictKeyField when no field carries it.
 func dictKeyField(keys []string, recs []map[string]json.RawMessage, fields []string) (string, error) {
 	if len(keys) == 0 {
 		return "", nil
@@ -736,7 +749,9 @@ func dictKeyField(keys []string, recs []map[string]json.RawMessage, fields []str
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("a dict of records keyed by id, but no field of the records carries its key in every record (record %q has none equal to %q): the DB service keeps a table as a list of records, so the keys would be lost; add the key to each record", keys[0], keys[0])
+	// No field carries the key (tau-bench's users): the key travels in a
+	// synthetic column the author never sees (task.DictKeyField).
+	return task.DictKeyField, nil
 }
 
 func describeJSON(raw json.RawMessage) string {
@@ -1065,7 +1080,13 @@ func (c *converter) tools(t *mapping) error {
 			out = append(out, s)
 		}
 		if placeholders > 0 {
-			c.rep.add(m.file, m.at("enabled"), "%d tool(s) have no schema in fixtures/tools.json: offered with upstream's fallback schema (description \"Agent tool: NAME\", no parameters); write fixtures/tools.json to give the agent real ones", placeholders)
+			fallback, err := c.describe(m, src, out)
+			if err != nil {
+				return err
+			}
+			if len(fallback) > 0 {
+				c.rep.add(m.file, m.at("enabled"), "%d tool(s) have no schema in fixtures/tools.json and give none themselves (%s): offered with upstream's fallback schema (description \"Agent tool: NAME\", no parameters); write fixtures/tools.json to give the agent real ones", len(fallback), strings.Join(fallback, ", "))
+			}
 		}
 		m.leftovers(&c.rep, "tools take enabled and mcp_server")
 		if actor == "agent" {

@@ -179,9 +179,15 @@ func (c *converter) stateChecks(g *mapping, cfg *task.GradingConfig) error {
 		} else if s != "" {
 			sc.ExpectedHash = &s
 		}
+		declared := h.has("golden_actions")
 		actions, err := h.list("golden_actions")
 		if err != nil {
 			return err
+		}
+		if declared && actions != nil {
+			// golden_actions: [] is a declaration (the golden state is the initial
+			// state: a refusal task); absent is no source at all.
+			sc.GoldenActions = []task.GoldenAction{}
 		}
 		for i, n := range actions {
 			a, err := c.action(h.file, fmt.Sprintf("%s[%d]", h.at("golden_actions"), i), n)
@@ -211,7 +217,7 @@ func (c *converter) stateChecks(g *mapping, cfg *task.GradingConfig) error {
 	} else if b != nil && *b {
 		// Upstream compares the end state's hash with hash.expected_state_hash
 		// and, with nothing to compare with, scores 1.0.
-		if sc.ExpectedHash != nil || len(sc.GoldenActions) > 0 {
+		if sc.ExpectedHash != nil || sc.GoldenActions != nil {
 			sc.HashEnabled = true
 		} else {
 			c.rep.add(m.file, m.at("db_hash_check"), "nothing to compare the end state with (no hash.expected_state_hash or golden_actions): upstream scores it 1.0, so it grades nothing here either")
@@ -227,7 +233,7 @@ func (c *converter) stateChecks(g *mapping, cfg *task.GradingConfig) error {
 	}
 	m.take("env_assertions")
 	m.leftovers(&c.rep, "not a key of Tolokaforge's state_checks")
-	if sc.HashEnabled || len(sc.GoldenActions) > 0 || sc.ExpectedHash != nil || len(sc.JSONPaths) > 0 || sc.HashWeight != nil {
+	if sc.HashEnabled || sc.GoldenActions != nil || sc.ExpectedHash != nil || len(sc.JSONPaths) > 0 || sc.HashWeight != nil {
 		cfg.StateChecks = sc
 	}
 	return nil

@@ -23,5 +23,5 @@
 // Tables turns the DB service's tables (lists of records) into the states a suite
 // reads, rebuilding the tables a pack wrote as dicts keyed by id.
 //
-// Imports: api/runnerpb, runner/proc and the standard library.
+// Imports: api/runnerpb, api/task, runner/proc and the standard library.
 package pychecks

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
+
+	"tolokaforge.io/operator/api/task"
 )
 
 // Tables is a state as a suite reads it: a JSON object of the trial's tables. The
@@ -78,7 +80,12 @@ func asDict(b *bytes.Buffer, raw []byte, key string) bool {
 		q, _ := json.Marshal(keys[i])
 		b.Write(q)
 		b.WriteByte(':')
-		b.Write(bytes.TrimSpace(r))
+		r = bytes.TrimSpace(r)
+		if key == task.DictKeyField {
+			// The synthetic key column is the DB service's, never the author's.
+			r = task.StripDictKey(r)
+		}
+		b.Write(r)
 	}
 	b.WriteByte('}')
 	return true

@@ -30,6 +30,10 @@ import traceback
 
 MISSING = object()
 
+# The synthetic key column of a dict table whose records do not carry their key
+# (api/task.DictKeyField): the DB service's records hold it, the tools never see it.
+SYNTH_KEY = "__tolokaforge_key__"
+
 _CONTAINERS = (dict, list)
 
 
@@ -273,6 +277,8 @@ class Table:
                 if not isinstance(rec, dict) or key not in rec:
                     raise HostError("table %r: record %d has no key field %r" % (self.name, i, key))
                 kv = rec[key]
+                if key == SYNTH_KEY:
+                    rec = {f: v for f, v in rec.items() if f != SYNTH_KEY}
                 if not isinstance(kv, str):
                     kv = str(kv)
                 if kv in obj:
@@ -691,7 +697,7 @@ class Host:
                 for k, v in cur.items():
                     rec = plain(v)
                     key = self._check_key(name, key, k, rec, learned)
-                    recs.append(rec)
+                    recs.append(_with_synth(rec, k) if key == SYNTH_KEY else rec)
             elif isinstance(cur, list):
                 shape, key = "list", ""
                 recs = plain(cur)
@@ -710,6 +716,12 @@ class Host:
         return ops, learned
 
     def _check_key(self, name, key, k, rec, learned):
+        if key == SYNTH_KEY:
+            if not isinstance(rec, dict):
+                raise ToolError("table %r: record %r is not a dict" % (name, k))
+            if not isinstance(k, str):
+                raise ToolError("table %r: key %r is not a string" % (name, k))
+            return key
         if not key:
             for f, v in rec.items() if isinstance(rec, dict) else ():
                 if v == k or (not isinstance(v, (dict, list, bool)) and v is not None and str(v) == k):
@@ -743,9 +755,12 @@ class Host:
                 if rec == pre:
                     continue
                 t.key = self._check_key(t.name, t.key, k, rec, learned)
+                merge = pre is not MISSING and set(pre) <= set(rec)
+                if t.key == SYNTH_KEY:
+                    rec = _with_synth(rec, k)
                 if pre is MISSING:
                     out.append({"op": "insert", "record": rec})
-                elif set(pre) <= set(rec):
+                elif merge:
                     out.append({"op": "upsert", "record": rec, "key": t.key})
                 else:
                     # upsert merges top-level fields; a removed field needs
@@ -834,6 +849,13 @@ class Host:
             resync = True
         self.dirty, self.replaced = {}, {}
         return resync
+
+
+def _with_synth(rec, k):
+    """rec as the DB service holds it: the synthetic key column first."""
+    out = {SYNTH_KEY: k}
+    out.update(rec)
+    return out
 
 
 def _restore_in_place(elem, pre, t):

@@ -351,5 +351,105 @@ class HostTest(unittest.TestCase):
         self.assertEqual(answers[3]["error"], "unknown op 'what'")
 
 
+SYNTH_TOOLS = '''
+class GetUser:
+    @staticmethod
+    def invoke(data, user_id):
+        return sorted(data["users"][user_id].keys())
+
+class Move:
+    @staticmethod
+    def invoke(data, user_id, city):
+        data["users"][user_id]["address"]["city"] = city
+        return "moved"
+
+class Forget:
+    @staticmethod
+    def invoke(data, user_id):
+        del data["users"][user_id]["email"]
+        return "forgot"
+
+class AddUser:
+    @staticmethod
+    def invoke(data, user_id):
+        data["users"][user_id] = {"name": "New", "address": {"city": "X"}}
+        return "added"
+
+class DropUser:
+    @staticmethod
+    def invoke(data, user_id):
+        del data["users"][user_id]
+        return "dropped"
+
+class Replace:
+    @staticmethod
+    def invoke(data):
+        data["users"] = {"z": {"name": "Z"}}
+        return "replaced"
+'''
+
+
+class SyntheticKeyTest(unittest.TestCase):
+    """A dict table whose records do not carry their key: the DB service's records
+    hold the synthetic key column, the tools see the author's dict without it, and
+    every change goes back with it."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        with open(os.path.join(self.dir, "synth_mod.py"), "w") as f:
+            f.write(SYNTH_TOOLS)
+        self.h = host.Host()
+        specs = [{"name": n, "style": "tau_sync", "module": "synth_mod", "class": c}
+                 for n, c in [("get_user", "GetUser"), ("move", "Move"), ("forget", "Forget"),
+                              ("add_user", "AddUser"), ("drop_user", "DropUser"), ("replace", "Replace")]]
+        self.assertTrue(self.h.load({"paths": [self.dir], "tools": specs})["ok"])
+        users = [
+            {host.SYNTH_KEY: "noah_1", "name": "Noah", "email": "n@x", "address": {"city": "Austin"}},
+            {host.SYNTH_KEY: "mia_2", "name": "Mia", "email": "m@x", "address": {"city": "Boston"}},
+        ]
+        self.assertEqual(self.h.set({"tables": {"users": users}, "dict_tables": {"users": host.SYNTH_KEY}, "keys": {}}), {"ok": True})
+
+    def tearDown(self):
+        sys.modules.pop("synth_mod", None)
+        if self.dir in sys.path:
+            sys.path.remove(self.dir)
+
+    def call(self, tool, **args):
+        return self.h.call({"tool": tool, "args": args})
+
+    def test_tools_see_the_authors_dict(self):
+        self.assertEqual(host.plain(self.h.data), {"users": {
+            "noah_1": {"name": "Noah", "email": "n@x", "address": {"city": "Austin"}},
+            "mia_2": {"name": "Mia", "email": "m@x", "address": {"city": "Boston"}},
+        }})
+        self.assertEqual(self.call("get_user", user_id="noah_1")["output"], '["address", "email", "name"]')
+
+    def test_changes_carry_the_synthetic_key(self):
+        K = host.SYNTH_KEY
+        cases = [
+            ("move", {"user_id": "mia_2", "city": "Denver"},
+             [{"op": "upsert", "key": K, "record": {K: "mia_2", "name": "Mia", "email": "m@x", "address": {"city": "Denver"}}}]),
+            ("forget", {"user_id": "noah_1"},
+             [{"op": "delete", "filter": {K: "noah_1"}}, {"op": "insert", "record": {K: "noah_1", "name": "Noah", "address": {"city": "Austin"}}}]),
+            ("add_user", {"user_id": "new_3"},
+             [{"op": "insert", "record": {K: "new_3", "name": "New", "address": {"city": "X"}}}]),
+            ("drop_user", {"user_id": "mia_2"}, [{"op": "delete", "filter": {K: "mia_2"}}]),
+        ]
+        for tool, args, want in cases:
+            with self.subTest(tool=tool):
+                self.setUp()
+                ans = self.call(tool, **args)
+                self.assertTrue(ans["ok"], ans)
+                self.assertEqual(ans["ops"], {"users": want})
+                self.assertNotIn(K, json.dumps(host.plain(self.h.data)))
+
+    def test_a_replaced_table_goes_back_with_the_synthetic_key(self):
+        ans = self.call("replace")
+        self.assertTrue(ans["ok"], ans)
+        K = host.SYNTH_KEY
+        self.assertEqual(ans["ops"], {"users": [{"op": "delete", "filter": {}}, {"op": "insert", "record": {K: "z", "name": "Z"}}]})
+        self.assertEqual(host.plain(self.h.data), {"users": {"z": {"name": "Z"}}})
+
+
 if __name__ == "__main__":
     unittest.main()
