@@ -121,7 +121,7 @@ build_images() {
     image_single "$root" ./test/fakellm/cmd/fakellm "$fakellm_image"
   # CoreDNS (hack/coredns) as the kube-system pod the runners' NetworkPolicy
   # admits DNS to; test/nodecluster names this image.
-  tf_cached "images/coredns-$(cat hack/coredns/go.mod hack/coredns/go.sum hack/coredns/*.go <(echo "$image_tool_key") | tf_key -)" \
+  tf_cached "images/coredns-$(cat hack/coredns/go.mod hack/coredns/go.sum hack/coredns/*.go <(echo "$image_tool_key") | tf_key -).tar" \
     "$img_dir/coredns.tar" image_single "$root/hack/coredns" tolokaforge.io/hack/coredns tolokaforge.local/coredns:1
   # Kueue v0.17.0 as a pod: the binary hack/build-kueue.sh builds, as a
   # single-binary image, and Kueue's own install (its config/default)
