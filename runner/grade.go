@@ -100,12 +100,14 @@ func (e *trialEnv) VerifierSite() grading.VerifierSite {
 }
 
 // PythonSite runs a Python custom-check suite as the trial's tools run: the
-// runner's interpreter, the trial's unpacked tool_artifacts, its tool limits and
-// tag; the check runner is written beside the verifier's directory, out of every
-// file tool's reach.
+// runner's interpreter, the read-only copy of the tool_artifacts taken at
+// RegisterTrial (never the tools' writable working directory, so a tool cannot
+// shadow a module the suite imports), its tool limits and tag; the check
+// runner is written beside the verifier's directory, out of every file tool's
+// reach.
 func (e *trialEnv) PythonSite() grading.PythonSite {
 	lay := newLayout(e.t.dir)
-	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.artifacts, ScratchDir: lay.verifier,
+	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.pack, ScratchDir: lay.verifier,
 		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}}
 }
 
