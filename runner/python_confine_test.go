@@ -2,8 +2,10 @@ package runner_test
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/runner"
@@ -81,5 +83,112 @@ def honest():
 	}
 	if left := h.workEntries(t); len(left) != 0 {
 		t.Errorf("work folder after CleanupTrial: %v, want empty", left)
+	}
+}
+
+// bigTools are tau_sync tools for the output and stderr bounds: Big returns n
+// bytes (and writes a record, which a refused result must not keep), Shout
+// writes one stderr line of n bytes and returns "ok", Get reads the record.
+const bigTools = "import sys\n" +
+	"class Big:\n    @staticmethod\n    def invoke(data, n):\n        data['kv']['a']['v'] = 'big'\n        return 'x' * n\n" +
+	"class Shout:\n    @staticmethod\n    def invoke(data, n):\n        sys.stderr.write('e' * n + '\\n')\n        sys.stderr.flush()\n        return 'ok'\n" +
+	"class Get:\n    @staticmethod\n    def invoke(data):\n        return data['kv']['a']['v']\n"
+
+func bigTask(metadata obj) obj {
+	src := func(class string) obj {
+		return obj{"toolset": "t", "module_path": "big.tools", "class_name": class, "invocation_style": "tau_sync",
+			"extra": obj{"dict_tables": obj{"kv": "k"}}}
+	}
+	doc := baseTask([]any{
+		obj{"name": "big", "description": "x", "source": src("Big"), "parameters": obj{"type": "object"}},
+		obj{"name": "shout", "description": "x", "source": src("Shout"), "parameters": obj{"type": "object"}},
+		obj{"name": "get", "description": "x", "source": src("Get"), "parameters": obj{"type": "object"}},
+	}, nil, obj{"kv": []any{obj{"k": "a", "v": "start"}}})
+	doc["tool_artifacts"] = obj{"big/__init__.py": "", "big/tools.py": b64(bigTools)}
+	if metadata != nil {
+		doc["metadata"] = metadata
+	}
+	return doc
+}
+
+// A tool result over the limit (default 1 MiB, task metadata
+// max_tool_output_bytes) is refused to the agent as a tool error naming its
+// size and the limit, recorded as such, its changes dropped, and the host
+// keeps serving (finding 7: a 40 MiB result came back whole as SUCCESS).
+func TestPythonToolOutputOverLimitIsRefused(t *testing.T) {
+	needPython(t)
+	pg := &probeGrader{}
+	h := startRunner(t, nil, withPython(), withGrader(pg))
+	for _, tc := range []struct {
+		name     string
+		metadata obj
+		n        int
+		wantErr  string // "" : success with n bytes
+	}{
+		{name: "40 MiB under the default limit", n: 40 << 20,
+			wantErr: "the tool's result is 41943040 bytes, over the limit of 1048576 bytes; it was not returned"},
+		{name: "just under the default limit", n: 1<<20 - 1},
+		{name: "200 bytes under a task's 100", metadata: obj{"max_tool_output_bytes": 100}, n: 200,
+			wantErr: "the tool's result is 200 bytes, over the limit of 100 bytes; it was not returned"},
+		{name: "2 MiB under a task's 4 MiB", metadata: obj{"max_tool_output_bytes": 4 << 20}, n: 2 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "big-" + strings.NewReplacer(" ", "-", "'", "").Replace(tc.name)
+			h.mustRegister(t, id, bigTask(tc.metadata))
+			start := time.Now()
+			r := h.exec(t, id, call{tool: "big", args: fmt.Sprintf(`{"n":%d}`, tc.n), callID: "c1"})
+			took := time.Since(start)
+			if tc.wantErr == "" {
+				if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS || len(r.GetOutput()) != tc.n {
+					t.Fatalf("big(%d): %s, %d bytes, %q; want SUCCESS with %d bytes", tc.n, r.GetStatus(), len(r.GetOutput()), r.GetErrorMessage(), tc.n)
+				}
+			} else {
+				if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_ERROR || r.GetErrorMessage() != tc.wantErr || r.GetOutput() != "" {
+					t.Fatalf("big(%d): %s, %d bytes of output, error %q; want ERROR %q", tc.n, r.GetStatus(), len(r.GetOutput()), r.GetErrorMessage(), tc.wantErr)
+				}
+				// Its changes were dropped with it; the same host serves on.
+				if out := h.mustExec(t, id, call{tool: "get", args: `{}`, callID: "c2"}); out != "start" {
+					t.Errorf("after a refused result the host holds %q, want the DB's %q", out, "start")
+				}
+				recs := recordsOf(t, h, pg, id)
+				if len(recs) != 2 || recs[0].Status != "error" || recs[0].Output != tc.wantErr {
+					t.Errorf("history = %+v, want the refused call recorded as an error %q", recs, tc.wantErr)
+				}
+			}
+			t.Logf("big(%d) took %s", tc.n, took)
+		})
+	}
+}
+
+// One stderr line of any length is read without stopping the drain: a
+// 100 KB line (over the old 64 KiB scanner's cap, which stopped reading
+// and left the tool blocked on a full pipe) and the calls after it answer
+// promptly (finding 8).
+func TestPythonToolLongStderrLineDoesNotWedgeHost(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython())
+	h.mustRegister(t, "shout", bigTask(nil))
+	for i, n := range []int{100_000, 100_000, 100_000, 1 << 20, 10} {
+		start := time.Now()
+		r := h.exec(t, "shout", call{tool: "shout", args: fmt.Sprintf(`{"n":%d}`, n), callID: fmt.Sprintf("c%d", i), timeout: 5})
+		if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS || r.GetOutput() != "ok" {
+			t.Fatalf("call %d (a %d-byte stderr line): %s %q, want SUCCESS ok", i, n, r.GetStatus(), r.GetErrorMessage())
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("call %d (a %d-byte stderr line) took %s", i, n, d)
+		}
+	}
+}
+
+// A task's max_tool_output_bytes must be a whole number of bytes in range.
+func TestPythonToolOutputLimitMustBeValid(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython())
+	for i, v := range []any{0, -1, "1MiB", 1.5, 1<<30 + 1} {
+		resp := h.register(t, fmt.Sprintf("bad-limit-%d", i), bigTask(obj{"max_tool_output_bytes": v}))
+		want := "task.metadata.max_tool_output_bytes: want a whole number of bytes from 1 to 1073741824"
+		if resp.GetSuccess() || !strings.Contains(resp.GetError(), want) {
+			t.Errorf("max_tool_output_bytes %v: success=%v error %q, want a refusal saying %q", v, resp.GetSuccess(), resp.GetError(), want)
+		}
 	}
 }
