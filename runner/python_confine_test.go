@@ -1,14 +1,23 @@
 package runner_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner"
+	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/proc"
 )
@@ -189,6 +198,108 @@ func TestPythonToolOutputLimitMustBeValid(t *testing.T) {
 		want := "task.metadata.max_tool_output_bytes: want a whole number of bytes from 1 to 1073741824"
 		if resp.GetSuccess() || !strings.Contains(resp.GetError(), want) {
 			t.Errorf("max_tool_output_bytes %v: success=%v error %q, want a refusal saying %q", v, resp.GetSuccess(), resp.GetError(), want)
+		}
+	}
+}
+
+// asInProcessRunner serves a runner in this process without scrubbing its
+// environment, as the CLI's trial run, pack validate and regrade embed one.
+func asInProcessRunner(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := runner.Main(ctx, args); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// A CLI that embeds the runner keeps the agent's provider keys in its
+// environment. A Python tool and a shell tool it starts read
+// /proc/<their parent>/environ, the CLI's: they must get an error, not the
+// key (finding 4: PR_SET_DUMPABLE 0 on every process that embeds a runner).
+func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
+	needPython(t)
+	const sentinel = "sk-sentinel-cli-key-that-must-not-leak"
+	db := startDB(t)
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{self, "inprocess-runner", "--listen=" + addr, "--db-service-url=" + db.url, "--work-dir=" + filepath.Join(dir, "work"),
+		"--log-level=error", "--drain-timeout=1s", "--python=" + debianPython, "--tool-launcher=" + toolLauncher}
+	if os.Geteuid() == 0 {
+		// Root's capabilities read any process's /proc files, dumpable or
+		// not: a runner pod drops every capability and a laptop's user has
+		// none, so run this CLI as they do.
+		sp, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skip("running as root and no setpriv(1) to drop the capabilities")
+		}
+		argv = append([]string{sp, "--bounding-set=-all", "--inh-caps=-all", "--"}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+sentinel)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	c, err := client.Dial(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitReady(wctx); err != nil {
+		t.Fatalf("in-process runner subprocess: %v", err)
+	}
+
+	peek := "import os\n" +
+		"class Peek:\n    @staticmethod\n    def invoke(data):\n" +
+		"        pid = os.getppid()\n" +
+		"        try:\n            with open(f'/proc/{pid}/environ', 'rb') as f:\n                env = f.read().decode(errors='replace')\n" +
+		"        except OSError as e:\n            return f'{pid} ERROR {type(e).__name__}'\n" +
+		"        return f'{pid} READ ' + env.replace(chr(0), ' ')\n"
+	out := filepath.Join(dir, "sh-environ")
+	script := `{ echo "$PPID"; tr '\0' ' ' < /proc/$PPID/environ; echo " rc=$?"; } > "$ENVIRON_OUT" 2>&1; exec "$SELF" mcp testkit`
+	sh := tool("echo")
+	sh["source"] = obj{"toolset": "testkit", "module_path": "", "class_name": "echo", "invocation_style": "mcp_server",
+		"extra": obj{"command": []any{"sh", "-c", script}, "env": obj{"ENVIRON_OUT": out, "SELF": selfBin}}}
+	doc := baseTask([]any{pyTool("peek", "peek.tools", "Peek"), sh}, nil, nil)
+	doc["tool_artifacts"] = obj{"peek/__init__.py": "", "peek/tools.py": b64(peek)}
+	spec := specJSON(t, "peek", doc)
+	resp, err := c.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{TrialId: "peek", TrialSpecJson: spec, EngineProtocolVersion: task.EngineProtocolVersion})
+	if err != nil || !resp.GetSuccess() {
+		t.Fatalf("RegisterTrial: %v %s", err, resp.GetError())
+	}
+	r, err := c.ExecuteTool(ctxT(t), &runnerpb.ExecuteToolRequest{TrialId: "peek", ToolName: "peek", ArgumentsJson: "{}", CallId: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shRaw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runnerPid := strconv.Itoa(cmd.Process.Pid)
+	for _, tc := range []struct {
+		name, got, want string
+	}{
+		{"python tool", r.GetOutput(), runnerPid + " ERROR PermissionError"},
+		{"shell tool", strings.TrimSpace(string(shRaw)), runnerPid + "\nsh: 1: cannot open /proc/" + runnerPid + "/environ: Permission denied\n rc=2"},
+	} {
+		if strings.Contains(tc.got, sentinel) {
+			t.Errorf("%s read the CLI's key from its parent's environ: %.300q", tc.name, tc.got)
+			continue
+		}
+		if tc.got != tc.want {
+			t.Errorf("%s: %.300q, want %q (the runner as its parent, an error reading its environ)", tc.name, tc.got, tc.want)
 		}
 	}
 }

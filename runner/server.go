@@ -48,7 +48,8 @@ type Server struct {
 	dbClients   map[string]*client.Client
 }
 
-// subreaperOnce: the subreaper flag is the process's, set by the first New.
+// subreaperOnce: the subreaper and dumpable flags are the process's, set by
+// the first New.
 var subreaperOnce sync.Once
 
 // New builds a runner from cfg. It does not listen yet.
@@ -65,6 +66,13 @@ func New(cfg Config) (*Server, error) {
 	subreaperOnce.Do(func() {
 		if err := proc.SetSubreaper(); err != nil {
 			c.Logger.Error(err, "detached tool processes will escape to init; CleanupTrial still kills them")
+		}
+		// Whatever embeds a runner (tolokaforge runner, and the CLI's
+		// trial run, pack validate and regrade through results/local)
+		// runs the pack's code as its own user: that code must not read
+		// this process's environment (a CLI's provider keys) or memory.
+		if err := proc.SetNotDumpable(); err != nil {
+			c.Logger.Error(err, "tools and checks can read this process's environment and memory through /proc")
 		}
 	})
 	life, endLife := context.WithCancel(context.Background())

@@ -10,6 +10,9 @@ import (
 // SetSubreaper is a no-op where there is no PR_SET_CHILD_SUBREAPER.
 func SetSubreaper() error { return nil }
 
+// SetNotDumpable is a no-op where there is no PR_SET_DUMPABLE.
+func SetNotDumpable() error { return nil }
+
 // KillTagged finds nothing where there is no /proc.
 func KillTagged(context.Context, string) ([]int, error) { return nil, nil }
 
