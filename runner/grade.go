@@ -105,7 +105,16 @@ func (e *trialEnv) VerifierSite() grading.VerifierSite {
 // shadow a module the suite imports), its tool limits and tag; the check
 // runner is written beside the verifier's directory, out of every file tool's
 // reach.
+//
+// The grader asks for it just before the suite runs: the trial's Python tool
+// host is stopped first, with everything below its supervisor, so no tool
+// process runs beside the checks (a later replay restarts the host).
 func (e *trialEnv) PythonSite() grading.PythonSite {
+	if e.t.py != nil {
+		if err := e.t.py.close(); err != nil {
+			e.t.log.Error(err, "stop the Python tool host before the Python checks")
+		}
+	}
 	lay := newLayout(e.t.dir)
 	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.pack, ScratchDir: lay.verifier,
 		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}}

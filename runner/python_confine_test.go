@@ -303,3 +303,120 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 		}
 	}
 }
+
+// escapeTools: Escape forks, the child calls setsid() and forks again, and
+// the grandchild execs a shell loop with an empty environment that appends
+// its pid to path every 20 ms; Escape returns at once. Stall does the same
+// and then sleeps past its budget. Ping answers.
+const escapeTools = "import os, time\n" +
+	"def detach(path):\n" +
+	"    pid = os.fork()\n" +
+	"    if pid == 0:\n" +
+	"        os.setsid()\n" +
+	"        if os.fork() == 0:\n" +
+	"            os.execve('/bin/sh', ['sh', '-c', 'while :; do echo $$ >> \"$0\"; sleep 0.02; done', path], {})\n" +
+	"        os._exit(0)\n" +
+	"    os.waitpid(pid, 0)\n" +
+	"class Escape:\n    @staticmethod\n    def invoke(data, path):\n        detach(path)\n        return 'detached'\n" +
+	"class Stall:\n    @staticmethod\n    def invoke(data, path):\n        detach(path)\n        time.sleep(30)\n        return 'late'\n" +
+	"class Ping:\n    @staticmethod\n    def invoke(data):\n        return 'pong'\n"
+
+func escapeTask() obj {
+	doc := baseTask([]any{pyTool("escape", "esc.tools", "Escape"), pyTool("stall", "esc.tools", "Stall"), pyTool("ping", "esc.tools", "Ping")}, nil, nil)
+	doc["tool_artifacts"] = obj{"esc/__init__.py": "", "esc/tools.py": b64(escapeTools)}
+	return doc
+}
+
+// loopPid waits for the detached loop's first line in path and returns its
+// pid, checking it runs with an empty environment outside the host's
+// session.
+func loopPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		raw, _ := os.ReadFile(path)
+		if line, _, ok := strings.Cut(string(raw), "\n"); ok {
+			pid, err := strconv.Atoi(line)
+			if err != nil {
+				t.Fatalf("loop wrote %q", line)
+			}
+			if env, err := os.ReadFile("/proc/" + line + "/environ"); err != nil || len(env) != 0 {
+				t.Fatalf("the loop's environment is %q (%v), want empty: the test proves nothing", env, err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the detached loop never wrote %s", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gone reports whether pid no longer exists (not running, not a zombie).
+func gone(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err != nil
+}
+
+// A tool that forks, setsid()s, forks again and execs a shell loop with an
+// empty environment leaves nothing behind: CleanupTrial kills the loop
+// (it is below the host's supervisor, whatever it did to its session and
+// environment) and reports success (finding 1: the loop survived, and
+// CleanupTrial said "python tool host did not exit").
+func TestPythonToolDetachedEmptyEnvChildDiesWithTrial(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython(), func(c *runner.Config) { c.ToolLimits = proc.DefaultLimits })
+	path := filepath.Join(t.TempDir(), "loop")
+	h.mustRegister(t, "escape", escapeTask())
+	if out := h.mustExec(t, "escape", call{tool: "escape", args: fmt.Sprintf(`{"path":%q}`, path), callID: "c1"}); out != "detached" {
+		t.Fatalf("escape = %q", out)
+	}
+	pid := loopPid(t, path)
+	start := time.Now()
+	resp := h.cleanup(t, "escape")
+	took := time.Since(start)
+	if !resp.GetSuccess() || resp.GetError() != "" {
+		t.Errorf("CleanupTrial: success=%v error %q, want success", resp.GetSuccess(), resp.GetError())
+	}
+	if !gone(pid) {
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		t.Fatalf("the detached loop %d survived CleanupTrial: %s", pid, stat)
+	}
+	before, _ := os.ReadFile(path)
+	time.Sleep(100 * time.Millisecond)
+	if after, _ := os.ReadFile(path); len(after) != len(before) {
+		t.Errorf("%s still grows after CleanupTrial", path)
+	}
+	if took > 5*time.Second {
+		t.Errorf("CleanupTrial took %s", took)
+	}
+}
+
+// A setsid child of a tool that timed out is gone before the next call
+// runs, and the next call answers promptly (finding 2: it lived on until
+// CleanupTrial, and the next call waited ~5 s for the pipe).
+func TestPythonToolTimeoutKillsDetachedChild(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython(), func(c *runner.Config) { c.ToolLimits = proc.DefaultLimits })
+	path := filepath.Join(t.TempDir(), "loop")
+	h.mustRegister(t, "stall", escapeTask())
+	r := h.exec(t, "stall", call{tool: "stall", args: fmt.Sprintf(`{"path":%q}`, path), callID: "c1", timeout: 1})
+	if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_TIMEOUT {
+		t.Fatalf("stall: %s %q, want TIMEOUT", r.GetStatus(), r.GetErrorMessage())
+	}
+	pid := loopPid(t, path)
+	start := time.Now()
+	if out := h.mustExec(t, "stall", call{tool: "ping", args: `{}`, callID: "c2"}); out != "pong" {
+		t.Fatalf("ping = %q", out)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the call after the timeout took %s", d)
+	}
+	if !gone(pid) {
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		t.Fatalf("the timed-out tool's detached loop %d is alive after the next call: %s", pid, stat)
+	}
+	if resp := h.cleanup(t, "stall"); !resp.GetSuccess() {
+		t.Errorf("CleanupTrial: %s", resp.GetError())
+	}
+}

@@ -39,5 +39,8 @@ func init() {
 			fail(fmt.Errorf("setrlimit %d: %w", r.res, err))
 		}
 	}
+	if os.Getenv(envSupervise) != "" {
+		os.Exit(supervise(path, os.Args, withoutMarkers(os.Environ())))
+	}
 	fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
 }

@@ -25,3 +25,12 @@ func KillGroup(_ context.Context, pgid int) error {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	return nil
 }
+
+// Stop kills the process group where there is no supervisor.
+func Stop(_ context.Context, pid int, exited <-chan struct{}) error {
+	if pid > 1 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	<-exited
+	return nil
+}

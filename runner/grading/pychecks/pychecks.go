@@ -226,13 +226,14 @@ func Run(ctx context.Context, site Site, suite Suite, cctx *Context) (*Report, e
 		"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONHASHSEED=0",
 	}, site.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The supervisor (proc.Supervise) ends the suite's whole tree on SIGTERM.
+	cmd.Cancel = func() error { return syscall.Kill(cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = ioGrace
 	cmd.Stdin = bytes.NewReader(req)
 	rep := &reportWriter{}
 	stderr := &tailBuffer{cap: stderrCap}
 	cmd.Stdout, cmd.Stderr = rep, stderr
-	if err := proc.Apply(cmd, site.Limits); err != nil {
+	if err := proc.Supervise(cmd, site.Limits); err != nil {
 		return nil, &SuiteError{Kind: "start", msg: fmt.Sprintf("Python checks %s: start %s under %s: %v", file, python, site.Limits, err)}
 	}
 	if err := cmd.Start(); err != nil {

@@ -158,7 +158,9 @@ func Start(cfg Config) (*Host, error) {
 	}
 	cmd.Env = append([]string{"PATH=" + path, "HOME=" + cfg.Dir, "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8"}, cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := proc.Apply(cmd, cfg.Limits); err != nil {
+	// Under a supervisor: whatever the tools start (a setsid double fork
+	// with an empty environment included) stays below it and dies with it.
+	if err := proc.Supervise(cmd, cfg.Limits); err != nil {
 		return nil, fmt.Errorf("start python tool host under %s: %w", cfg.Limits, err)
 	}
 	stdin, err := cmd.StdinPipe()
@@ -420,7 +422,8 @@ func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage) (*Re
 	return &Result{Output: a.Output, Ops: a.Ops, Learned: a.Learned}, nil
 }
 
-// Close kills the host's whole process group and waits for it.
+// Close ends the host and every process below its supervisor (whatever
+// its group, session or environment) and returns once they are all gone.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -430,17 +433,10 @@ func (h *Host) Close() error {
 	h.closed = true
 	h.mu.Unlock()
 	h.stdin.Close()
-	_ = syscall.Kill(-h.pid, syscall.SIGKILL)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := proc.KillGroup(ctx, h.pid)
-	select {
-	case <-h.exited:
-	case <-ctx.Done():
-		return fmt.Errorf("python tool host did not exit: %w", ctx.Err())
-	}
-	if err != nil {
-		return fmt.Errorf("stop python tool host: %w", err)
+	if err := proc.Stop(ctx, h.pid, h.exited); err != nil {
+		return fmt.Errorf("stop the python tool host: %w", err)
 	}
 	return nil
 }
