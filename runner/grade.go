@@ -11,6 +11,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools"
 )
 
@@ -117,7 +118,7 @@ func (e *trialEnv) PythonSite() grading.PythonSite {
 	}
 	lay := newLayout(e.t.dir)
 	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.pack, ScratchDir: lay.verifier,
-		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}}
+		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}, Confine: &proc.Confinement{}}
 }
 
 // Replay runs one golden action through the adapter ExecuteTool uses, within

@@ -17,6 +17,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/pyhost"
 )
@@ -194,7 +195,10 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 	}
 	sess := &pySession{
 		cfg: pyhost.Config{Python: python, Dir: lay.artifacts, ScriptDir: lay.dir, Paths: paths,
-			Env: s.mcpEnv(lay, nil), Limits: s.cfg.ToolLimits, Logger: t.log.WithName("pyhost"), MaxOutput: maxOutput},
+			Env: s.mcpEnv(lay, nil), Limits: s.cfg.ToolLimits, Logger: t.log.WithName("pyhost"), MaxOutput: maxOutput,
+			// This trial's folders and nothing else of the runner's: not
+			// another trial, the secrets, the auth token.
+			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files}}},
 		specs: specs, db: t.db, log: t.log, dictTables: dictTables, pks: pks, inSyncAt: -1,
 	}
 	t.py = sess

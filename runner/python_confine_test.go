@@ -261,12 +261,19 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 		t.Fatalf("in-process runner subprocess: %v", err)
 	}
 
+	// Every ancestor's environ, up to the runner (below it: the host's
+	// supervisor, whose environment is the tool's own minimal one).
 	peek := "import os\n" +
-		"class Peek:\n    @staticmethod\n    def invoke(data):\n" +
-		"        pid = os.getppid()\n" +
-		"        try:\n            with open(f'/proc/{pid}/environ', 'rb') as f:\n                env = f.read().decode(errors='replace')\n" +
-		"        except OSError as e:\n            return f'{pid} ERROR {type(e).__name__}'\n" +
-		"        return f'{pid} READ ' + env.replace(chr(0), ' ')\n"
+		"def ppid(pid):\n    with open(f'/proc/{pid}/stat') as f:\n        return int(f.read().rsplit(')', 1)[1].split()[1])\n" +
+		"class Peek:\n    @staticmethod\n    def invoke(data, runner):\n" +
+		"        out, pid = [], os.getppid()\n" +
+		"        while pid > 1:\n" +
+		"            try:\n                with open(f'/proc/{pid}/environ', 'rb') as f:\n                    env = f.read().decode(errors='replace')\n" +
+		"                out.append(f'{pid} READ ' + env.replace(chr(0), ' '))\n" +
+		"            except OSError as e:\n                out.append(f'{pid} ERROR {type(e).__name__}')\n" +
+		"            if pid == runner:\n                break\n" +
+		"            pid = ppid(pid)\n" +
+		"        return out[-1]\n"
 	out := filepath.Join(dir, "sh-environ")
 	script := `{ echo "$PPID"; tr '\0' ' ' < /proc/$PPID/environ; echo " rc=$?"; } > "$ENVIRON_OUT" 2>&1; exec "$SELF" mcp testkit`
 	sh := tool("echo")
@@ -279,7 +286,8 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 	if err != nil || !resp.GetSuccess() {
 		t.Fatalf("RegisterTrial: %v %s", err, resp.GetError())
 	}
-	r, err := c.ExecuteTool(ctxT(t), &runnerpb.ExecuteToolRequest{TrialId: "peek", ToolName: "peek", ArgumentsJson: "{}", CallId: "c1"})
+	args := fmt.Sprintf(`{"runner":%d}`, cmd.Process.Pid)
+	r, err := c.ExecuteTool(ctxT(t), &runnerpb.ExecuteToolRequest{TrialId: "peek", ToolName: "peek", ArgumentsJson: args, CallId: "c1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,10 +314,12 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 
 // escapeTools: Escape forks, the child calls setsid() and forks again, and
 // the grandchild execs a shell loop with an empty environment that appends
-// its pid to path every 20 ms; Escape returns at once. Stall does the same
-// and then sleeps past its budget. Ping answers.
+// its pid to the file loop in the tool's working directory every 20 ms;
+// Escape returns at once. Stall does the same and then sleeps past its
+// budget. Ping answers.
 const escapeTools = "import os, time\n" +
-	"def detach(path):\n" +
+	"def detach():\n" +
+	"    path = os.path.join(os.getcwd(), 'loop')\n" +
 	"    pid = os.fork()\n" +
 	"    if pid == 0:\n" +
 	"        os.setsid()\n" +
@@ -317,8 +327,8 @@ const escapeTools = "import os, time\n" +
 	"            os.execve('/bin/sh', ['sh', '-c', 'while :; do echo $$ >> \"$0\"; sleep 0.02; done', path], {})\n" +
 	"        os._exit(0)\n" +
 	"    os.waitpid(pid, 0)\n" +
-	"class Escape:\n    @staticmethod\n    def invoke(data, path):\n        detach(path)\n        return 'detached'\n" +
-	"class Stall:\n    @staticmethod\n    def invoke(data, path):\n        detach(path)\n        time.sleep(30)\n        return 'late'\n" +
+	"class Escape:\n    @staticmethod\n    def invoke(data):\n        detach()\n        return 'detached'\n" +
+	"class Stall:\n    @staticmethod\n    def invoke(data):\n        detach()\n        time.sleep(30)\n        return 'late'\n" +
 	"class Ping:\n    @staticmethod\n    def invoke(data):\n        return 'pong'\n"
 
 func escapeTask() obj {
@@ -327,14 +337,20 @@ func escapeTask() obj {
 	return doc
 }
 
-// loopPid waits for the detached loop's first line in path and returns its
-// pid, checking it runs with an empty environment outside the host's
-// session.
-func loopPid(t *testing.T, path string) int {
+// loopPid waits for the detached loop's first line in the file loop of a
+// trial's artifacts folder and returns its pid and the file, checking it
+// runs with an empty environment.
+func loopPid(t *testing.T, h *harness) (int, string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		raw, _ := os.ReadFile(path)
+		var raw []byte
+		matches, _ := filepath.Glob(filepath.Join(h.work, "*", "artifacts", "loop"))
+		path := ""
+		if len(matches) == 1 {
+			path = matches[0]
+			raw, _ = os.ReadFile(path)
+		}
 		if line, _, ok := strings.Cut(string(raw), "\n"); ok {
 			pid, err := strconv.Atoi(line)
 			if err != nil {
@@ -343,10 +359,10 @@ func loopPid(t *testing.T, path string) int {
 			if env, err := os.ReadFile("/proc/" + line + "/environ"); err != nil || len(env) != 0 {
 				t.Fatalf("the loop's environment is %q (%v), want empty: the test proves nothing", env, err)
 			}
-			return pid
+			return pid, path
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the detached loop never wrote %s", path)
+			t.Fatalf("the detached loop never wrote artifacts/loop in %s", h.work)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -366,12 +382,11 @@ func gone(pid int) bool {
 func TestPythonToolDetachedEmptyEnvChildDiesWithTrial(t *testing.T) {
 	needPython(t)
 	h := startRunner(t, nil, withPython(), func(c *runner.Config) { c.ToolLimits = proc.DefaultLimits })
-	path := filepath.Join(t.TempDir(), "loop")
 	h.mustRegister(t, "escape", escapeTask())
-	if out := h.mustExec(t, "escape", call{tool: "escape", args: fmt.Sprintf(`{"path":%q}`, path), callID: "c1"}); out != "detached" {
+	if out := h.mustExec(t, "escape", call{tool: "escape", args: `{}`, callID: "c1"}); out != "detached" {
 		t.Fatalf("escape = %q", out)
 	}
-	pid := loopPid(t, path)
+	pid, path := loopPid(t, h)
 	start := time.Now()
 	resp := h.cleanup(t, "escape")
 	took := time.Since(start)
@@ -382,10 +397,9 @@ func TestPythonToolDetachedEmptyEnvChildDiesWithTrial(t *testing.T) {
 		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		t.Fatalf("the detached loop %d survived CleanupTrial: %s", pid, stat)
 	}
-	before, _ := os.ReadFile(path)
 	time.Sleep(100 * time.Millisecond)
-	if after, _ := os.ReadFile(path); len(after) != len(before) {
-		t.Errorf("%s still grows after CleanupTrial", path)
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("%s is back after CleanupTrial removed the trial's folder: a writer survived", path)
 	}
 	if took > 5*time.Second {
 		t.Errorf("CleanupTrial took %s", took)
@@ -398,13 +412,12 @@ func TestPythonToolDetachedEmptyEnvChildDiesWithTrial(t *testing.T) {
 func TestPythonToolTimeoutKillsDetachedChild(t *testing.T) {
 	needPython(t)
 	h := startRunner(t, nil, withPython(), func(c *runner.Config) { c.ToolLimits = proc.DefaultLimits })
-	path := filepath.Join(t.TempDir(), "loop")
 	h.mustRegister(t, "stall", escapeTask())
-	r := h.exec(t, "stall", call{tool: "stall", args: fmt.Sprintf(`{"path":%q}`, path), callID: "c1", timeout: 1})
+	r := h.exec(t, "stall", call{tool: "stall", args: `{}`, callID: "c1", timeout: 1})
 	if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_TIMEOUT {
 		t.Fatalf("stall: %s %q, want TIMEOUT", r.GetStatus(), r.GetErrorMessage())
 	}
-	pid := loopPid(t, path)
+	pid, _ := loopPid(t, h)
 	start := time.Now()
 	if out := h.mustExec(t, "stall", call{tool: "ping", args: `{}`, callID: "c2"}); out != "pong" {
 		t.Fatalf("ping = %q", out)
@@ -418,5 +431,62 @@ func TestPythonToolTimeoutKillsDetachedChild(t *testing.T) {
 	}
 	if resp := h.cleanup(t, "stall"); !resp.GetSuccess() {
 		t.Errorf("CleanupTrial: %s", resp.GetError())
+	}
+}
+
+// A Python tool reads another trial's golden answer, the judge's key file,
+// the auth-token file and lists the runner's work folder: every attempt is
+// an error (Landlock: the Python runtime and the pack read-only, this
+// trial's folders read-write, nothing else), while its own folder still
+// works (finding 3).
+func TestPythonToolCannotReadOutsideItsTrial(t *testing.T) {
+	needPython(t)
+	if v, err := proc.LandlockABI(); err != nil {
+		t.Skipf("no Landlock on this kernel (%v): the runner warns at startup", err)
+	} else {
+		t.Logf("Landlock ABI %d", v)
+	}
+	h := startRunner(t, nil, withPython(), func(c *runner.Config) { c.ToolLimits = proc.DefaultLimits })
+	secrets := t.TempDir()
+	judgeKey := filepath.Join(secrets, "judge-api-key")
+	authToken := filepath.Join(secrets, "auth-token")
+	for _, f := range []string{judgeKey, authToken} {
+		if err := os.WriteFile(f, []byte("secret-"+filepath.Base(f)), 0o440); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := baseTask(nil, nil, nil)
+	other["tool_artifacts"] = obj{"golden/answer.txt": b64("the answer")}
+	h.mustRegister(t, "other", other)
+	golden, _ := filepath.Glob(filepath.Join(h.work, "*", "artifacts", "golden", "answer.txt"))
+	if len(golden) != 1 {
+		t.Fatalf("another trial's golden answer: %v", golden)
+	}
+
+	snoop := "import os\n" +
+		"class Snoop:\n    @staticmethod\n    def invoke(data, paths, folder):\n" +
+		"        out = []\n" +
+		"        for p in paths:\n" +
+		"            try:\n                with open(p) as f:\n                    out.append('READ ' + f.read())\n" +
+		"            except OSError as e:\n                out.append('ERROR ' + type(e).__name__)\n" +
+		"        try:\n            out.append('LISTED ' + ','.join(os.listdir(folder)))\n" +
+		"        except OSError as e:\n            out.append('ERROR ' + type(e).__name__)\n" +
+		"        with open('mine.txt', 'w') as f:\n            f.write('mine')\n" +
+		"        with open('mine.txt') as f:\n            out.append('OWN ' + f.read())\n" +
+		"        return '\\n'.join(out)\n"
+	doc := baseTask([]any{pyTool("snoop", "snoop.tools", "Snoop")}, nil, nil)
+	doc["tool_artifacts"] = obj{"snoop/__init__.py": "", "snoop/tools.py": b64(snoop)}
+	h.mustRegister(t, "snoop", doc)
+	args := fmt.Sprintf(`{"paths":[%q,%q,%q],"folder":%q}`, golden[0], judgeKey, authToken, h.work)
+	got := strings.Split(h.mustExec(t, "snoop", call{tool: "snoop", args: args, callID: "c1"}), "\n")
+	want := []string{"ERROR PermissionError", "ERROR PermissionError", "ERROR PermissionError", "ERROR PermissionError", "OWN mine"}
+	what := []string{"another trial's golden answer", "the judge key", "the auth token", "listing the runner's work folder", "its own folder"}
+	if len(got) != len(want) {
+		t.Fatalf("snoop answered %q, want %d lines", got, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: %q, want %q", what[i], got[i], want[i])
+		}
 	}
 }

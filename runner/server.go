@@ -74,6 +74,12 @@ func New(cfg Config) (*Server, error) {
 		if err := proc.SetNotDumpable(); err != nil {
 			c.Logger.Error(err, "tools and checks can read this process's environment and memory through /proc")
 		}
+		if v, err := proc.LandlockABI(); err != nil {
+			c.Logger.Error(err, "WARNING: this kernel has no Landlock: Python tools and checks are not confined to their trial's files "+
+				"and can read whatever this runner's user can (other trials' files, the judge key, the auth token)")
+		} else {
+			c.Logger.V(1).Info("Python tools and checks are confined with Landlock", "abi", v)
+		}
 	})
 	life, endLife := context.WithCancel(context.Background())
 	s := &Server{

@@ -483,7 +483,7 @@ func runPythonSuite(ctx context.Context, g *gradeCtx, cc *task.CustomChecks) ([]
 		timeout = time.Duration(cc.TimeoutSeconds * float64(time.Second))
 	}
 	rep, err := pychecks.Run(ctx, pychecks.Site{Python: site.Python, ArtifactsDir: site.ArtifactsDir, ScratchDir: site.ScratchDir,
-		Limits: site.Limits, Env: site.Env}, pychecks.Suite{File: cc.File, RelativeImports: cc.RelativeImports, Timeout: timeout}, cctx)
+		Limits: site.Limits, Env: site.Env, Confine: site.Confine}, pychecks.Suite{File: cc.File, RelativeImports: cc.RelativeImports, Timeout: timeout}, cctx)
 	var suiteErr *pychecks.SuiteError
 	if err != nil && !errors.As(err, &suiteErr) {
 		return nil, nil, gradingError(err)

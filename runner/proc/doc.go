@@ -23,5 +23,6 @@
 // tool start; the small tolokaforge-toolexec (runner/proc/toolexec), found
 // beside it or named by SetLauncher, does the same work in a millisecond.
 //
-// Imports: the standard library and golang.org/x/sys (unix).
+// Imports: the standard library, github.com/landlock-lsm/go-landlock
+// (Landlock for a supervised tool) and golang.org/x/sys (unix).
 package proc

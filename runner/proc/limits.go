@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ const (
 	envLimits    = "TOLOKAFORGE_PROC_RLIMITS"
 	envPath      = "TOLOKAFORGE_PROC_PATH"
 	envSupervise = "TOLOKAFORGE_PROC_SUPERVISE"
+	envConfine   = "TOLOKAFORGE_PROC_CONFINE"
 )
 
 // Limits are the resource limits of one tool process and everything it
@@ -115,7 +117,10 @@ func Apply(cmd *exec.Cmd, l Limits) error {
 // to the runner. When the tool exits, or the supervisor gets SIGTERM (see
 // Stop), it kills and reaps everything below it and exits with the tool's
 // status; so cmd's process is gone only when its whole tree is.
-func Supervise(cmd *exec.Cmd, l Limits) error {
+//
+// A non-nil c confines the tool's file system access (Landlock, where the
+// kernel has it; see Confinement and LandlockABI).
+func Supervise(cmd *exec.Cmd, l Limits, c *Confinement) error {
 	if !supported {
 		return Apply(cmd, l)
 	}
@@ -136,6 +141,13 @@ func Supervise(cmd *exec.Cmd, l Limits) error {
 		env = os.Environ()
 	}
 	cmd.Env = append(append([]string(nil), env...), envLimits+"="+l.encode(), envPath+"="+cmd.Path, envSupervise+"=1")
+	if c != nil {
+		spec, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("proc: encode the confinement: %w", err)
+		}
+		cmd.Env = append(cmd.Env, envConfine+"="+string(spec))
+	}
 	cmd.Path = wrapper
 	return nil
 }
@@ -144,7 +156,8 @@ func Supervise(cmd *exec.Cmd, l Limits) error {
 func withoutMarkers(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
-		if strings.HasPrefix(kv, envLimits+"=") || strings.HasPrefix(kv, envPath+"=") || strings.HasPrefix(kv, envSupervise+"=") {
+		if strings.HasPrefix(kv, envLimits+"=") || strings.HasPrefix(kv, envPath+"=") || strings.HasPrefix(kv, envSupervise+"=") ||
+			strings.HasPrefix(kv, envConfine+"=") {
 			continue
 		}
 		out = append(out, kv)

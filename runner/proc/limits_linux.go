@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"syscall"
@@ -40,7 +41,14 @@ func init() {
 		}
 	}
 	if os.Getenv(envSupervise) != "" {
-		os.Exit(supervise(path, os.Args, withoutMarkers(os.Environ())))
+		var c *Confinement
+		if spec := os.Getenv(envConfine); spec != "" {
+			c = &Confinement{}
+			if err := json.Unmarshal([]byte(spec), c); err != nil {
+				fail(fmt.Errorf("decode the confinement: %w", err))
+			}
+		}
+		os.Exit(supervise(path, os.Args, withoutMarkers(os.Environ()), c))
 	}
 	fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
 }

@@ -18,13 +18,21 @@ import (
 // supervise runs the tool at path as a child of this process, a child
 // subreaper, and returns the exit code to leave with once the tool and
 // everything below this process are gone (see Supervise).
-func supervise(path string, argv, env []string) int {
+func supervise(path string, argv, env []string, c *Confinement) int {
 	say := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "tolokaforge supervisor of %s: "+format+"\n", append([]any{path}, a...)...)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		say("PR_SET_CHILD_SUBREAPER: %v", err)
 		return 127
+	}
+	if c != nil {
+		// The supervisor confines itself (every thread) and the tool
+		// inherits it: it needs nothing beyond /proc to read and signals.
+		if err := c.restrict(path); err != nil {
+			say("%v", err)
+			return 127
+		}
 	}
 	// SIGTERM (Stop) and the signals a terminal sends end the tree.
 	sigs := make(chan os.Signal, 1)

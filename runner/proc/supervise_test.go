@@ -43,7 +43,7 @@ func TestSuperviseKillsTheWholeTree(t *testing.T) {
 			cmd := exec.Command("sh", "-c", detachScript, "sh", pidfile, tc.mode)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := proc.Supervise(cmd, proc.Limits{}); err != nil {
+			if err := proc.Supervise(cmd, proc.Limits{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := cmd.Start(); err != nil {

@@ -4,6 +4,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"syscall"
 )
 
@@ -33,4 +34,9 @@ func Stop(_ context.Context, pid int, exited <-chan struct{}) error {
 	}
 	<-exited
 	return nil
+}
+
+// LandlockABI is 0 where there is no Landlock.
+func LandlockABI() (int, error) {
+	return 0, errors.New("proc: Landlock needs Linux")
 }

@@ -69,6 +69,9 @@ type Config struct {
 	Env    []string
 	Limits proc.Limits
 	Logger logr.Logger
+	// Confine, when set, is the file system the host and its tools may use
+	// (Landlock); host.py is added to it read-only.
+	Confine *proc.Confinement
 	// MaxOutput bounds one call's output in bytes; zero: DefaultMaxOutput.
 	// A larger output is a *ToolError naming its size and the limit (the
 	// call's changes are dropped and the host resyncs), and the host keeps
@@ -160,7 +163,13 @@ func Start(cfg Config) (*Host, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Under a supervisor: whatever the tools start (a setsid double fork
 	// with an empty environment included) stays below it and dies with it.
-	if err := proc.Supervise(cmd, cfg.Limits); err != nil {
+	var confine *proc.Confinement
+	if cfg.Confine != nil {
+		c := *cfg.Confine
+		c.ReadOnlyFiles = append(append([]string(nil), c.ReadOnlyFiles...), script)
+		confine = &c
+	}
+	if err := proc.Supervise(cmd, cfg.Limits, confine); err != nil {
 		return nil, fmt.Errorf("start python tool host under %s: %w", cfg.Limits, err)
 	}
 	stdin, err := cmd.StdinPipe()
