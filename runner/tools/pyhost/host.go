@@ -141,6 +141,10 @@ type Host struct {
 	closed bool
 }
 
+// supervise starts the host under its supervisor; the benchmarks swap it
+// for the plain limits wrapper to measure what the supervisor costs.
+var supervise = proc.Supervise
+
 // Start writes host.py and starts the interpreter on it.
 func Start(cfg Config) (*Host, error) {
 	if cfg.Python == "" {
@@ -169,7 +173,7 @@ func Start(cfg Config) (*Host, error) {
 		c.ReadOnlyFiles = append(append([]string(nil), c.ReadOnlyFiles...), script)
 		confine = &c
 	}
-	if err := proc.Supervise(cmd, cfg.Limits, confine); err != nil {
+	if err := supervise(cmd, cfg.Limits, confine); err != nil {
 		return nil, fmt.Errorf("start python tool host under %s: %w", cfg.Limits, err)
 	}
 	stdin, err := cmd.StdinPipe()
