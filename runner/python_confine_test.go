@@ -490,3 +490,65 @@ func TestPythonToolCannotReadOutsideItsTrial(t *testing.T) {
 		}
 	}
 }
+
+// A Python check looks for another trial's golden answer from its scratch
+// folder (the runner's work folder is three levels up) and reads the judge
+// key: under Landlock both are errors and the check's cheat fails
+// (finding 3, the checks' side).
+func TestPythonCheckCannotReadOutsideItsTrial(t *testing.T) {
+	needPython(t)
+	if _, err := proc.LandlockABI(); err != nil {
+		t.Skipf("no Landlock on this kernel (%v): the runner warns at startup", err)
+	}
+	h := startRunner(t, nil, withGrader(grading.New()), func(c *runner.Config) {
+		c.Python, c.ToolLimits = debianPython, proc.DefaultLimits
+	})
+	judgeKey := filepath.Join(t.TempDir(), "judge-api-key")
+	if err := os.WriteFile(judgeKey, []byte("secret"), 0o440); err != nil {
+		t.Fatal(err)
+	}
+	other := baseTask(nil, nil, nil)
+	other["tool_artifacts"] = obj{"golden/answer.txt": b64("the answer")}
+	h.mustRegister(t, "other", other)
+	golden, _ := filepath.Glob(filepath.Join(h.work, "*", "artifacts", "golden", "answer.txt"))
+	if len(golden) != 1 {
+		t.Fatalf("another trial's golden answer: %v", golden)
+	}
+	suite := `from tolokaforge.core.grading.checks_interface import CheckPassed, CheckFailed, check, init
+import os
+
+@init(interface_version="1.0")
+def setup(ctx):
+    pass
+
+def attempt(fn):
+    try:
+        return "READ " + fn()
+    except OSError as e:
+        return "ERROR " + type(e).__name__
+
+@check
+def cheat():
+    work = os.path.dirname(os.path.dirname(os.path.dirname(os.getcwd())))
+    got = [attempt(lambda: ",".join(os.listdir(work))),
+           attempt(lambda: open(` + fmt.Sprintf("%q", golden[0]) + `).read()),
+           attempt(lambda: open(` + fmt.Sprintf("%q", judgeKey) + `).read())]
+    if any(g.startswith("READ") for g in got):
+        return CheckPassed("; ".join(got))
+    return CheckFailed("; ".join(got))
+`
+	doc := baseTask([]any{tool("db_insert")}, nil, obj{"items": []any{}})
+	doc["tool_artifacts"] = obj{"checks.py": b64(suite)}
+	doc["grading"] = obj{"weights": obj{"custom_checks": 1}, "custom_checks": obj{"enabled": true, "file": "checks.py", "timeout_seconds": 20}}
+	h.mustRegister(t, "checker", doc)
+	h.mustExec(t, "checker", call{tool: "db_insert", args: `{"table":"items","record":{"id":"i1"}}`, callID: "c1"})
+	r := grade(t, h, &runnerpb.GradeTrialRequest{TrialId: "checker", TerminationReason: "agent_done"})
+	if !r.GetSuccess() {
+		t.Fatal(r.GetError())
+	}
+	cc := r.GetGrade().GetCustomChecks()
+	want := "ERROR PermissionError; ERROR PermissionError; ERROR PermissionError"
+	if len(cc) != 1 || cc[0].GetStatus() != "failed" || cc[0].GetMessage() != want {
+		t.Fatalf("custom_checks = %v, want cheat failed with %q", cc, want)
+	}
+}
