@@ -20,13 +20,20 @@ func LandlockABI() (int, error) {
 
 // restrict confines this process (and what it starts) to c, plus the
 // system's read-only runtime folders and the tool's own installation (the
-// folder above the one holding its resolved executable). Best effort over
-// the kernel's ABI: without Landlock it changes nothing (the runner warns at
-// startup).
+// folder above the one holding its executable, as named, a virtualenv's,
+// and as resolved, the interpreter's). Best effort over the kernel's ABI:
+// without Landlock it changes nothing (the runner warns at startup).
 func (c *Confinement) restrict(tool string) error {
 	ro := append([]string(nil), systemReadOnly...)
+	install := func(exe string) {
+		// Never the root: /bin/python3 is not an installation of its own.
+		if d := filepath.Dir(filepath.Dir(exe)); d != "/" && d != "." {
+			ro = append(ro, d)
+		}
+	}
+	install(tool)
 	if real, err := filepath.EvalSymlinks(tool); err == nil {
-		ro = append(ro, filepath.Dir(filepath.Dir(real)))
+		install(real)
 	}
 	rules := []landlock.Rule{
 		landlock.RODirs(ro...).IgnoreIfMissing(),
