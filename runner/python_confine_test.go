@@ -329,10 +329,16 @@ const escapeTools = "import os, time\n" +
 	"    os.waitpid(pid, 0)\n" +
 	"class Escape:\n    @staticmethod\n    def invoke(data):\n        detach()\n        return 'detached'\n" +
 	"class Stall:\n    @staticmethod\n    def invoke(data):\n        detach()\n        time.sleep(30)\n        return 'late'\n" +
-	"class Ping:\n    @staticmethod\n    def invoke(data):\n        return 'pong'\n"
+	"class Ping:\n    @staticmethod\n    def invoke(data):\n        return 'pong'\n" +
+	"class Assassin:\n    @staticmethod\n    def invoke(data):\n" +
+	"        import signal\n" +
+	"        try:\n            os.kill(os.getppid(), signal.SIGKILL)\n            got = 'killed its parent'\n" +
+	"        except OSError as e:\n            got = type(e).__name__\n" +
+	"        detach()\n        return got\n"
 
 func escapeTask() obj {
-	doc := baseTask([]any{pyTool("escape", "esc.tools", "Escape"), pyTool("stall", "esc.tools", "Stall"), pyTool("ping", "esc.tools", "Ping")}, nil, nil)
+	doc := baseTask([]any{pyTool("escape", "esc.tools", "Escape"), pyTool("stall", "esc.tools", "Stall"), pyTool("ping", "esc.tools", "Ping"),
+		pyTool("assassin", "esc.tools", "Assassin")}, nil, nil)
 	doc["tool_artifacts"] = obj{"esc/__init__.py": "", "esc/tools.py": b64(escapeTools)}
 	return doc
 }
@@ -550,5 +556,31 @@ def cheat():
 	want := "ERROR PermissionError; ERROR PermissionError; ERROR PermissionError"
 	if len(cc) != 1 || cc[0].GetStatus() != "failed" || cc[0].GetMessage() != want {
 		t.Fatalf("custom_checks = %v, want cheat failed with %q", cc, want)
+	}
+}
+
+// A tool that first SIGKILLs its parent (its supervisor) to escape it, then
+// detaches a loop, gets an error (Landlock's signal scope: the supervisor is
+// outside the tool's domain), and the loop still dies with the trial.
+func TestPythonToolCannotKillItsSupervisor(t *testing.T) {
+	needPython(t)
+	if v, err := proc.LandlockABI(); err != nil || v < 6 {
+		t.Skipf("Landlock's signal scope needs ABI 6 (have %d, %v)", v, err)
+	}
+	h := startRunner(t, nil, withPython(), func(c *runner.Config) { c.ToolLimits = proc.DefaultLimits })
+	h.mustRegister(t, "assassin", escapeTask())
+	if out := h.mustExec(t, "assassin", call{tool: "assassin", args: `{}`, callID: "c1"}); out != "PermissionError" {
+		t.Errorf("assassin = %q, want PermissionError (the supervisor is out of its reach)", out)
+	}
+	pid, _ := loopPid(t, h)
+	if out := h.mustExec(t, "assassin", call{tool: "ping", args: `{}`, callID: "c2"}); out != "pong" {
+		t.Fatalf("ping = %q", out)
+	}
+	if resp := h.cleanup(t, "assassin"); !resp.GetSuccess() {
+		t.Errorf("CleanupTrial: %s", resp.GetError())
+	}
+	if !gone(pid) {
+		stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		t.Fatalf("the loop %d survived CleanupTrial: %s", pid, stat)
 	}
 }

@@ -16,6 +16,9 @@ const (
 	envPath      = "TOLOKAFORGE_PROC_PATH"
 	envSupervise = "TOLOKAFORGE_PROC_SUPERVISE"
 	envConfine   = "TOLOKAFORGE_PROC_CONFINE"
+	// envConfineExec marks the supervisor's child: confine this thread,
+	// then exec the tool.
+	envConfineExec = "TOLOKAFORGE_PROC_CONFINE_EXEC"
 )
 
 // Limits are the resource limits of one tool process and everything it
@@ -157,7 +160,7 @@ func withoutMarkers(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		if strings.HasPrefix(kv, envLimits+"=") || strings.HasPrefix(kv, envPath+"=") || strings.HasPrefix(kv, envSupervise+"=") ||
-			strings.HasPrefix(kv, envConfine+"=") {
+			strings.HasPrefix(kv, envConfine+"=") || strings.HasPrefix(kv, envConfineExec+"=") {
 			continue
 		}
 		out = append(out, kv)

@@ -3,6 +3,7 @@ package proc
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,18 +27,29 @@ func supervise(path string, argv, env []string, c *Confinement) int {
 		say("PR_SET_CHILD_SUBREAPER: %v", err)
 		return 127
 	}
+	// Confined, the child is this binary again: it applies Landlock to
+	// itself alone and execs the tool (see envConfineExec), so the
+	// supervisor stays outside the tool's domain.
+	exe, childEnv := path, env
 	if c != nil {
-		// The supervisor confines itself (every thread) and the tool
-		// inherits it: it needs nothing beyond /proc to read and signals.
-		if err := c.restrict(path); err != nil {
-			say("%v", err)
+		self, err := os.Executable()
+		if err != nil {
+			say("resolve the wrapper binary: %v", err)
 			return 127
 		}
+		spec, err := json.Marshal(c)
+		if err != nil {
+			say("encode the confinement: %v", err)
+			return 127
+		}
+		exe = self
+		// The limits are set already (inherited): none to set again.
+		childEnv = append(append([]string(nil), env...), envLimits+"="+(Limits{}).encode(), envPath+"="+path, envConfineExec+"="+string(spec))
 	}
 	// SIGTERM (Stop) and the signals a terminal sends end the tree.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: []uintptr{0, 1, 2}})
+	pid, err := syscall.ForkExec(exe, argv, &syscall.ProcAttr{Env: childEnv, Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		say("start: %v", err)
 		return 127
@@ -150,6 +162,11 @@ func childrenOf(pid int) ([]int, error) {
 func Stop(ctx context.Context, pid int, exited <-chan struct{}) error {
 	if pid <= 1 {
 		return fmt.Errorf("proc: stop supervised process %d: not a process a caller starts", pid)
+	}
+	select {
+	case <-exited:
+		return nil // reaped: the pid may be another process's now
+	default:
 	}
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	select {
