@@ -290,6 +290,9 @@ func runTrial(ctx context.Context, args []string, env trialEnv) error {
 		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Python: f.python, Log: env.Log}); err != nil {
 			return fmt.Errorf("trial run: %w", err)
 		}
+		for _, w := range stack.Warnings {
+			fmt.Fprintln(env.Stderr, "tolokaforge trial run: warning:", w)
+		}
 		defer func() {
 			if err := stack.Stop(); err != nil {
 				env.Log.Error(err, "stopping the local runner and DB service")

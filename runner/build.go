@@ -54,6 +54,10 @@ type mcpLaunch struct {
 // it, so no file tool's path reaches it.
 type layout struct {
 	dir, files, artifacts, verifier string
+	// pack is a read-only copy of the tool_artifacts taken at RegisterTrial:
+	// the Python checks import from it, never from artifacts (the tools'
+	// working directory and HOME, which they can write).
+	pack string
 	// sources is the task's tool_artifacts (path -> base64), for planning
 	// before they are written.
 	sources map[string]string
@@ -61,7 +65,7 @@ type layout struct {
 
 func newLayout(dir string) layout {
 	return layout{dir: dir, files: filepath.Join(dir, "files"), artifacts: filepath.Join(dir, "artifacts"),
-		verifier: filepath.Join(dir, "verifier")}
+		verifier: filepath.Join(dir, "verifier"), pack: filepath.Join(dir, "pack")}
 }
 
 // planTools resolves both actors' tools.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
@@ -92,7 +91,7 @@ func (s *Server) teardown(ctx context.Context, t *trial, db, dir bool) error {
 		}
 	}
 	if dir && t.dir != "" {
-		if err := os.RemoveAll(t.dir); err != nil {
+		if err := removeTrialDir(t.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove trial directory: %w", err))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools"
 )
 
@@ -100,13 +101,24 @@ func (e *trialEnv) VerifierSite() grading.VerifierSite {
 }
 
 // PythonSite runs a Python custom-check suite as the trial's tools run: the
-// runner's interpreter, the trial's unpacked tool_artifacts, its tool limits and
-// tag; the check runner is written beside the verifier's directory, out of every
-// file tool's reach.
+// runner's interpreter, the read-only copy of the tool_artifacts taken at
+// RegisterTrial (never the tools' writable working directory, so a tool cannot
+// shadow a module the suite imports), its tool limits and tag; the check
+// runner is written beside the verifier's directory, out of every file tool's
+// reach.
+//
+// The grader asks for it just before the suite runs: the trial's Python tool
+// host is stopped first, with everything below its supervisor, so no tool
+// process runs beside the checks (a later replay restarts the host).
 func (e *trialEnv) PythonSite() grading.PythonSite {
+	if e.t.py != nil {
+		if err := e.t.py.close(); err != nil {
+			e.t.log.Error(err, "stop the Python tool host before the Python checks")
+		}
+	}
 	lay := newLayout(e.t.dir)
-	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.artifacts, ScratchDir: lay.verifier,
-		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}}
+	return grading.PythonSite{Python: e.s.cfg.Python, ArtifactsDir: lay.pack, ScratchDir: lay.verifier,
+		Limits: e.s.cfg.ToolLimits, Env: []string{trialTag(e.t.dir)}, Confine: &proc.Confinement{}}
 }
 
 // Replay runs one golden action through the adapter ExecuteTool uses, within

@@ -46,6 +46,11 @@ func runTests(m *testing.M) int {
 		// (environ_test.go): scrub, then serve until SIGTERM.
 		return asRunnerBinary(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == "inprocess-runner" {
+		// A CLI embedding the runner (trial run, pack validate, regrade):
+		// no scrub, the caller's whole environment (python_confine_test.go).
+		return asInProcessRunner(os.Args[2:])
+	}
 	dir, err := os.MkdirTemp("", "runner-selfbin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

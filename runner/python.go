@@ -17,6 +17,7 @@ import (
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/pyenv"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/pyhost"
@@ -189,9 +190,16 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 	if python == "" {
 		python = "python3"
 	}
+	maxOutput, err := maxToolOutput(t.spec.Task.Metadata)
+	if err != nil {
+		return nil, err
+	}
 	sess := &pySession{
 		cfg: pyhost.Config{Python: python, Dir: lay.artifacts, ScriptDir: lay.dir, Paths: paths,
-			Env: s.mcpEnv(lay, nil), Limits: s.cfg.ToolLimits, Logger: t.log.WithName("pyhost")},
+			Env: s.mcpEnv(lay, nil), Limits: s.cfg.ToolLimits, Logger: t.log.WithName("pyhost"), MaxOutput: maxOutput,
+			// This trial's folders and nothing else of the runner's: not
+			// another trial, the secrets, the auth token.
+			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files}}},
 		specs: specs, db: t.db, log: t.log, dictTables: dictTables, pks: pks, inSyncAt: -1,
 	}
 	t.py = sess
@@ -213,6 +221,25 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 	}
 	sess.inSyncAt, sess.syncEpoch = t.db.Version(), epoch
 	return infos, nil
+}
+
+// MetaMaxToolOutput is the task metadata key that bounds one Python tool
+// result in bytes (default pyhost.DefaultMaxOutput, 1 MiB): a larger result is
+// refused to the agent as a tool error naming its size and the limit.
+const MetaMaxToolOutput = "max_tool_output_bytes"
+
+// maxToolOutput reads MetaMaxToolOutput from the task's metadata; absent: 0
+// (the host's default).
+func maxToolOutput(md map[string]json.RawMessage) (int, error) {
+	raw, ok := md[MetaMaxToolOutput]
+	if !ok {
+		return 0, nil
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil || n <= 0 || n > 1<<30 {
+		return 0, fmt.Errorf("task.metadata.%s: want a whole number of bytes from 1 to %d, got %s", MetaMaxToolOutput, 1<<30, raw)
+	}
+	return int(n), nil
 }
 
 func contains(list []string, s string) bool {

@@ -48,7 +48,20 @@ type Server struct {
 	dbClients   map[string]*client.Client
 }
 
-// subreaperOnce: the subreaper flag is the process's, set by the first New.
+// ConfinementWarning says what the runner cannot confine on this machine,
+// or is empty: where the kernel has no Landlock, Python tools and checks can
+// read whatever the runner's user can. The runner logs it at startup; an
+// embedding CLI (trial run) shows it to its user too.
+func ConfinementWarning() string {
+	if _, err := proc.LandlockABI(); err != nil {
+		return fmt.Sprintf("this kernel has no Landlock (%v): Python tools and checks are not confined to their trial's files "+
+			"and can read whatever this runner's user can (other trials' files, the judge key, the auth token)", err)
+	}
+	return ""
+}
+
+// subreaperOnce: the subreaper and dumpable flags are the process's, set by
+// the first New.
 var subreaperOnce sync.Once
 
 // New builds a runner from cfg. It does not listen yet.
@@ -65,6 +78,18 @@ func New(cfg Config) (*Server, error) {
 	subreaperOnce.Do(func() {
 		if err := proc.SetSubreaper(); err != nil {
 			c.Logger.Error(err, "detached tool processes will escape to init; CleanupTrial still kills them")
+		}
+		// Whatever embeds a runner (tolokaforge runner, and the CLI's
+		// trial run, pack validate and regrade through results/local)
+		// runs the pack's code as its own user: that code must not read
+		// this process's environment (a CLI's provider keys) or memory.
+		if err := proc.SetNotDumpable(); err != nil {
+			c.Logger.Error(err, "tools and checks can read this process's environment and memory through /proc")
+		}
+		if w := ConfinementWarning(); w != "" {
+			c.Logger.Error(nil, "WARNING: "+w)
+		} else {
+			c.Logger.V(1).Info("Python tools and checks are confined with Landlock")
 		}
 	})
 	life, endLife := context.WithCancel(context.Background())

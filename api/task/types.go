@@ -3,6 +3,10 @@ package task
 import "encoding/json"
 
 // TaskDescription is one task as the runner receives it inside a TrialSpec.
+// Metadata is the pack's own; the runner reads one key of it,
+// max_tool_output_bytes (a whole number, 1 to 1 GiB; default 1 MiB): a Python
+// tool result over it is refused to the agent as a tool error
+// (docs/security-python.md).
 type TaskDescription struct {
 	TaskID                string                     `json:"task_id"`
 	Name                  string                     `json:"name"`

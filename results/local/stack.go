@@ -65,6 +65,9 @@ type Stack struct {
 	// Token is the stack's credential: the runner and the DB service refuse
 	// calls without it (Runner already sends it).
 	Token string
+	// Warnings are what the runner cannot enforce on this machine (no
+	// Landlock: runner.ConfinementWarning), for the CLI to show its user.
+	Warnings []string
 
 	stopOnce sync.Once
 	stop     func() error
@@ -110,6 +113,9 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return fail(err)
 	}
 	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token, Python: cfg.Python}
+	if w := runner.ConfinementWarning(); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
 	s.stop = func() error { return sv.shutdown(c) }
 	return s, nil
 }

@@ -120,6 +120,17 @@ def quick():
 def slow():
     time.sleep(60)
 `
+	initHangs := suiteHeader + `
+import time
+
+@init(interface_version="1.0")
+def setup(ctx):
+    time.sleep(60)
+
+@check
+def quick():
+    return CheckPassed("quick")
+`
 	for _, tc := range []struct {
 		name, block, suite string
 		wantErr            string
@@ -133,12 +144,25 @@ def slow():
 				" | no component was scored, yet the task asked for custom_checks (configured and weighted): nothing it asked for was counted"},
 		{name: "a missing module, fail_on_error false, beside a CEL check", block: `{"enabled":true,"fail_on_error":false,"file":"checks.py","checks":[{"name":"c","expr":"true"}]}`, suite: missing, score: 1,
 			reasons: `Custom checks: score=1 (1 passed, 0 failed, 0 skipped); Python checks checks.py: module "check_helpers" not found (ModuleNotFoundError: No module named 'check_helpers'); relative_imports: []`},
-		{name: "a hang under fail_on_error", block: `{"enabled":true,"file":"checks.py","timeout_seconds":1}`, suite: hangs,
-			wantErr: "Grading error: custom_checks failed to run (fail_on_error is true): Python checks checks.py: did not finish within its timeout_seconds (1s); its process group was killed; checks that did not finish: slow"},
-		{name: "a hang, fail_on_error false", block: `{"enabled":true,"fail_on_error":false,"file":"checks.py","timeout_seconds":1}`, suite: hangs, score: 1,
-			reasons: "Custom checks: score=1 (1 passed, 0 failed, 0 skipped, 1 errored and excluded under fail_on_error: false); " +
+		// A hang scores 0 like a crash, whatever fail_on_error says (issue 40,
+		// finding 6): before, fail_on_error: false left it out of the mean
+		// (score 1) and fail_on_error failed the RPC.
+		{name: "a hang under fail_on_error", block: `{"enabled":true,"file":"checks.py","timeout_seconds":1}`, suite: hangs, score: 0.5,
+			reasons: "Custom checks: score=0.5 (1 passed, 0 failed, 0 skipped, 1 errored and scored 0); " +
 				"slow: error: did not finish within the suite's timeout_seconds (1s); " +
 				"Python checks checks.py: did not finish within its timeout_seconds (1s); its process group was killed; checks that did not finish: slow"},
+		{name: "a hang, fail_on_error false", block: `{"enabled":true,"fail_on_error":false,"file":"checks.py","timeout_seconds":1}`, suite: hangs, score: 0.5,
+			reasons: "Custom checks: score=0.5 (1 passed, 0 failed, 0 skipped, 1 errored and scored 0); " +
+				"slow: error: did not finish within the suite's timeout_seconds (1s); " +
+				"Python checks checks.py: did not finish within its timeout_seconds (1s); its process group was killed; checks that did not finish: slow"},
+		{name: "an @init that hangs, fail_on_error false", block: `{"enabled":true,"fail_on_error":false,"file":"checks.py","timeout_seconds":1}`, suite: initHangs, score: 0,
+			reasons: "Custom checks: score=0 (0 passed, 0 failed, 0 skipped, 1 errored and scored 0); " +
+				"quick: error: did not finish within the suite's timeout_seconds (1s); " +
+				"Python checks checks.py: did not finish within its timeout_seconds (1s); its process group was killed; checks that did not finish: quick"},
+		{name: "an import that hangs", block: `{"enabled":true,"file":"checks.py","timeout_seconds":1}`, suite: "import time\ntime.sleep(60)\n", score: 0,
+			reasons: "Custom checks: score=0 (0 passed, 0 failed, 0 skipped, 1 errored and scored 0); " +
+				"checks.py: error: did not finish within the suite's timeout_seconds (1s) before its checks loaded; " +
+				"Python checks checks.py: did not finish within its timeout_seconds (1s); its process group was killed; it had not loaded its checks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := pythonTrial(t, tc.block, tc.suite)

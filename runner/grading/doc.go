@@ -36,8 +36,13 @@
 // dict-shaped pack tables rebuilt as dicts. Its checks join the CEL checks' weighted
 // mean at weight 1 with their own scores (upstream's partial credit); a Python check
 // that raises is an error scored 0, not excluded, since the agent shapes the state it
-// reads; a suite that cannot run to the end (import, interface_version, @init, its
-// timeout_seconds) is a suite failure under the fail_on_error rule.
+// reads; a suite that outruns its timeout_seconds scores 0 for every check that did
+// not finish (the whole suite, if it hung before its checks loaded), whatever
+// fail_on_error says, since a hang is as much the state's doing as a crash; a suite
+// that cannot run to the end otherwise (import, interface_version, @init, its runner
+// dying) is a suite failure under the fail_on_error rule. The suite imports from the
+// read-only copy of the tool_artifacts taken at RegisterTrial, never from the tools'
+// writable working directory.
 //
 // The LLM rubric judge (eval_judge.go here: when it runs, the ledger, the weight share
 // that makes its failure fail the RPC) calls its model through runner/grading/judge:

@@ -67,6 +67,10 @@ type PythonSite struct {
 	// Env is what the suite's environment carries beside the minimal set: the
 	// trial's tag, so the trial's teardown also finds what it left running.
 	Env []string
+	// Confine, when set, confines the suite's file system access (Landlock):
+	// ArtifactsDir read-only, its scratch folder read-write, nothing else of
+	// the runner's.
+	Confine *proc.Confinement
 }
 
 // Request is GradeTrial's input after transport decoding.

@@ -170,7 +170,14 @@ func (e customEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, er
 		if err != nil {
 			return verdict{}, err
 		}
-		if suiteErr != nil {
+		switch {
+		case suiteErr != nil && suiteErr.Kind == "timeout":
+			// A hang scores 0, like a crash, whatever fail_on_error says: the
+			// agent's state decides whether a check hangs, and leaving it out
+			// of the mean (or failing the RPC) would let a hang help. Its
+			// unfinished checks are already error results scored 0.
+			st.suiteErr = suiteErr.Error()
+		case suiteErr != nil:
 			if failOnError {
 				return verdict{}, gradingError(fmt.Errorf("custom_checks failed to run (fail_on_error is true): %s", suiteErr))
 			}
@@ -481,7 +488,7 @@ func runPythonSuite(ctx context.Context, g *gradeCtx, cc *task.CustomChecks) ([]
 		timeout = time.Duration(cc.TimeoutSeconds * float64(time.Second))
 	}
 	rep, err := pychecks.Run(ctx, pychecks.Site{Python: site.Python, ArtifactsDir: site.ArtifactsDir, ScratchDir: site.ScratchDir,
-		Limits: site.Limits, Env: site.Env}, pychecks.Suite{File: cc.File, RelativeImports: cc.RelativeImports, Timeout: timeout}, cctx)
+		Limits: site.Limits, Env: site.Env, Confine: site.Confine}, pychecks.Suite{File: cc.File, RelativeImports: cc.RelativeImports, Timeout: timeout}, cctx)
 	var suiteErr *pychecks.SuiteError
 	if err != nil && !errors.As(err, &suiteErr) {
 		return nil, nil, gradingError(err)
@@ -494,8 +501,16 @@ func runPythonSuite(ctx context.Context, g *gradeCtx, cc *task.CustomChecks) ([]
 				unfinished[n] = true
 			}
 		}
+		timedOut := suiteErr != nil && suiteErr.Kind == "timeout"
 		for _, r := range rep.Results {
-			outs = append(outs, customOutcome{r: r, weight: task.DefaultCheckWeight, errorScoresZero: !unfinished[r.CheckName]})
+			outs = append(outs, customOutcome{r: r, weight: task.DefaultCheckWeight, errorScoresZero: timedOut || !unfinished[r.CheckName]})
+		}
+		if timedOut && len(rep.Checks) == 0 {
+			// It hung before its checks loaded (its @init over the state):
+			// the suite as a whole scores 0.
+			outs = append(outs, customOutcome{weight: task.DefaultCheckWeight, errorScoresZero: true, r: &runnerpb.CustomCheckResult{
+				CheckName: cc.File, Status: checkError, DetailsJson: "{}",
+				Message: fmt.Sprintf("did not finish within the suite's timeout_seconds (%s) before its checks loaded", timeout)}})
 		}
 	}
 	g.opts.log.V(1).Info("python custom checks ran", "trial", g.id, "file", cc.File, "results", len(outs), "suite_failed", suiteErr != nil)

@@ -6,6 +6,14 @@
 // KillGroup kills and reaps a process group whose leader has exited (the
 // test_execution verifier's), waiting until none of it runs.
 //
+// Supervise starts a tool under a supervisor instead: the wrapper stays as
+// a child subreaper and runs the tool as its child, so whatever the tool
+// starts stays below it, whatever it does to its environment, group or
+// session; when the tool exits, or Stop sends SIGTERM, the supervisor kills
+// and reaps everything below it and exits with the tool's status. The
+// Python tool host and the Python checks run under one. SetNotDumpable
+// keeps same-user processes out of the caller's /proc files (environ, mem).
+//
 // Limits are applied by a wrapper the child starts as: this package's init
 // sees the marker variables, calls setrlimit and execs the tool. Go's
 // os/exec has no hook between fork and exec, and a prlimit(2) from the
@@ -15,5 +23,6 @@
 // tool start; the small tolokaforge-toolexec (runner/proc/toolexec), found
 // beside it or named by SetLauncher, does the same work in a millisecond.
 //
-// Imports: the standard library and golang.org/x/sys (unix).
+// Imports: the standard library, github.com/landlock-lsm/go-landlock
+// (Landlock for a supervised tool) and golang.org/x/sys (unix).
 package proc

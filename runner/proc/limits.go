@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +12,13 @@ import (
 
 // Environment markers of the wrapper; removed before the tool starts.
 const (
-	envLimits = "TOLOKAFORGE_PROC_RLIMITS"
-	envPath   = "TOLOKAFORGE_PROC_PATH"
+	envLimits    = "TOLOKAFORGE_PROC_RLIMITS"
+	envPath      = "TOLOKAFORGE_PROC_PATH"
+	envSupervise = "TOLOKAFORGE_PROC_SUPERVISE"
+	envConfine   = "TOLOKAFORGE_PROC_CONFINE"
+	// envConfineExec marks the supervisor's child: confine this thread,
+	// then exec the tool.
+	envConfineExec = "TOLOKAFORGE_PROC_CONFINE_EXEC"
 )
 
 // Limits are the resource limits of one tool process and everything it
@@ -106,11 +112,55 @@ func Apply(cmd *exec.Cmd, l Limits) error {
 	return nil
 }
 
+// Supervise is Apply (with l, which may be zero) and more: the wrapper does
+// not exec the tool but stays as its supervisor, a child subreaper
+// (PR_SET_CHILD_SUBREAPER) that runs the tool as its child. Whatever the
+// tool starts stays below the supervisor, whatever it does to its
+// environment, group or session: an orphan reparents to the supervisor, not
+// to the runner. When the tool exits, or the supervisor gets SIGTERM (see
+// Stop), it kills and reaps everything below it and exits with the tool's
+// status; so cmd's process is gone only when its whole tree is.
+//
+// A non-nil c confines the tool's file system access (Landlock, where the
+// kernel has it; see Confinement and LandlockABI).
+func Supervise(cmd *exec.Cmd, l Limits, c *Confinement) error {
+	if !supported {
+		return Apply(cmd, l)
+	}
+	if cmd.Err != nil {
+		return cmd.Err
+	}
+	if _, err := exec.LookPath(cmd.Path); err != nil {
+		// Not startable: left unwrapped, so Start reports it as it would
+		// (the supervisor could only exit 127 after a successful Start).
+		return nil
+	}
+	wrapper, err := Launcher()
+	if err != nil {
+		return err
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), env...), envLimits+"="+l.encode(), envPath+"="+cmd.Path, envSupervise+"=1")
+	if c != nil {
+		spec, err := json.Marshal(c)
+		if err != nil {
+			return fmt.Errorf("proc: encode the confinement: %w", err)
+		}
+		cmd.Env = append(cmd.Env, envConfine+"="+string(spec))
+	}
+	cmd.Path = wrapper
+	return nil
+}
+
 // withoutMarkers is env without the wrapper's variables.
 func withoutMarkers(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
-		if strings.HasPrefix(kv, envLimits+"=") || strings.HasPrefix(kv, envPath+"=") {
+		if strings.HasPrefix(kv, envLimits+"=") || strings.HasPrefix(kv, envPath+"=") || strings.HasPrefix(kv, envSupervise+"=") ||
+			strings.HasPrefix(kv, envConfine+"=") || strings.HasPrefix(kv, envConfineExec+"=") {
 			continue
 		}
 		out = append(out, kv)

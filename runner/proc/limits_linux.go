@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"syscall"
@@ -38,6 +39,31 @@ func init() {
 		if err := syscall.Setrlimit(r.res, &syscall.Rlimit{Cur: r.v, Max: r.v}); err != nil {
 			fail(fmt.Errorf("setrlimit %d: %w", r.res, err))
 		}
+	}
+	if spec := os.Getenv(envConfineExec); spec != "" {
+		// The supervisor's child: Landlock on this thread (init runs on
+		// the main thread, the one that execs), then the tool, which keeps
+		// it. The tool's domain is its own: the supervisor and the runner
+		// are outside it, so it cannot signal them (Landlock's signal
+		// scope).
+		var c Confinement
+		if err := json.Unmarshal([]byte(spec), &c); err != nil {
+			fail(fmt.Errorf("decode the confinement: %w", err))
+		}
+		if err := c.restrictThread(path); err != nil {
+			fail(err)
+		}
+		fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
+	}
+	if os.Getenv(envSupervise) != "" {
+		var c *Confinement
+		if spec := os.Getenv(envConfine); spec != "" {
+			c = &Confinement{}
+			if err := json.Unmarshal([]byte(spec), c); err != nil {
+				fail(fmt.Errorf("decode the confinement: %w", err))
+			}
+		}
+		os.Exit(supervise(path, os.Args, withoutMarkers(os.Environ()), c))
 	}
 	fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
 }

@@ -26,6 +26,19 @@ func SetSubreaper() error {
 	return nil
 }
 
+// SetNotDumpable clears the calling process's dumpable flag
+// (PR_SET_DUMPABLE 0): its /proc/<pid>/environ, mem, maps and fds become
+// root's, so no process of the same user (a tool, a check) reads the
+// environment it started with (a CLI's provider keys) or its memory, nor
+// ptraces it. Its children get the flag back when they exec. The cost: no
+// core dump and no debugger attaching without privilege.
+func SetNotDumpable() error {
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("proc: PR_SET_DUMPABLE 0: %w", err)
+	}
+	return nil
+}
+
 // tags remembers, per process, the value of the tag's variable its
 // environment was first seen with, so a scan reads each process's environ
 // once in its life instead of once per pass of every cleanup: the in-process

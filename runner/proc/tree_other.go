@@ -4,11 +4,15 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"syscall"
 )
 
 // SetSubreaper is a no-op where there is no PR_SET_CHILD_SUBREAPER.
 func SetSubreaper() error { return nil }
+
+// SetNotDumpable is a no-op where there is no PR_SET_DUMPABLE.
+func SetNotDumpable() error { return nil }
 
 // KillTagged finds nothing where there is no /proc.
 func KillTagged(context.Context, string) ([]int, error) { return nil, nil }
@@ -21,4 +25,18 @@ func KillGroup(_ context.Context, pgid int) error {
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	return nil
+}
+
+// Stop kills the process group where there is no supervisor.
+func Stop(_ context.Context, pid int, exited <-chan struct{}) error {
+	if pid > 1 {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+	<-exited
+	return nil
+}
+
+// LandlockABI is 0 where there is no Landlock.
+func LandlockABI() (int, error) {
+	return 0, errors.New("proc: Landlock needs Linux")
 }

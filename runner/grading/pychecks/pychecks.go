@@ -77,6 +77,10 @@ type Site struct {
 	// Env is added to the runner's minimal environment (the trial's tag, so the
 	// trial's teardown also finds a process that left the group).
 	Env []string
+	// Confine, when set, is the file system the suite may use (Landlock)
+	// beyond its own scratch folder, which is added read-write, and
+	// ArtifactsDir, added read-only.
+	Confine *proc.Confinement
 }
 
 // Suite is the task's custom_checks Python suite.
@@ -226,13 +230,21 @@ func Run(ctx context.Context, site Site, suite Suite, cctx *Context) (*Report, e
 		"PYTHONDONTWRITEBYTECODE=1", "PYTHONIOENCODING=utf-8", "PYTHONHASHSEED=0",
 	}, site.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The supervisor (proc.Supervise) ends the suite's whole tree on SIGTERM.
+	cmd.Cancel = func() error { return syscall.Kill(cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = ioGrace
 	cmd.Stdin = bytes.NewReader(req)
 	rep := &reportWriter{}
 	stderr := &tailBuffer{cap: stderrCap}
 	cmd.Stdout, cmd.Stderr = rep, stderr
-	if err := proc.Apply(cmd, site.Limits); err != nil {
+	var confine *proc.Confinement
+	if site.Confine != nil {
+		c := *site.Confine
+		c.ReadOnly = append(append([]string(nil), c.ReadOnly...), site.ArtifactsDir)
+		c.ReadWrite = append(append([]string(nil), c.ReadWrite...), dir)
+		confine = &c
+	}
+	if err := proc.Supervise(cmd, site.Limits, confine); err != nil {
 		return nil, &SuiteError{Kind: "start", msg: fmt.Sprintf("Python checks %s: start %s under %s: %v", file, python, site.Limits, err)}
 	}
 	if err := cmd.Start(); err != nil {

@@ -14,6 +14,11 @@
 // rolled back in the host and answers no operations. Applying the operations
 // to the DB service is the runner's job.
 //
+// What the host writes is bounded: an answer whose output is over
+// Config.MaxOutput (default 1 MiB) is a *ToolError naming its size and the
+// limit, and the host keeps serving; stderr lines of any length are read
+// without stopping, each kept to its first 4 KiB for the log.
+//
 // Imports: runner/proc (the host's limits), the standard library and
 // github.com/go-logr/logr. It knows nothing of trials, the DB service or gRPC.
 package pyhost

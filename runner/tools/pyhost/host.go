@@ -69,7 +69,31 @@ type Config struct {
 	Env    []string
 	Limits proc.Limits
 	Logger logr.Logger
+	// Confine, when set, is the file system the host and its tools may use
+	// (Landlock); host.py is added to it read-only.
+	Confine *proc.Confinement
+	// MaxOutput bounds one call's output in bytes; zero: DefaultMaxOutput.
+	// A larger output is a *ToolError naming its size and the limit (the
+	// call's changes are dropped and the host resyncs), and the host keeps
+	// serving.
+	MaxOutput int
 }
+
+// DefaultMaxOutput is Config.MaxOutput's default: 1 MiB.
+const DefaultMaxOutput = 1 << 20
+
+// Bounds of what the host's pipes carry into the runner.
+const (
+	// answerSlack is what one answer line may hold beyond MaxOutput (its
+	// record-level changes, the JSON escaping of the output); a longer line
+	// is read to its end and dropped, and the call is a *ToolError.
+	answerSlack = 64 << 20
+	// stderrLineCap is how much of one stderr line is kept for the log and
+	// a failure's message; the rest of the line is read and counted.
+	stderrLineCap = 4 << 10
+	// stderrTailLines is how many stderr lines a failure's message quotes.
+	stderrTailLines = 8
+)
 
 // ToolError is a tool's own failure (it raised, or its changes could not be
 // expressed): the message for the agent.
@@ -108,7 +132,7 @@ type Host struct {
 	cmd    *exec.Cmd
 	pid    int
 	stdin  io.WriteCloser
-	lines  chan []byte
+	lines  chan answerLine
 	exited chan struct{}
 	log    logr.Logger
 
@@ -116,6 +140,10 @@ type Host struct {
 	tail   []string
 	closed bool
 }
+
+// supervise starts the host under its supervisor; the benchmarks swap it
+// for the plain limits wrapper to measure what the supervisor costs.
+var supervise = proc.Supervise
 
 // Start writes host.py and starts the interpreter on it.
 func Start(cfg Config) (*Host, error) {
@@ -137,7 +165,15 @@ func Start(cfg Config) (*Host, error) {
 	}
 	cmd.Env = append([]string{"PATH=" + path, "HOME=" + cfg.Dir, "LANG=C.UTF-8", "PYTHONIOENCODING=utf-8"}, cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := proc.Apply(cmd, cfg.Limits); err != nil {
+	// Under a supervisor: whatever the tools start (a setsid double fork
+	// with an empty environment included) stays below it and dies with it.
+	var confine *proc.Confinement
+	if cfg.Confine != nil {
+		c := *cfg.Confine
+		c.ReadOnlyFiles = append(append([]string(nil), c.ReadOnlyFiles...), script)
+		confine = &c
+	}
+	if err := supervise(cmd, cfg.Limits, confine); err != nil {
 		return nil, fmt.Errorf("start python tool host under %s: %w", cfg.Limits, err)
 	}
 	stdin, err := cmd.StdinPipe()
@@ -155,7 +191,10 @@ func Start(cfg Config) (*Host, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start python tool host %q: %w", cfg.Python, err)
 	}
-	h := &Host{cfg: cfg, cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, lines: make(chan []byte, 1),
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultMaxOutput
+	}
+	h := &Host{cfg: cfg, cmd: cmd, pid: cmd.Process.Pid, stdin: stdin, lines: make(chan answerLine, 1),
 		exited: make(chan struct{}), log: cfg.Logger.WithValues("pid", cmd.Process.Pid)}
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -168,13 +207,11 @@ func Start(cfg Config) (*Host, error) {
 		defer close(h.lines)
 		r := bufio.NewReaderSize(stdout, 64<<10)
 		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 && err == nil {
-				h.lines <- line
-			}
+			line, err := readLine(r, cfg.MaxOutput+answerSlack)
 			if err != nil {
 				return
 			}
+			h.lines <- line
 		}
 	}()
 	go func() {
@@ -185,20 +222,76 @@ func Start(cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// drain logs the host's stderr (tracebacks, the tools' prints) and keeps its
-// last lines for a failure's message.
-func (h *Host) drain(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), 64<<10)
-	for sc.Scan() {
-		line := sc.Text()
-		h.log.V(1).Info("python tool host stderr", "line", line)
-		h.mu.Lock()
-		h.tail = append(h.tail, line)
-		if len(h.tail) > 8 {
-			h.tail = h.tail[1:]
+// answerLine is one line of the host's stdout: its bytes, or (over) only its
+// size when it was longer than the cap.
+type answerLine struct {
+	b    []byte
+	size int
+	over bool
+}
+
+// readLine reads one whole line of any length, keeping at most limit bytes of
+// it: a longer line is read to its end and dropped (over). A last line
+// without its newline is not an answer: err is set.
+func readLine(r *bufio.Reader, limit int) (answerLine, error) {
+	var l answerLine
+	for {
+		chunk, err := r.ReadSlice('\n')
+		l.size += len(chunk)
+		if !l.over {
+			if len(l.b)+len(chunk) > limit {
+				l.over, l.b = true, nil
+			} else {
+				l.b = append(l.b, chunk...)
+			}
 		}
-		h.mu.Unlock()
+		switch {
+		case err == nil:
+			return l, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return l, err
+		}
+	}
+}
+
+// drain logs the host's stderr (tracebacks, the tools' prints) and keeps its
+// last lines for a failure's message. Lines of any length are read without
+// stopping (a stopped drain would leave the tool blocked on a full pipe);
+// each keeps its first stderrLineCap bytes.
+func (h *Host) drain(r io.Reader) {
+	br := bufio.NewReaderSize(r, 4096)
+	var line []byte
+	dropped := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == nil {
+			chunk = chunk[:len(chunk)-1]
+		}
+		take := min(len(chunk), stderrLineCap-len(line))
+		line = append(line, chunk[:take]...)
+		dropped += len(chunk) - take
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(line) > 0 || dropped > 0 || err == nil {
+			text := strings.TrimRight(strings.ToValidUTF8(string(line), "\uFFFD"), "\r")
+			if dropped > 0 {
+				text += fmt.Sprintf(" … [%d more bytes]", dropped)
+			}
+			h.log.V(1).Info("python tool host stderr", "line", text)
+			h.mu.Lock()
+			h.tail = append(h.tail, text)
+			if len(h.tail) > stderrTailLines {
+				h.tail = h.tail[1:]
+			}
+			h.mu.Unlock()
+		}
+		line, dropped = line[:0], 0
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -255,7 +348,12 @@ func (h *Host) roundTrip(ctx context.Context, req any) (*answer, error) {
 			if !ok {
 				return nil, h.died()
 			}
-			a, err := decodeAnswer(line)
+			if line.over {
+				// Read to its end and dropped: the host is still in step.
+				return &answer{Error: fmt.Sprintf("the tool's answer is %d bytes, over the limit of %d bytes; it was not returned",
+					line.size, h.cfg.MaxOutput+answerSlack), Resync: true}, nil
+			}
+			a, err := decodeAnswer(line.b)
 			if err != nil {
 				h.Close()
 				return nil, err
@@ -328,10 +426,17 @@ func (h *Host) Call(ctx context.Context, tool string, args json.RawMessage) (*Re
 	if !a.OK {
 		return nil, &ToolError{Message: a.Error, Resync: a.Resync}
 	}
+	if len(a.Output) > h.cfg.MaxOutput {
+		// The host applied the call's changes to its copy: drop them and
+		// have it reload.
+		return nil, &ToolError{Resync: true, Message: fmt.Sprintf("the tool's result is %d bytes, over the limit of %d bytes; it was not returned",
+			len(a.Output), h.cfg.MaxOutput)}
+	}
 	return &Result{Output: a.Output, Ops: a.Ops, Learned: a.Learned}, nil
 }
 
-// Close kills the host's whole process group and waits for it.
+// Close ends the host and every process below its supervisor (whatever
+// its group, session or environment) and returns once they are all gone.
 func (h *Host) Close() error {
 	h.mu.Lock()
 	if h.closed {
@@ -341,17 +446,10 @@ func (h *Host) Close() error {
 	h.closed = true
 	h.mu.Unlock()
 	h.stdin.Close()
-	_ = syscall.Kill(-h.pid, syscall.SIGKILL)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := proc.KillGroup(ctx, h.pid)
-	select {
-	case <-h.exited:
-	case <-ctx.Done():
-		return fmt.Errorf("python tool host did not exit: %w", ctx.Err())
-	}
-	if err != nil {
-		return fmt.Errorf("stop python tool host: %w", err)
+	if err := proc.Stop(ctx, h.pid, h.exited); err != nil {
+		return fmt.Errorf("stop the python tool host: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,97 @@
+package proc_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tolokaforge.io/operator/runner/proc"
+)
+
+// detachScript leaves a process behind the way a hostile tool does: a
+// subshell that calls setsid, whose child execs a loop with an empty
+// environment (env -i) writing its pid to $1, then (per $2) exits with a
+// status, kills itself, or sleeps.
+const detachScript = `setsid sh -c 'exec env -i sh -c "echo \$\$ > $0; while :; do sleep 0.02; done" "$0"' "$1" </dev/null >/dev/null 2>&1 &
+while [ ! -s "$1" ]; do sleep 0.01; done
+case "$2" in exit3) exit 3 ;; killed) kill -9 $$ ;; *) sleep 600 ;; esac`
+
+// A supervised tool's detached descendants (new session, empty
+// environment) die with it: when it exits (with its own status passed
+// through), and when Stop ends it while it runs.
+func TestSuperviseKillsTheWholeTree(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid(1) here")
+	}
+	for _, tc := range []struct {
+		name, mode string
+		stop       bool
+		wantExit   string
+	}{
+		{name: "the tool exits 3", mode: "exit3", wantExit: "exit status 3"},
+		{name: "the tool is killed by a signal", mode: "killed", wantExit: "signal: killed"},
+		{name: "Stop while the tool runs", mode: "sleep", stop: true, wantExit: "exit status 143"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidfile := filepath.Join(t.TempDir(), "pid")
+			cmd := exec.Command("sh", "-c", detachScript, "sh", pidfile, tc.mode)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := proc.Supervise(cmd, proc.Limits{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			var waitErr error
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-exited })
+			var pid int
+			deadline := time.Now().Add(5 * time.Second)
+			for pid == 0 {
+				raw, _ := os.ReadFile(pidfile)
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(raw)))
+				if time.Now().After(deadline) {
+					t.Fatal("the detached loop never started")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if tc.stop {
+				if !alive(pid) {
+					t.Fatal("the detached loop is not running: the test proves nothing")
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if err := proc.Stop(ctx, cmd.Process.Pid, exited); err != nil {
+					t.Fatalf("Stop: %v", err)
+				}
+			}
+			select {
+			case <-exited:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the supervisor did not exit")
+			}
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+				stat, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+				t.Fatalf("detached pid %d outlived its supervisor: %s", pid, stat)
+			}
+			if got := errString(waitErr); got != tc.wantExit {
+				t.Errorf("Wait = %q, want %q (the tool's own status)", got, tc.wantExit)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
