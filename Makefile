@@ -32,11 +32,11 @@ help: ## Show the targets, by section.
 
 ## ---- main ------------------------------------------------------------------
 build: ## Build the tolokaforge binary into bin/, and beside it tolokaforge-toolexec (the runner's tool limits wrapper).
-	go build -o $(BIN)/tolokaforge .
+	go build -o $(BIN)/tolokaforge ./cmd/tolokaforge
 	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
 build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod simulator and the fake LLM), and tolokaforge-toolexec.
-	go build -tags dev -o $(BIN)/tolokaforge-dev .
+	go build -tags dev -o $(BIN)/tolokaforge-dev ./cmd/tolokaforge
 	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
 ## ---- tools ----------------------------------------------------------------
@@ -84,15 +84,15 @@ verify-generated: verify-proto tools ## Fail when generated code or manifests ar
 verify-imports: ## Fail when an import breaks the layout rules (api/ a leaf, ...).
 	hack/verify-imports.sh
 
-vet: ## go vet every package (the root package in both builds).
+vet: ## go vet every package (the command line in both builds).
 	go vet ./...
-	go vet -tags dev .
+	go vet -tags dev ./cmd/...
 
 lint: $(BIN)/staticcheck ## gofmt check and staticcheck.
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$unformatted" ]]; then \
 	  echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	staticcheck ./...
-	staticcheck -tags dev .
+	staticcheck -tags dev ./cmd/...
 
 ## ---- tests -----------------------------------------------------------------
 envtest: ## Build kube-apiserver and etcd from source; prints KUBEBUILDER_ASSETS.
@@ -109,8 +109,8 @@ test-envtest: ## The suites that run against kube-apiserver and etcd (and Kueue)
 
 test: tools verify-generated verify-imports vet lint ## Everything CI runs.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" KUEUE_ASSETS="$$(hack/build-kueue.sh)" go test $(GO_TEST_FLAGS) -timeout 40m ./...
-	# The root package again as the dev build links it (`dev`, pack validate's stand-in judge).
-	go test $(GO_TEST_FLAGS) -tags dev -timeout 10m .
+	# The command line again as the dev build links it (`dev`, pack validate's stand-in judge).
+	go test $(GO_TEST_FLAGS) -tags dev -timeout 10m ./cmd/...
 
 ## ---- measure and run ---------------------------------------------------------
 bench: build ## Benchmarks; figures are printed as ratios against in-run baselines.
@@ -142,11 +142,11 @@ clean: ## Remove the binary and benchmark output.
 ## ---- image and release --------------------------------------------------------
 # The image is built without a Docker daemon by hack/image (go-containerregistry,
 # pinned in hack/image/go.mod, a module of its own so the operator's go.mod stays
-# free of it). The version is `var version` in version.go: the image tag, the
+# free of it). The version is `var version` in cmd/tolokaforge/version.go: the image tag, the
 # chart's appVersion and config/manager's newTag (test/release checks they agree).
 KUSTOMIZE_VERSION ?= v5.8.2
 HELM_VERSION ?= v3.22.0
-VERSION ?= $(shell sed -n 's/^var version = "\(.*\)"$$/\1/p' $(ROOT)/version.go)
+VERSION ?= $(shell sed -n 's/^var version = "\(.*\)"$$/\1/p' $(ROOT)/cmd/tolokaforge/version.go)
 IMAGE_NAME ?= tolokaforge
 IMG ?= $(IMAGE_NAME):$(VERSION)
 REGISTRY ?=

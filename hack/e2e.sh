@@ -23,14 +23,14 @@ fi
 k8s_bin="$(nice -n 10 hack/build-envtest.sh)"
 node_bin="$(nice -n 10 hack/build-node.sh)"
 go build -o "$node_bin/cluster" ./test/nodecluster/cmd/cluster
-version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' version.go)"
+version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' cmd/tolokaforge/version.go)"
 img_dir="$root/bin/image"
 # The image, the Python runner image (Debian's python3, .debs cached in
 # bin/debs) and dist/install.yaml; bin/e2e/tolokaforge, for the suite's
 # `pack import` as a user runs it, is built with the image binary's flags, so
 # it costs a link, not a second build of every package.
 nice -n 10 make --no-print-directory image image-python release >/dev/null
-CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$root/bin/e2e/tolokaforge" .
+CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$root/bin/e2e/tolokaforge" ./cmd/tolokaforge
 (cd hack/image && go run . pause --tarball "$img_dir/pause.tar" >/dev/null)
 # The fake OpenAI-compatible LLM (test/fakellm) as a pod: the judged Trial's
 # provider, reached by its Service name.

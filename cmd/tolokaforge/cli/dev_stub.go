@@ -16,7 +16,10 @@ func newDevCommand(*deps) *cobra.Command {
 		Use:                "dev",
 		Short:              "Local control plane (only in a build with -tags dev, as `make demo` makes)",
 		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(c *cobra.Command, args []string) error {
+			if asksHelp(args) {
+				return c.Help()
+			}
 			return errors.New("this binary was built without `dev`; build it with `go build -tags dev` (make demo does)")
 		},
 	}

@@ -10,13 +10,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"tolokaforge.io/operator/runner/tools/builtin"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/packfiles"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/task/pack"
 	"tolokaforge.io/operator/results/local"
+	"tolokaforge.io/operator/runner/tools/builtin"
 )
 
 const packImportLong = `pack import converts Tolokaforge task directories (a project or a folder of

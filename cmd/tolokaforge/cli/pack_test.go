@@ -102,7 +102,7 @@ func TestImportCommandErrors(t *testing.T) {
 		{[]string{"import", "--mcp-command", "x.py", fixture("calc_basic")}, `--mcp-command "x.py": want SCRIPT=ARGV`},
 		{[]string{"import", "--label", "suite=a b", fixture("calc_basic")}, `--label "suite=a b": value: a valid label must be`},
 		{[]string{"import", "--label", "-bad=x", fixture("calc_basic")}, `--label "-bad=x": key: name part must consist of`},
-		{[]string{"import", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"import", "--bogus"}, "pack import: unknown flag: --bogus"},
 		{[]string{"import", fixture("shop_orders_02"), dup}, `Task name "shop-orders-02" is also`},
 		{[]string{"import", fixture("calc_basic"), filepath.Join(t.TempDir(), "missing")}, "missing: no such file or directory"},
 		{[]string{"validate"}, "pack validate: name at least one task directory"},

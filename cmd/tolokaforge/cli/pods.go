@@ -42,15 +42,23 @@ func passThrough(c *cobra.Command, fs *flag.FlagSet, main func(context.Context, 
 	c.Flags().AddGoFlagSet(fs)
 	c.DisableFlagParsing = true
 	c.RunE = func(c *cobra.Command, args []string) error {
-		for _, a := range args {
-			if a == "--" {
-				break
-			}
-			if a == "-h" || a == "--help" || a == "-help" {
-				return c.Help()
-			}
+		if asksHelp(args) {
+			return c.Help()
 		}
 		return main(c.Context(), args)
 	}
 	return c
+}
+
+// asksHelp says whether args, which cobra does not parse, ask for help.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "-h" || a == "--help" || a == "-help" {
+			return true
+		}
+	}
+	return false
 }

@@ -100,7 +100,10 @@ func parseRegradeFlags(args []string, stderr io.Writer) (*regradeFlags, error) {
 	if err := parseCommand(c, args); err != nil {
 		return nil, err
 	}
-	return f, f.check()
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // check refuses a command line missing what regrade needs.

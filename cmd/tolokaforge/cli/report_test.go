@@ -62,7 +62,7 @@ func TestReportCommandOnTrialRunArtifacts(t *testing.T) {
 		{[]string{"a", "b"}, `report: one campaign at a time, got ["a" "b"]`},
 		{[]string{"camp", "--artifacts", dir}, "give a campaign name or --artifacts, not both"},
 		{[]string{"--artifacts", dir, "--k", "-1"}, "--k must be >= 1"},
-		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus"}, "report: unknown flag: --bogus"},
 	} {
 		err := runReport(context.Background(), tc.args, &stdout, &stderr, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -102,6 +102,7 @@ func execute(ctx context.Context, d *deps, args []string) int {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "__complete") {
 		if c, _, err := root.Find(args); err != nil || c == root {
 			fmt.Fprintf(d.stderr, "tolokaforge: unknown command %q\n", args[0])
+			root.SetOut(d.stderr)
 			_ = root.Usage()
 			return 2
 		}
