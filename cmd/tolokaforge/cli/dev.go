@@ -30,6 +30,9 @@ make demo).`,
 		Example: `  bin/tolokaforge-dev dev --assets "$(hack/build-envtest.sh)"`,
 		Args:    noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if opts.Assets == "" {
+				opts.Assets = os.Getenv("KUBEBUILDER_ASSETS")
+			}
 			opts.Log = zap.New(zap.UseFlagOptions(&zopts))
 			ctrl.SetLogger(opts.Log)
 			return devcluster.Run(c.Context(), opts)
@@ -38,7 +41,7 @@ make demo).`,
 	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return fmt.Errorf("dev flags: %w", err) })
 	fs := c.Flags()
 	fs.StringVar(&opts.Dir, "dir", ".dev", "directory for the kubeconfig, CRDs and artifacts")
-	fs.StringVar(&opts.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS; `make envtest` builds them)")
+	fs.StringVar(&opts.Assets, "assets", "", "directory with kube-apiserver and etcd (default $KUBEBUILDER_ASSETS; `make envtest` builds them)")
 	fs.IntVar(&opts.MaxConcurrentTrials, "max-concurrent-trials", 10, "attempts driven at once")
 	fs.StringVar(&opts.ArtifactsURL, "artifacts-url", "", "artifacts store (file:///DIR, s3://BUCKET/PREFIX, gs://BUCKET/PREFIX; default file://<dir>/artifacts)")
 	fs.StringVar(&opts.FakeLLMScript, "fake-llm-script", "", "start the fake OpenAI-compatible LLM with this script")

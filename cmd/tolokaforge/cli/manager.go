@@ -63,8 +63,8 @@ runner and dbservice containers run --image.`,
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "Trial reconciles run at once (default 8)")
 	fs.StringVar(&f.ArtifactsDir, "artifacts-dir", "", "directory for each attempt's trajectory.yaml, grade.yaml and metrics.yaml (empty: none; same as --artifacts-url file:///DIR)")
 	fs.StringVar(&f.ArtifactsURL, "artifacts-url", "", "store for each attempt's artifacts, under <namespace>/<trial>/attempt-<n>/, and the only store Tasks' spec.files.url bundles are read from (pack import --store): file:///DIR, s3://BUCKET/PREFIX[?region=&endpoint=&use_path_style=true] or gs://BUCKET/PREFIX; credentials from the provider's environment (AWS_*, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS)")
-	fs.StringVar(&f.Image, "image", os.Getenv("TOLOKAFORGE_IMAGE"), "image of the runner and dbservice pods, normally the manager's own (default $TOLOKAFORGE_IMAGE)")
-	fs.StringVar(&f.PythonImage, "runner-python-image", os.Getenv("TOLOKAFORGE_PYTHON_IMAGE"), "image of the runner pods whose task needs Python (tau_sync/mcp_async tools, a .py MCP server, Python custom checks), e.g. tolokaforge:VERSION-python from `make image-python` (default $TOLOKAFORGE_PYTHON_IMAGE; empty: such Trials end Invalid)")
+	fs.StringVar(&f.Image, "image", "", "image of the runner and dbservice pods, normally the manager's own (default $TOLOKAFORGE_IMAGE)")
+	fs.StringVar(&f.PythonImage, "runner-python-image", "", "image of the runner pods whose task needs Python (tau_sync/mcp_async tools, a .py MCP server, Python custom checks), e.g. tolokaforge:VERSION-python from `make image-python` (default $TOLOKAFORGE_PYTHON_IMAGE; empty: such Trials end Invalid)")
 	fs.StringVar(&f.Python, "runner-python", manager.DefaultPython, "the runner's --python in --runner-python-image: a name on the image's PATH or a path")
 	fs.StringVar(&f.Entrypoint, "entrypoint", "tolokaforge", "path of the tolokaforge binary in --image")
 	fs.StringVar(&f.Namespace, "namespace", "", "watch only this namespace (default: all)")
@@ -101,6 +101,12 @@ func parseManagerFlags(args []string, out io.Writer) (*managerFlags, error) {
 
 // check refuses flags the manager cannot run with.
 func (f *managerFlags) check() error {
+	if f.Image == "" {
+		f.Image = os.Getenv("TOLOKAFORGE_IMAGE")
+	}
+	if f.PythonImage == "" {
+		f.PythonImage = os.Getenv("TOLOKAFORGE_PYTHON_IMAGE")
+	}
 	if f.Image == "" {
 		return errors.New("manager flags: --image is required (or set $TOLOKAFORGE_IMAGE)")
 	}
