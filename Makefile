@@ -20,7 +20,7 @@ ENVTEST_PKGS = ./api/v1alpha1/... ./controllers/... ./test/podsim/... ./test/kue
 # The Kueue suites (controllers/kueue, test/kueueenv) also need Kueue itself:
 # hack/build-kueue.sh builds it once into bin/kueue (KUEUE_ASSETS).
 
-.PHONY: all help build tools protoc python-deps generate manifests verify-generated verify-proto verify-imports \
+.PHONY: all help build docs tools protoc python-deps generate manifests verify-generated verify-proto verify-imports \
         vet lint test test-unit test-envtest envtest kueue bench fuzz demo clean build-dev
 
 all: build
@@ -76,6 +76,9 @@ verify-proto: ## The proto must stay byte-identical to the spec's.
 	@if [[ -f "$(SPEC_PROTO)" ]]; then cmp api/runnerpb/runner.proto "$(SPEC_PROTO)" \
 	  && echo "runner.proto is byte-identical to the spec"; \
 	else echo "spec proto not found at $(SPEC_PROTO); skipping byte check"; fi
+
+docs: ## Regenerate docs/cli (the command reference) from the command tree; make test fails when it is stale.
+	go run -tags dev ./cmd/gendocs docs/cli
 
 verify-generated: verify-proto tools ## Fail when generated code or manifests are stale.
 	hack/verify-generated.sh
