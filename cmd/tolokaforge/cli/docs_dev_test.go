@@ -68,12 +68,12 @@ var (
 var foreignFlags = map[string]bool{
 	"server-side": true, "for": true, "timeout": true, "from-literal": true, "set": true, "create-namespace": true,
 	"authorization-mode": true, "run-firewall": true, "run-router": true, "run-service-proxy": true,
-	"cleanup-config": true, "tags": true, "all": true, "fsys-tarfile": true, "cpuprofile": true,
+	"cleanup-config": true, "name": true, "tags": true, "all": true, "fsys-tarfile": true, "cpuprofile": true,
 }
 
 // flagsOf is every long flag c takes (its own and inherited).
 func flagsOf(c *cobra.Command) map[string]bool {
-	out := map[string]bool{}
+	out := map[string]bool{"help": true} // cobra adds --help when it runs a command
 	c.Flags().VisitAll(func(f *pflag.Flag) { out[f.Name] = true })
 	c.InheritedFlags().VisitAll(func(f *pflag.Flag) { out[f.Name] = true })
 	return out
@@ -110,6 +110,10 @@ func checkDocCommands(name, text string, root *cobra.Command) []string {
 			}
 			if c == root && len(words) > 0 && !strings.HasPrefix(words[0], "-") && isCommandWord(words[0]) {
 				probs = append(probs, fmt.Sprintf("%s: tolokaforge %s: no such command", where, words[0]))
+				for _, w := range words {
+					fl, _, _ := strings.Cut(strings.TrimPrefix(w, "--"), "=")
+					checked[fl] = true
+				}
 				continue
 			}
 			flags := flagsOf(c)
