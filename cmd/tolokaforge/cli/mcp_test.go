@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// runMCP hands the parsed options to the shop: a missing state file is the
+// mcp shop hands the parsed options to the shop: a missing state file is the
 // shop's error, before it touches stdio.
 func TestMCPShopPassesTheStateFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.json")

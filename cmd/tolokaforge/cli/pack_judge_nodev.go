@@ -11,7 +11,7 @@ import (
 
 // The production binary links no fake LLM (issue 13), so it has no stand-in judge:
 // a judged task validates only against a judge the user names. The dev build
-// (cmd_pack_judge.go) answers from test/fakellm instead.
+// (pack_judge.go) answers from test/fakellm instead.
 type standInJudge struct{}
 
 func newStandInJudge(io.Writer) (*standInJudge, error) { return &standInJudge{}, nil }
