@@ -207,9 +207,12 @@ kubectl tolokaforge version.`,
 	return root
 }
 
-// flagError names the command a flag error belongs to, as in
+// flagError names the subcommand a flag error belongs to, as in
 // "trial run: unknown flag: --tsk".
 func flagError(c *cobra.Command, err error) error {
+	if !c.HasParent() {
+		return err // execute names the binary
+	}
 	return fmt.Errorf("%s: %w", commandName(c), err)
 }
 
