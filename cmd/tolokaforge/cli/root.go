@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -58,7 +57,6 @@ type deps struct {
 	// selfExe resolves "tolokaforge" in MCP commands (default
 	// os.Executable()).
 	selfExe string
-	log     logr.Logger
 	// trial and regrade are the environments of `trial run` and
 	// `regrade` (their Stdout and Stderr default to stdout and stderr).
 	trial   trialEnv
