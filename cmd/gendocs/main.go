@@ -1,5 +1,9 @@
+//go:build dev
+
 // Command gendocs writes the command line's reference (docs/cli/*.md) from
 // the cobra command tree: go run -tags dev ./cmd/gendocs docs/cli (make docs).
+// It is in the -tags dev build only, as cli.WriteReference is: the
+// production binary links no Markdown generator.
 //
 // Imports: cmd/tolokaforge/cli and the standard library.
 package main
