@@ -25,7 +25,7 @@ ENVTEST_PKG_RE = /api/v1alpha1(/|$$)|/controllers(/|$$)|/test/podsim(/|$$)|/test
 # The Kueue suites (controllers/kueue, test/kueueenv) also need Kueue itself:
 # hack/build-kueue.sh builds it once into bin/kueue (KUEUE_ASSETS).
 
-.PHONY: all help build tools protoc python-deps generate manifests verify-generated verify-proto verify-imports \
+.PHONY: all help build docs tools protoc python-deps generate manifests verify-generated verify-proto verify-imports \
         vet lint test test-unit test-envtest envtest kueue bench fuzz demo clean build-dev
 
 all: build
@@ -37,11 +37,11 @@ help: ## Show the targets, by section.
 
 ## ---- main ------------------------------------------------------------------
 build: ## Build the tolokaforge binary into bin/, and beside it tolokaforge-toolexec (the runner's tool limits wrapper).
-	go build -o $(BIN)/tolokaforge .
+	go build -o $(BIN)/tolokaforge ./cmd/tolokaforge
 	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
 build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod simulator and the fake LLM), and tolokaforge-toolexec.
-	go build -tags dev -o $(BIN)/tolokaforge-dev .
+	go build -tags dev -o $(BIN)/tolokaforge-dev ./cmd/tolokaforge
 	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
 
 ## ---- tools ----------------------------------------------------------------
@@ -83,6 +83,9 @@ verify-proto: ## The proto must stay byte-identical to the spec's.
 	  && echo "runner.proto is byte-identical to the spec"; \
 	else echo "spec proto not found at $(SPEC_PROTO); skipping byte check"; fi
 
+docs: ## Regenerate docs/cli (the command reference) from the command tree; make test fails when it is stale.
+	go run -tags dev ./cmd/gendocs docs/cli
+
 verify-generated: verify-proto tools ## Fail when generated code or manifests are stale.
 	hack/verify-generated.sh
 
@@ -90,15 +93,15 @@ verify-generated: verify-proto tools ## Fail when generated code or manifests ar
 verify-imports: ## Fail when an import breaks the layout rules (api/ a leaf, ...).
 	hack/verify-imports.sh
 
-vet: ## go vet every package (the root package in both builds).
+vet: ## go vet every package (the command line in both builds).
 	go vet ./...
-	go vet -tags dev .
+	go vet -tags dev ./cmd/...
 
 lint: $(BIN)/staticcheck ## gofmt check and staticcheck.
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$unformatted" ]]; then \
 	  echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	staticcheck ./...
-	staticcheck -tags dev .
+	staticcheck -tags dev ./cmd/...
 
 ## ---- tests -----------------------------------------------------------------
 envtest: ## Build kube-apiserver and etcd from source; prints KUBEBUILDER_ASSETS.
@@ -127,8 +130,8 @@ test: ## Everything CI runs, each stage timed.
 	  go test $(GO_TEST_FLAGS) -timeout 40m $$(go list ./... | grep -v -E '$(ENVTEST_PKG_RE)')
 	@hack/timed.sh "go test (envtest suites)" env KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" KUEUE_ASSETS="$$(hack/build-kueue.sh)" \
 	  go test $(GO_TEST_FLAGS) -timeout 40m $(ENVTEST_PKGS)
-	@# The root package again as the dev build links it (`dev`, pack validate's stand-in judge).
-	@hack/timed.sh "go test (dev build)" go test $(GO_TEST_FLAGS) -tags dev -timeout 10m .
+	@# The command line again as the dev build links it (`dev`, pack validate's stand-in judge).
+	@hack/timed.sh "go test (dev build)" go test $(GO_TEST_FLAGS) -tags dev -timeout 10m ./cmd/...
 	@hack/timed.sh summary
 
 ## ---- measure and run ---------------------------------------------------------
@@ -173,11 +176,11 @@ clean: ## Remove the binary and benchmark output.
 ## ---- image and release --------------------------------------------------------
 # The image is built without a Docker daemon by hack/image (go-containerregistry,
 # pinned in hack/image/go.mod, a module of its own so the operator's go.mod stays
-# free of it). The version is `var version` in version.go: the image tag, the
+# free of it). The version is `var version` in cmd/tolokaforge/version.go: the image tag, the
 # chart's appVersion and config/manager's newTag (test/release checks they agree).
 KUSTOMIZE_VERSION ?= v5.8.2
 HELM_VERSION ?= v3.22.0
-VERSION ?= $(shell sed -n 's/^var version = "\(.*\)"$$/\1/p' $(ROOT)/version.go)
+VERSION ?= $(shell sed -n 's/^var version = "\(.*\)"$$/\1/p' $(ROOT)/cmd/tolokaforge/version.go)
 IMAGE_NAME ?= tolokaforge
 IMG ?= $(IMAGE_NAME):$(VERSION)
 REGISTRY ?=

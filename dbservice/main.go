@@ -29,10 +29,26 @@ type config struct {
 	logLevel int
 }
 
+// FlagSet is the set of flags Main parses, for the binary's help and its
+// generated reference; Main parses its own copy.
+func FlagSet() *flag.FlagSet {
+	fs, _ := newFlagSet(&config{}, io.Discard)
+	return fs
+}
+
 func parseFlags(args []string, out io.Writer) (*config, error) {
+	cfg := &config{}
+	fs, level := newFlagSet(cfg, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("dbservice flags: %w", err)
+	}
+	return cfg.check(fs, *level)
+}
+
+// newFlagSet defines Main's flags on cfg; the level is --log-level's value.
+func newFlagSet(cfg *config, out io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("dbservice", flag.ContinueOnError)
 	fs.SetOutput(out)
-	cfg := &config{}
 	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8000", "address to serve HTTP on (host:port; port 0 picks a free one)")
 	d, l := defaultLimits, &cfg.limits
 	fs.Int64Var(&l.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "largest accepted request body in bytes; larger bodies get 413")
@@ -49,9 +65,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&l.BodyReadTimeout, "body-read-timeout", d.BodyReadTimeout, "time allowed to read a request's body; slower bodies get 408")
 	fs.StringVar(&cfg.authFile, "auth-token-file", "", "file holding the trial's credential; every request but GET /health must carry it as 'Authorization: Bearer <token>' (default: none, requests are not authenticated)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("dbservice flags: %w", err)
-	}
+	return fs, level
+}
+
+// check validates the parsed flags.
+func (cfg *config) check(fs *flag.FlagSet, level string) (*config, error) {
+	l := &cfg.limits
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("dbservice flags: unexpected arguments %q", fs.Args())
 	}
@@ -70,7 +89,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 			return nil, fmt.Errorf("dbservice flags: --%s must be positive, got %d", f.name, f.v)
 		}
 	}
-	v, err := logging.ParseLevel(*level)
+	v, err := logging.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("dbservice flags: %w", err)
 	}

@@ -66,7 +66,7 @@ build_binaries() {
   go build -o "$node_bin/cluster" ./test/nodecluster/cmd/cluster
 }
 stage "build binaries (envtest, node, kube-router, kueue)" build_binaries
-version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' version.go)"
+version="$(sed -n 's/^var version = "\(.*\)"$/\1/p' cmd/tolokaforge/version.go)"
 img_dir="$root/bin/image"
 arch="$(go env GOARCH)"
 python_debs="python3 python3-yaml python3-pydantic python3-email-validator"
@@ -93,7 +93,7 @@ fetch_debs() {
   (cd hack/image && go run . debs --cache "$TF_OUT" --arch "$arch" $python_debs)
 }
 build_cli() {
-  CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$TF_OUT" .
+  CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$TF_OUT" ./cmd/tolokaforge
 }
 kueue_install() {
   local src

@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The docs check: every package doc's "Imports:" statement and README's Map
+// The docs check: every package doc's "Imports:" statement and docs/architecture.md's Map
 // must say what the tree is. Both are read by people deciding where code
 // goes, so a stale one is a wrong answer, not a cosmetic slip.
 //
@@ -262,15 +262,18 @@ func minus(a, b []string) []string {
 
 var backticked = regexp.MustCompile("`([^`]+)`")
 
-// checkReadmeMap compares README's "## Map" table (its first column) with
-// the tree under root: every file and folder it names exists, and every
-// top-level folder in goDirs (relative directories of the module's
-// packages) is named.
-func checkReadmeMap(readme, root string, goDirs []string) []string {
+// mapPage is the page whose "## Map" table is the layout.
+const mapPage = "docs/architecture.md"
+
+// checkMap compares the "## Map" table (its first column) of page (named
+// pageName) with the tree under root: every file and folder it names exists,
+// and every top-level folder in goDirs (relative directories of the
+// module's packages) is named.
+func checkMap(pageName, page, root string, goDirs []string) []string {
 	var probs []string
 	var rows []string
 	in := false
-	sc := bufio.NewScanner(strings.NewReader(readme))
+	sc := bufio.NewScanner(strings.NewReader(page))
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "## ") {
@@ -282,25 +285,25 @@ func checkReadmeMap(readme, root string, goDirs []string) []string {
 		}
 	}
 	if len(rows) < 3 {
-		return []string{"README.md: no \"## Map\" table (a header, a separator and rows)"}
+		return []string{pageName + ": no \"## Map\" table (a header, a separator and rows)"}
 	}
 	named := map[string]bool{}
 	for _, row := range rows[2:] { // past the header and the |---| line
 		cells := strings.Split(row, "|")
 		if len(cells) < 3 {
-			probs = append(probs, fmt.Sprintf("README.md Map: row %q has no folder column", row))
+			probs = append(probs, fmt.Sprintf("%s Map: row %q has no folder column", pageName, row))
 			continue
 		}
 		for _, m := range backticked.FindAllStringSubmatch(cells[1], -1) {
 			name := strings.TrimSuffix(m[1], "/")
 			if strings.ContainsAny(name, "*?[") || strings.HasSuffix(name, ".go") {
 				if files, _ := filepath.Glob(filepath.Join(root, name)); len(files) == 0 {
-					probs = append(probs, fmt.Sprintf("README.md Map names %s, which matches no file", m[1]))
+					probs = append(probs, fmt.Sprintf("%s Map names %s, which matches no file", pageName, m[1]))
 				}
 				continue
 			}
 			if fi, err := os.Stat(filepath.Join(root, name)); err != nil || !fi.IsDir() {
-				probs = append(probs, fmt.Sprintf("README.md Map names folder %s, which does not exist", m[1]))
+				probs = append(probs, fmt.Sprintf("%s Map names folder %s, which does not exist", pageName, m[1]))
 				continue
 			}
 			if !strings.Contains(name, "/") {
@@ -316,7 +319,7 @@ func checkReadmeMap(readme, root string, goDirs []string) []string {
 	}
 	for _, d := range sortedKeys(top) {
 		if !named[d] {
-			probs = append(probs, fmt.Sprintf("README.md Map does not name the top-level folder %s, which holds Go code", d))
+			probs = append(probs, fmt.Sprintf("%s Map does not name the top-level folder %s, which holds Go code", pageName, d))
 		}
 	}
 	return probs
@@ -383,7 +386,7 @@ func TestPackageDocsStateTheirImports(t *testing.T) {
 	}
 }
 
-func TestReadmeMapIsTheTree(t *testing.T) {
+func TestArchitectureMapIsTheTree(t *testing.T) {
 	pkgs, _ := modulePackages(t)
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -397,11 +400,11 @@ func TestReadmeMapIsTheTree(t *testing.T) {
 		}
 		dirs = append(dirs, rel)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	page, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(mapPage)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, prob := range checkReadmeMap(string(readme), root, dirs) {
+	for _, prob := range checkMap(mapPage, string(page), root, dirs) {
 		t.Error(prob)
 	}
 }
@@ -481,7 +484,7 @@ func TestPlantedStaleImportsStatementFails(t *testing.T) {
 	}
 }
 
-func TestPlantedStaleReadmeMapFails(t *testing.T) {
+func TestPlantedStaleMapFails(t *testing.T) {
 	root := t.TempDir()
 	for _, d := range []string{"api/task", "runner", "results/local"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -502,15 +505,15 @@ func TestPlantedStaleReadmeMapFails(t *testing.T) {
 	}{
 		{"the tree", "| `api/` | a |\n| `api/task` | t |\n| `runner` | r |\n| `results` | the readers; `results/local` |\n", nil},
 		{"a file that does not exist", "| `api/` | a |\n| `runner` | r |\n| `results` | x |\n| `cmd_gone.go` | y |\n",
-			[]string{"README.md Map names cmd_gone.go, which matches no file"}},
+			[]string{"docs/architecture.md Map names cmd_gone.go, which matches no file"}},
 		{"a folder that does not exist", "| `api/` | a |\n| `controllers/host/local` | gone |\n| `runner` | r |\n| `results` | x |\n",
-			[]string{"README.md Map names folder controllers/host/local, which does not exist"}},
+			[]string{"docs/architecture.md Map names folder controllers/host/local, which does not exist"}},
 		{"a top-level folder missing", "| `api/` | a |\n| `runner` | r |\n| `results/local` | only the second level |\n",
-			[]string{"README.md Map does not name the top-level folder results, which holds Go code"}},
+			[]string{"docs/architecture.md Map does not name the top-level folder results, which holds Go code"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			probs := checkReadmeMap(head+tc.rows+tail, root, goDirs)
+			probs := checkMap(mapPage, head+tc.rows+tail, root, goDirs)
 			if len(probs) != len(tc.want) {
 				t.Fatalf("problems %q, want %d matching %q", probs, len(tc.want), tc.want)
 			}
@@ -521,7 +524,7 @@ func TestPlantedStaleReadmeMapFails(t *testing.T) {
 			}
 		})
 	}
-	if probs := checkReadmeMap("# x\n\nno map here\n", root, goDirs); len(probs) != 1 || !strings.Contains(probs[0], `no "## Map" table`) {
-		t.Errorf("a README without a map: %q", probs)
+	if probs := checkMap(mapPage, "# x\n\nno map here\n", root, goDirs); len(probs) != 1 || !strings.Contains(probs[0], `no "## Map" table`) {
+		t.Errorf("a page without a map: %q", probs)
 	}
 }

@@ -54,8 +54,14 @@ func TestPlantedBadImportsFail(t *testing.T) {
 			"import rule broken: controllers imports runner/grading"},
 		{"production code links a test stand-in", m + "/controllers/manager " + m + "/test/podsim",
 			"import rule broken: controllers/manager imports test/podsim"},
-		{"the root links the fake LLM", m + " " + m + "/test/fakellm",
-			"import rule broken: . imports test/fakellm"},
+		{"the command line links the fake LLM", m + "/cmd/tolokaforge/cli " + m + "/test/fakellm",
+			"import rule broken: cmd/tolokaforge/cli imports test/fakellm"},
+		{"results reach up into the command line", m + "/results/report " + m + "/cmd/tolokaforge/cli",
+			"import rule broken: results/report imports cmd/tolokaforge/cli"},
+		{"a test harness reaches into the command line", m + "/test/devcluster " + m + "/cmd/tolokaforge/cli",
+			"import rule broken: test/devcluster imports cmd/tolokaforge/cli"},
+		{"a library builds a cobra command", m + "/results/report github.com/spf13/cobra",
+			"flags parsed below the root: results/report imports github.com/spf13/cobra"},
 		{"controllers reach up into results", m + "/controllers/host " + m + "/results/local",
 			"import rule broken: controllers/host imports results/local"},
 		{"the report embeds the runner", m + "/results/report " + m + "/runner",
@@ -78,10 +84,12 @@ func TestPlantedBadImportsFail(t *testing.T) {
 		})
 	}
 	// The stated exceptions pass.
-	ok := m + " fmt\n" + m + "/results/local " + m + "/runner " + m + "/dbservice\n" +
+	ok := m + "/cmd/tolokaforge:main " + m + "/cmd/tolokaforge/cli\n" + m + "/results/local " + m + "/runner " + m + "/dbservice\n" +
 		m + "/results/report " + m + "/controllers/campaign\n" +
+		// The command line's room reaches everything but test/ and parses flags.
+		m + "/cmd/tolokaforge/cli github.com/spf13/cobra github.com/spf13/pflag flag " + m + "/results/report " + m + "/controllers/manager " + m + "/runner " + m + "/dbservice " + m + "/api/task\n" +
 		// package main parses flags; runner and dbservice parse their pod args.
-		m + ":main flag\n" + m + "/test/fakellm/cmd/fakellm:main flag " + m + "/test/fakellm\n" +
+		m + "/cmd/tolokaforge:main flag\n" + m + "/test/fakellm/cmd/fakellm:main flag " + m + "/test/fakellm\n" +
 		m + "/hack/image:main github.com/spf13/pflag\n" + m + "/runner flag\n" + m + "/dbservice flag\n"
 	if out, err := verifyImports(t, ok); err != nil {
 		t.Fatalf("exceptions refused: %v\n%s", err, out)
@@ -93,14 +101,16 @@ func TestPlantedBadDevImportsFail(t *testing.T) {
 	cases := []struct {
 		name, edges, devEdges, want string
 	}{
-		{"the dev build links the fake LLM directly", "", m + ":main " + m + "/test/fakellm",
-			"import rule broken (-tags dev): . imports test/fakellm"},
+		{"the dev build links the fake LLM directly", "", m + "/cmd/tolokaforge/cli " + m + "/test/fakellm",
+			"import rule broken (-tags dev): cmd/tolokaforge/cli imports test/fakellm"},
+		{"the dev cluster is the command line's only", "", m + "/cmd/tolokaforge:main " + m + "/test/devcluster",
+			"import rule broken (-tags dev): cmd/tolokaforge imports test/devcluster"},
 		{"dev-only code links a test stand-in", "", m + "/controllers/manager " + m + "/test/podsim",
 			"import rule broken (-tags dev): controllers/manager imports test/podsim"},
 		{"a dev-only library parses flags", "", m + "/test/devcluster flag",
 			"flags parsed below the root (-tags dev): test/devcluster imports flag"},
-		{"the default build links the dev cluster", m + ":main " + m + "/test/devcluster", "",
-			"import rule broken: . imports test/devcluster"},
+		{"the default build links the dev cluster", m + "/cmd/tolokaforge/cli " + m + "/test/devcluster", "",
+			"import rule broken: cmd/tolokaforge/cli imports test/devcluster"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,20 +126,20 @@ func TestPlantedBadDevImportsFail(t *testing.T) {
 	if err == nil || strings.Count(out, "runner imports dbservice") != 1 || strings.Contains(out, "(-tags dev)") {
 		t.Fatalf("err %v, output:\n%s\nwant the edge reported once, for the default build", err, out)
 	}
-	// The stated exception: under the dev tag the root imports test/devcluster.
-	if out, err := verifyBuilds(t, m+":main fmt\n", m+":main fmt "+m+"/test/devcluster\n"); err != nil {
+	// The stated exception: under the dev tag the command line imports test/devcluster.
+	if out, err := verifyBuilds(t, m+"/cmd/tolokaforge/cli fmt\n", m+"/cmd/tolokaforge/cli fmt "+m+"/test/devcluster\n"); err != nil {
 		t.Fatalf("the dev build's exception refused: %v\n%s", err, out)
 	}
 }
 
-// goListDeps is every package the root package links with the given tags.
+// goListDeps is every package the binary (cmd/tolokaforge) links with the given tags.
 func goListDeps(t *testing.T, tags string) []string {
 	t.Helper()
 	args := []string{"list", "-deps"}
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	cmd := exec.Command("go", append(args, ".")...)
+	cmd := exec.Command("go", append(args, "./cmd/tolokaforge")...)
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {

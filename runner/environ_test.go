@@ -19,7 +19,7 @@ import (
 	"tolokaforge.io/operator/runner/proc"
 )
 
-// asRunnerBinary is main.go's runner path: scrub the environment, then Main.
+// asRunnerBinary is the binary's runner path (cmd/tolokaforge/cli.Main): scrub the environment, then Main.
 func asRunnerBinary(args []string) int {
 	if err := proc.ScrubEnvironment(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -53,10 +53,26 @@ type flags struct {
 	python       string
 }
 
+// FlagSet is the set of flags Main parses, for the binary's help and its
+// generated reference; Main parses its own copy.
+func FlagSet() *flag.FlagSet {
+	fs, _ := newFlagSet(&flags{}, io.Discard)
+	return fs
+}
+
 func parseFlags(args []string, out io.Writer) (*flags, error) {
+	f := &flags{}
+	fs, level := newFlagSet(f, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("runner flags: %w", err)
+	}
+	return f.check(fs, *level)
+}
+
+// newFlagSet defines Main's flags on f; the level is --log-level's value.
+func newFlagSet(f *flags, out io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	fs.SetOutput(out)
-	f := &flags{}
 	fs.StringVar(&f.listen, "listen", defaultListen, "address to serve gRPC on (host:port; port 0 picks a free one)")
 	fs.StringVar(&f.dbURL, "db-service-url", "", "DB service base URL, used when a trial spec names none (e.g. http://127.0.0.1:8000)")
 	fs.IntVar(&f.minProtocol, "min-engine-protocol", task.EngineProtocolVersion, "lowest engine_protocol_version RegisterTrial accepts")
@@ -72,9 +88,11 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.launcher, "tool-launcher", "", "the limits wrapper every tool process starts through: "+proc.LauncherName+", a ~2 MB binary that sets the --tool-rlimit-* limits and execs the tool in about a millisecond (default: "+proc.LauncherName+" beside this binary if there, else this binary itself, which costs ~100 ms of CPU and ~80 MB of memory per tool start); a path that is not an executable file is an error")
 	fs.StringVar(&f.python, "python", "python3", "the Python interpreter that runs a pack's Python tools, .py MCP servers and Python custom checks (a name on PATH or a path)")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
-	if err := fs.Parse(args); err != nil {
-		return nil, fmt.Errorf("runner flags: %w", err)
-	}
+	return fs, level
+}
+
+// check validates the parsed flags.
+func (f *flags) check(fs *flag.FlagSet, level string) (*flags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("runner flags: unexpected arguments %q", fs.Args())
 	}
@@ -93,7 +111,7 @@ func parseFlags(args []string, out io.Writer) (*flags, error) {
 	if f.dbURL != "" && !strings.HasPrefix(f.dbURL, "http://") && !strings.HasPrefix(f.dbURL, "https://") {
 		return nil, fmt.Errorf("runner flags: --db-service-url %q: want an http:// or https:// URL", f.dbURL)
 	}
-	v, err := logging.ParseLevel(*level)
+	v, err := logging.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("runner flags: %w", err)
 	}

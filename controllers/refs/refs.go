@@ -56,7 +56,7 @@ func (m *MissingRef) String() string {
 // that is not there for the manager, nil when all are, read uncached (the
 // manager may get Secrets but never lists or watches them). Optional
 // references are skipped. A Forbidden read says nothing of the Secret but
-// that the install did not grant ns (README, "Least privilege"): it is
+// that the install did not grant ns (docs/install.md, "Least privilege"): it is
 // reported as ReasonNamespaceNotGranted, never taken for a Secret that is
 // there. Other errors are returned: they say nothing about the Secret.
 func MissingSecret(ctx context.Context, r client.Reader, ns string, refs []evalv1.SecretUse) (*MissingRef, error) {

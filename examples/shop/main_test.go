@@ -69,7 +69,7 @@ func TestMainServesTheStateFile(t *testing.T) {
 }
 
 // The command-line cases (unknown flags, positional arguments) moved with
-// the flag parsing to the root's cmd_mcp_test.go.
+// the flag parsing to cmd/tolokaforge/cli/mcp_test.go.
 func TestMainRejectsBadStateFiles(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	os.WriteFile(bad, []byte(`{"customers":[{"id":"C","balance":"lots"}]}`), 0o600)

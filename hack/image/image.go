@@ -76,16 +76,24 @@ type BuildResult struct {
 
 var versionRE = regexp.MustCompile(`(?m)^var version = "([^"]+)"`)
 
-// VersionFromSource reads the release version from the checkout's version.go,
-// the one place it is written.
+// BinaryPackage is the tolokaforge binary's package in the checkout, and
+// VersionFile the file of its `var version` line.
+const (
+	BinaryPackage = "./cmd/tolokaforge"
+	VersionFile   = "cmd/tolokaforge/version.go"
+)
+
+// VersionFromSource reads the release version from the checkout's
+// VersionFile, the one place it is written.
 func VersionFromSource(root string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(root, "version.go"))
+	file := filepath.Join(root, filepath.FromSlash(VersionFile))
+	b, err := os.ReadFile(file)
 	if err != nil {
 		return "", fmt.Errorf("read version: %w", err)
 	}
 	m := versionRE.FindSubmatch(b)
 	if m == nil {
-		return "", fmt.Errorf("read version: no `var version = \"...\"` line in %s", filepath.Join(root, "version.go"))
+		return "", fmt.Errorf("read version: no `var version = \"...\"` line in %s", file)
 	}
 	return string(m[1]), nil
 }
@@ -140,7 +148,7 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		}
 		defer os.RemoveAll(dir)
 		bin = filepath.Join(dir, "tolokaforge")
-		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, bin, ".", log); err != nil {
+		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, bin, BinaryPackage, log); err != nil {
 			return nil, err
 		}
 		launch = filepath.Join(dir, filepath.Base(LauncherPath))

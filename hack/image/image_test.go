@@ -85,7 +85,11 @@ func TestVersionFromSource(t *testing.T) {
 		{"package main\n\nvar version string\n", "", "no `var version"},
 	} {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "version.go"), []byte(tc.src), 0o644); err != nil {
+		file := filepath.Join(dir, filepath.FromSlash(VersionFile))
+		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(tc.src), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got, err := VersionFromSource(dir)
@@ -94,7 +98,11 @@ func TestVersionFromSource(t *testing.T) {
 		}
 	}
 	if _, err := VersionFromSource(t.TempDir()); err == nil || !strings.Contains(err.Error(), "read version") {
-		t.Errorf("missing version.go: %v, want a read version error", err)
+		t.Errorf("missing %s: %v, want a read version error", VersionFile, err)
+	}
+	// The checkout's own file is where the constants say.
+	if v, err := VersionFromSource(filepath.Join("..", "..")); err != nil || !strings.HasPrefix(v, "v") {
+		t.Errorf("VersionFromSource(the checkout) = %q, %v", v, err)
 	}
 }
 

@@ -31,7 +31,16 @@ func Client(c client.Reader, kubeconfig, namespace string) (client.Reader, strin
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	return ClientFor(c, clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}), namespace)
+}
+
+// ClientFor is Client with the kubeconfig already loaded as cc (the
+// command line's kubeconfig flags: file, context, namespace): c defaults
+// to a client of cc's cluster and namespace to cc's.
+func ClientFor(c client.Reader, cc clientcmd.ClientConfig, namespace string) (client.Reader, string, error) {
+	if c != nil && namespace != "" {
+		return c, namespace, nil
+	}
 	if namespace == "" {
 		ns, _, err := cc.Namespace()
 		if err != nil {

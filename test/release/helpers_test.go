@@ -23,7 +23,7 @@ func repoRoot(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, "version.go")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, versionFile)); err != nil {
 		t.Fatalf("repo root %s: %v", root, err)
 	}
 	return root
@@ -31,21 +31,24 @@ func repoRoot(t *testing.T) string {
 
 var versionRE = regexp.MustCompile(`(?m)^var version = "([^"]+)"`)
 
-// releaseVersion reads version.go independently of hack/image, so a change in
+// versionFile holds the binary's `var version` line.
+const versionFile = "cmd/tolokaforge/version.go"
+
+// releaseVersion reads cmd/tolokaforge/version.go independently of hack/image, so a change in
 // how either reads it shows here.
 func releaseVersion(t *testing.T, root string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "version.go"))
+	b, err := os.ReadFile(filepath.Join(root, versionFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := versionRE.FindSubmatch(b)
 	if m == nil {
-		t.Fatal("version.go has no `var version = \"...\"` line")
+		t.Fatal(versionFile + " has no `var version = \"...\"` line")
 	}
 	v := string(m[1])
 	if v == "" || v == "latest" || v == "dev" {
-		t.Fatalf("version.go: version %q is not a release version", v)
+		t.Fatalf(versionFile+": version %q is not a release version", v)
 	}
 	return v
 }

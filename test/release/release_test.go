@@ -261,7 +261,7 @@ func TestSetImageChangesAllThree(t *testing.T) {
 }
 
 // TestVersionsAgree: the tag config/manager sets and the chart's appVersion are
-// version.go's, so a release bump that misses one fails here.
+// cmd/tolokaforge/version.go's, so a release bump that misses one fails here.
 func TestVersionsAgree(t *testing.T) {
 	root := repoRoot(t)
 	version := releaseVersion(t, root)

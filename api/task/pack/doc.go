@@ -32,7 +32,7 @@
 // browser, env_assertions, an agentic judge) is refused by name.
 //
 // Conversion is pure: it reads the pack directory and writes manifests. The
-// CLI (`tolokaforge pack import|validate`) lives in the binary's cmd_pack.go;
+// CLI (`tolokaforge pack import|validate`) lives in cmd/tolokaforge/cli/pack.go;
 // running a pack's golden path locally lives in results/local.
 //
 // The manifests keep a task's tool_artifacts out of its Task: they travel
