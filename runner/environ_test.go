@@ -4,18 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner"
-	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/proc"
 )
 
@@ -48,29 +45,11 @@ func TestToolsFindNoProviderKeyInAnyEnviron(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "runner", "--listen="+addr, "--db-service-url="+db.url, "--work-dir="+filepath.Join(dir, "work"),
-		"--log-level=error", "--drain-timeout=1s")
 	// The parent's whole environment plus provider keys, as a careless pod
 	// spec or a shell would pass them.
-	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+fakeKey, "ANTHROPIC_API_KEY="+fakeKey, "JUDGE_KEY="+fakeKey)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	c, err := client.Dial(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatalf("runner subprocess: %v", err)
-	}
+	c, _ := startRunnerProcess(t, addr, []string{self, "runner", "--listen=" + addr, "--db-service-url=" + db.url,
+		"--work-dir=" + filepath.Join(dir, "work"), "--log-level=error", "--drain-timeout=1s"},
+		"OPENAI_API_KEY="+fakeKey, "ANTHROPIC_API_KEY="+fakeKey, "JUDGE_KEY="+fakeKey)
 
 	out := filepath.Join(dir, "environs")
 	script := `for p in 1 $PPID self; do echo "== $p"; tr '\0' '\n' < /proc/$p/environ 2>&1; done > "$ENVIRON_OUT"; exec "$SELF" mcp testkit`

@@ -17,7 +17,6 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner"
-	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/proc"
 )
@@ -240,26 +239,7 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 		}
 		argv = append([]string{sp, "--bounding-set=-all", "--inh-caps=-all", "--"}, argv...)
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+sentinel)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-	})
-	c, err := client.Dial(context.Background(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.WaitReady(wctx); err != nil {
-		t.Fatalf("in-process runner subprocess: %v", err)
-	}
+	c, runnerPID := startRunnerProcess(t, addr, argv, "OPENAI_API_KEY="+sentinel)
 
 	// Every ancestor's environ, up to the runner (below it: the host's
 	// supervisor, whose environment is the tool's own minimal one).
@@ -286,7 +266,7 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 	if err != nil || !resp.GetSuccess() {
 		t.Fatalf("RegisterTrial: %v %s", err, resp.GetError())
 	}
-	args := fmt.Sprintf(`{"runner":%d}`, cmd.Process.Pid)
+	args := fmt.Sprintf(`{"runner":%d}`, runnerPID)
 	r, err := c.ExecuteTool(ctxT(t), &runnerpb.ExecuteToolRequest{TrialId: "peek", ToolName: "peek", ArgumentsJson: args, CallId: "c1"})
 	if err != nil {
 		t.Fatal(err)
@@ -295,7 +275,7 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runnerPid := strconv.Itoa(cmd.Process.Pid)
+	runnerPid := strconv.Itoa(runnerPID)
 	for _, tc := range []struct {
 		name, got, want string
 	}{
