@@ -9,8 +9,13 @@
 // against that version), and the cluster's DNS is CoreDNS as kube-system pods
 // labelled k8s-app=kube-dns behind the kube-dns Service (dns.go; the image of
 // hack/coredns), the only DNS the operator's runner policy admits.
-// Everything it writes lives under its own directory (bin/cluster), its own
-// bridge and its own iptables chains; the fixed paths kubelet and the CNI
+// Everything it writes lives under its own directory (bin/cluster: configs,
+// certificates, etcd's data, logs) and a short runtime directory for what
+// holds unix sockets (containerd, kubelet's root: RunRoot/<hash of the
+// directory>, so a checkout at any path fits a socket path), its own bridge
+// and its own iptables chains; every process Up starts is watched, and a wait
+// ends at once, with the process's exit status and log tail, when one has
+// exited. The fixed paths kubelet and the CNI
 // plugins insist on, and the sysctls kubelet, kube-proxy and the bridge plugin
 // set, are recorded at Up and put back at Down, which stops every process by
 // the PID Up recorded and removes kube-router's chains and the ipsets it
