@@ -21,13 +21,8 @@ if [[ -n "$k8s_version" ]]; then
   ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 fi
 
-build() { # name module-dir package
-  local name="$1" src="$2" pkg="${3:-.}"
-  local key
-  key="$(tf_key "$src/go.mod" "$src/go.sum" "$src/$pkg/main.go" - <<<"$ldflags")"
-  # shellcheck disable=SC2016
-  tf_cached "k8s/$name-$key" "$out/$name" \
-    bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="$2" -o "$TF_OUT" "$3"' _ "$src" "$ldflags" "$pkg"
+build() { # name module-dir package-dir
+  tf_go_binary k8s "$1" "$2" "${3:-.}" "$ldflags" "$out/$1"
 }
 
 build etcd "$root/hack/envtest/etcd"

@@ -25,12 +25,7 @@ ldflags+=" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/
 ldflags+=" -X k8s.io/component-base/version.gitTreeState=clean"
 
 build() { # name [module-dir package-dir]
-  local name="$1" mod="${2:-$src}" pkg="${3:-$1}"
-  local key
-  key="$(tf_key "$mod/go.mod" "$mod/go.sum" "$mod/$pkg/main.go" - <<<"$ldflags")"
-  # shellcheck disable=SC2016
-  tf_cached "node/$name-$key" "$out/$name" \
-    bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="$2" -o "$TF_OUT" "./$3"' _ "$mod" "$ldflags" "$pkg"
+  tf_go_binary node "$1" "${2:-$src}" "${3:-$1}" "$ldflags" "$out/$1"
 }
 
 for name in ${NODE_COMPONENTS:-kubelet kube-proxy kube-scheduler kube-controller-manager kube-router}; do

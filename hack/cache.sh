@@ -54,6 +54,16 @@ tf_cached() {
   fi
 }
 
+# tf_go_binary KIND NAME MODULE-DIR PACKAGE-DIR LDFLAGS DEST: a static Go
+# binary of the package at MODULE-DIR/PACKAGE-DIR, keyed by the module's
+# go.mod and go.sum, the package's main.go, the flags and the Go toolchain.
+tf_go_binary() {
+  local kind="$1" name="$2" mod="$3" pkg="$4" flags="$5" dest="$6"
+  # shellcheck disable=SC2016
+  tf_cached "$kind/$name-$(tf_key "$mod/go.mod" "$mod/go.sum" "$mod/$pkg/main.go" - <<<"$flags")" "$dest" \
+    bash -c 'cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags="$2" -o "$TF_OUT" "./$3"' _ "$mod" "$flags" "$pkg"
+}
+
 # tf_tree_key: a key of every file of the checkout git would commit (tracked
 # or not ignored, as they are on disk now; a symlink by its target), for the
 # artifacts built from the project's own source.

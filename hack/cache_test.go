@@ -164,3 +164,36 @@ git add -A && git -c user.email=t@t -c user.name=t commit -qm init`)
 		base = got
 	}
 }
+
+// TestGoBinaryBuildsOncePerInputs: tf_go_binary builds the package static
+// and links it; the same inputs are reused, other flags build again.
+func TestGoBinaryBuildsOncePerInputs(t *testing.T) {
+	cache, mod := t.TempDir(), t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":      "module example.com/hello\n\ngo 1.22\n",
+		"go.sum":      "",
+		"cmd/main.go": "package main\n\nvar word = \"hello\"\n\nfunc main() { println(word) }\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(mod, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := filepath.Join(mod, "bin", "hello")
+	for i, step := range []struct{ flags, wantLog, wantOut string }{
+		{"-s -w", "cache: built bin/hello-", "hello"},
+		{"-s -w", "cache: reusing bin/hello-", "hello"},
+		{"-X main.word=bye", "cache: built bin/hello-", "bye"},
+	} {
+		out, err := cacheRun(t, cache, `tf_go_binary bin hello "`+mod+`" cmd "`+step.flags+`" "`+dest+`"`)
+		if err != nil || !strings.Contains(out, step.wantLog) {
+			t.Fatalf("step %d: %v, log %q; want %q", i, err, out, step.wantLog)
+		}
+		got, err := exec.Command(dest).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(got)) != step.wantOut {
+			t.Errorf("step %d: the binary printed %q (%v), want %q", i, got, err, step.wantOut)
+		}
+	}
+}
