@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-paths=(api/runnerpb api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac)
+paths=(api/runnerpb api/execagentpb api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac)
 saved="$(mktemp -d)"
 trap 'rm -rf "$saved"' EXIT
 for p in "${paths[@]}"; do
