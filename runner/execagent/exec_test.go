@@ -91,10 +91,10 @@ func errorsUnwrap(err error) error {
 func TestExecTimeout(t *testing.T) {
 	a := startAgent(t, nil)
 	for _, tc := range []struct {
-		name, cmd      string
-		grace          int64
-		signal         string
-		minMS, maxMS   int64
+		name, cmd    string
+		grace        int64
+		signal       string
+		minMS, maxMS int64
 	}{
 		// bash execs sleep, which dies of the TERM at once.
 		{"TERM suffices", "sleep 30", 5000, "SIGTERM", 150, 3000},

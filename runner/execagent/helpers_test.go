@@ -25,11 +25,11 @@ func TestMain(m *testing.M) {
 }
 
 type agent struct {
-	srv    *execagent.Server
-	c      *client.Client
-	addr   string
-	token  string
-	state  string
+	srv   *execagent.Server
+	c     *client.Client
+	addr  string
+	token string
+	state string
 }
 
 // startAgent serves an agent in process on 127.0.0.1:0 and returns a
