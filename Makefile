@@ -36,9 +36,10 @@ help: ## Show the targets, by section.
 	  /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 ## ---- main ------------------------------------------------------------------
-build: ## Build the tolokaforge binary into bin/, and beside it tolokaforge-toolexec (the runner's tool limits wrapper).
+build: ## Build the tolokaforge binary into bin/, and beside it tolokaforge-toolexec (the runner's tool limits wrapper) and tolokaforge-execagent (static: PID 1 of a terminal task's container).
 	go build -o $(BIN)/tolokaforge ./cmd/tolokaforge
 	go build -o $(BIN)/tolokaforge-toolexec ./runner/proc/toolexec
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o $(BIN)/tolokaforge-execagent ./cmd/tolokaforge-execagent
 
 build-dev: ## bin/tolokaforge-dev: the binary plus `dev` (links envtest, the pod simulator and the fake LLM), and tolokaforge-toolexec.
 	go build -tags dev -o $(BIN)/tolokaforge-dev ./cmd/tolokaforge
@@ -171,7 +172,7 @@ demo: build-dev ## Start a local control plane and run the sample trials.
 	KUBEBUILDER_ASSETS="$$(hack/build-envtest.sh)" hack/demo.sh
 
 clean: ## Remove the binary and benchmark output.
-	rm -rf bin/tolokaforge bin/tolokaforge-dev bin/tolokaforge-toolexec bin/bench.txt cover.out
+	rm -rf bin/tolokaforge bin/tolokaforge-dev bin/tolokaforge-toolexec bin/tolokaforge-execagent bin/bench.txt cover.out
 
 ## ---- image and release --------------------------------------------------------
 # The image is built without a Docker daemon by hack/image (go-containerregistry,
