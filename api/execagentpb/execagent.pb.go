@@ -86,7 +86,9 @@ type ExecRequest struct {
 	// command runs as `bash -c command` (`sh -c` when the image has no bash).
 	Command string `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
 	// argv, when set, runs directly instead of command (argv[0] looked up in PATH).
-	Argv    []string          `protobuf:"bytes,2,rep,name=argv,proto3" json:"argv,omitempty"`
+	Argv []string `protobuf:"bytes,2,rep,name=argv,proto3" json:"argv,omitempty"`
+	// workdir is the command's directory; empty is the agent's own (the
+	// image's WORKDIR).
 	Workdir string            `protobuf:"bytes,3,opt,name=workdir,proto3" json:"workdir,omitempty"`
 	Env     map[string]string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// clean_env starts from an empty environment plus PATH and HOME of the user.

@@ -269,6 +269,13 @@ func (s *Server) execFiles(stdin []byte) (_ *execFiles, err error) {
 	open := func(suffix string) (*os.File, *os.File, error) {
 		p := filepath.Join(s.opts.StateDir, fmt.Sprintf("exec-%d-%d.%s", os.Getpid(), n, suffix))
 		r, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrNotExist) {
+			// A command removed the state directory: make it again.
+			if merr := os.MkdirAll(s.opts.StateDir, 0o700); merr != nil {
+				return nil, nil, fmt.Errorf("recreate %s: %w", s.opts.StateDir, merr)
+			}
+			r, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("create %s: %w", p, err)
 		}

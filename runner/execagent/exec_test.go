@@ -66,26 +66,11 @@ func TestExecRefusesBadRequests(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := a.c.Exec(context.Background(), tc.req)
-			if status.Code(errorsUnwrap(err)) != tc.code || !strings.Contains(err.Error(), tc.msg) {
+			if status.Code(err) != tc.code || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("error %v, want %s naming %q", err, tc.code, tc.msg)
 			}
 		})
 	}
-}
-
-// errorsUnwrap finds the gRPC status inside the client's wrapped error.
-func errorsUnwrap(err error) error {
-	for e := err; e != nil; {
-		if _, ok := status.FromError(e); ok {
-			return e
-		}
-		u, ok := e.(interface{ Unwrap() error })
-		if !ok {
-			break
-		}
-		e = u.Unwrap()
-	}
-	return err
 }
 
 func TestExecTimeout(t *testing.T) {
@@ -256,7 +241,7 @@ func TestExecCancelledCallKillsTheCommand(t *testing.T) {
 	defer cancel()
 	marker := t.TempDir() + "/pid"
 	_, err := a.c.Exec(ctx, &pb.ExecRequest{Command: "echo $$ > " + marker + "; exec sleep 30", TimeoutMs: 60_000, KillGraceMs: 100})
-	if status.Code(errorsUnwrap(err)) != codes.DeadlineExceeded {
+	if status.Code(err) != codes.DeadlineExceeded {
 		t.Fatalf("error %v, want DeadlineExceeded", err)
 	}
 	// The command dies within the grace, whatever the client saw.
@@ -271,5 +256,17 @@ func TestExecCancelledCallKillsTheCommand(t *testing.T) {
 			t.Fatalf("the command (pid %q) still runs after the call ended", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A command that removes the agent's state directory does not break the
+// next one.
+func TestExecRecreatesStateDir(t *testing.T) {
+	a := startAgent(t, nil)
+	if r := a.run(t, "rm -rf "+a.state); r.ExitCode != 0 {
+		t.Fatalf("rm: exit %d %q", r.ExitCode, r.Stderr)
+	}
+	if r := a.run(t, "echo again"); string(r.Stdout) != "again\n" {
+		t.Fatalf("after the state directory went: %q", r.Stdout)
 	}
 }

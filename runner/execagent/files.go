@@ -29,7 +29,8 @@ func (s *Server) userFor(what, name string) (*account, error) {
 }
 
 // WriteFile writes path atomically: a temporary file in the same
-// directory, fsync, rename, then an fsync of the directory.
+// directory, fsync, rename, then an fsync of the directory. A symbolic link
+// at path is replaced, not written through.
 func (s *Server) WriteFile(_ context.Context, req *pb.WriteFileRequest) (*pb.WriteFileResponse, error) {
 	p := req.GetPath()
 	if err := checkPath("write file", p); err != nil {
@@ -145,8 +146,14 @@ func (s *Server) ReadFile(_ context.Context, req *pb.ReadFileRequest) (*pb.ReadF
 	if limit <= 0 || limit > s.opts.MaxFileBytes {
 		limit = s.opts.MaxFileBytes
 	}
-	// O_NONBLOCK: opening a FIFO must not hang the call; the fstat below
-	// refuses it.
+	// Refuse a device, pipe or socket before opening it (opening some
+	// devices has effects); O_NONBLOCK and the fstat below catch one
+	// swapped in meanwhile without hanging on a FIFO.
+	if fi, err := os.Stat(p); err != nil {
+		return nil, fail(fsCode(err), err, "read file %s", p)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fail(codes.FailedPrecondition, nil, "read file %s: not a regular file (%s)", p, typeName(fi.Mode()))
+	}
 	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fail(fsCode(err), err, "read file %s", p)

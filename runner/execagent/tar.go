@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 
@@ -253,7 +254,10 @@ func extract(dest string, r io.Reader, maxBytes int64, acct *account) (entries, 
 			if mode == 0 {
 				mode = 0o755
 			}
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg: // the reader reports the old TypeRegA as TypeReg
+			if mode == 0 {
+				mode = 0o644
+			}
 			if err := clearName(root, name, full); err != nil {
 				return entries, written, err
 			}
@@ -449,11 +453,16 @@ func addFile(tw *tar.Writer, full, name string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
 		return nil
 	}
-	f, err := os.Open(full)
+	// O_NONBLOCK and the fstat: a FIFO swapped in since the walk saw a
+	// regular file must not hang the call.
+	f, err := os.OpenFile(full, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", full, err)
 	}
 	defer f.Close()
+	if now, err := f.Stat(); err != nil || !now.Mode().IsRegular() {
+		return fmt.Errorf("open %s: no longer a regular file", full)
+	}
 	// The header promised fi.Size() bytes: copy exactly that many, padding
 	// with zeros if the file shrank meanwhile.
 	n, err := io.Copy(tw, io.LimitReader(f, fi.Size()))
