@@ -21,20 +21,44 @@ import (
 	"tolokaforge.io/operator/runner/execagent/client"
 )
 
-// TestBinary builds the static binary and drives it as a subprocess: the
-// central reaper (ReapAll) dispatching statuses by pid, a background child
-// not holding the reply, KillAll of a double fork, the token kept from
-// children, and SIGTERM ending it with status 0.
-func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
+// buildBinary builds the static binary once per test run.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "execagent-bin-")
+	if err != nil {
+		return "", err
 	}
-	dir := t.TempDir()
 	bin := filepath.Join(dir, "tolokaforge-execagent")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w -X main.version=v-test", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bin, err := buildBinary(); err == nil {
+		os.RemoveAll(filepath.Dir(bin))
+	}
+	os.Exit(code)
+}
+
+// running is the agent binary running as a subprocess.
+type running struct {
+	cmd    *exec.Cmd
+	c      *client.Client
+	token  string
+	exited chan error
+}
+
+// startBinary runs the binary, behind prefix (a command that execs it),
+// with its token in the environment, and waits until it serves.
+func startBinary(t *testing.T, prefix ...string) *running {
+	t.Helper()
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
 	}
 	if fi, err := os.Stat(bin); err == nil {
 		t.Logf("binary size: %d bytes (%.1f MiB)", fi.Size(), float64(fi.Size())/(1<<20))
@@ -43,7 +67,8 @@ func TestBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(dir, "state"))
+	args := append(append([]string(nil), prefix...), bin, "--listen", "127.0.0.1:0", "--state-dir", filepath.Join(t.TempDir(), "state"))
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), execagent.TokenEnv+"="+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -73,6 +98,9 @@ func TestBinary(t *testing.T) {
 		_ = cmd.Process.Kill()
 		logMu.Lock()
 		defer logMu.Unlock()
+		if strings.Contains(logs.String(), token) {
+			t.Error("the agent logged its token")
+		}
 		if t.Failed() {
 			t.Logf("agent log:\n%s", logs.String())
 		}
@@ -85,18 +113,12 @@ func TestBinary(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the agent did not start serving")
 	}
-	logMu.Lock()
-	leaked := strings.Contains(logs.String(), token)
-	logMu.Unlock()
-	if leaked {
-		t.Fatal("the agent logged its token")
-	}
 	c, err := client.Dial(addr, client.Options{Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -105,6 +127,21 @@ func TestBinary(t *testing.T) {
 	if err != nil || h.Version != "v-test" {
 		t.Fatalf("health %v %v, want version v-test", h, err)
 	}
+	return &running{cmd: cmd, c: c, token: token, exited: exited}
+}
+
+// TestBinary drives the static binary as a subprocess: the central reaper
+// (ReapAll) dispatching statuses by pid, a background child not holding
+// the reply, KillAll of a double fork, the token kept from children, and
+// SIGTERM ending it with status 0.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	r := startBinary(t)
+	c, token, cmd, exited := r.c, r.token, r.cmd, r.exited
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 
 	t.Run("statuses by pid", func(t *testing.T) {
 		var wg sync.WaitGroup
@@ -214,4 +251,73 @@ func TestBinary(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+// TestBinaryAsPID1 runs the agent as PID 1 of a new PID namespace (as in
+// its container): it reaps the orphans that come to it, KillAll kills
+// every other process of the namespace and spares the agent, and SIGTERM
+// from inside stops it with status 0.
+func TestBinaryAsPID1(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	if os.Getuid() != 0 {
+		t.Skip("a new PID namespace needs root; this test runs as uid", os.Getuid())
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1) to make a PID namespace:", err)
+	}
+	if out, err := exec.Command(unshare, "-p", "-f", "--mount-proc", "true").CombinedOutput(); err != nil {
+		t.Skipf("unshare cannot make a PID namespace here: %v %s", err, out)
+	}
+	r := startBinary(t, unshare, "-p", "-f", "--kill-child", "--mount-proc")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run := func(cmd string) *pb.ExecResponse {
+		t.Helper()
+		resp, err := r.c.Exec(ctx, &pb.ExecRequest{Command: cmd, TimeoutMs: 20_000})
+		if err != nil {
+			t.Fatalf("exec %q: %v", cmd, err)
+		}
+		return resp
+	}
+	if got := run(`tr '\0' ' ' </proc/1/cmdline`); !strings.Contains(string(got.Stdout), "tolokaforge-execagent") {
+		t.Fatalf("PID 1 is %q, not the agent", got.Stdout)
+	}
+	// Orphans that exit come to PID 1, which reaps them.
+	run(`for i in 1 2 3; do ( sleep 0.05 & ); done; sleep 0.3`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		z := run(`grep -l '^State:.*Z' /proc/[0-9]*/status 2>/dev/null | wc -l`)
+		if strings.TrimSpace(string(z.Stdout)) == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s zombies stay under PID 1", strings.TrimSpace(string(z.Stdout)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid := strings.TrimSpace(string(run(`( setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! )`).Stdout))
+	run(`sleep 1000 >/dev/null 2>&1 &`)
+	k, err := r.c.KillAll(ctx, &pb.KillAllRequest{GraceMs: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Killed < 2 {
+		t.Fatalf("killed %d, want at least 2", k.Killed)
+	}
+	if got := run(`ls -d /proc/[0-9]* | wc -l; kill -0 ` + pid + ` 2>/dev/null && echo alive || echo gone`); !strings.HasSuffix(string(got.Stdout), "gone\n") {
+		t.Fatalf("after KillAll: %q", got.Stdout)
+	}
+	// SIGTERM to PID 1 from inside the namespace: the agent has a handler.
+	_, _ = r.c.Exec(ctx, &pb.ExecRequest{Command: "kill -TERM 1; sleep 30", TimeoutMs: 20_000})
+	select {
+	case err := <-r.exited:
+		if err != nil {
+			t.Fatalf("the agent exited with %v, want status 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent did not exit after SIGTERM")
+	}
 }
