@@ -56,23 +56,29 @@ func (s *Server) Exec(ctx context.Context, req *pb.ExecRequest) (*pb.ExecRespons
 		acct = a
 	}
 	env := s.environ(req, acct)
+	// The request's PATH first, then the standard one: a PATH set to
+	// something odd still finds the shell.
+	search := pathOf(env) + ":" + cleanPath
 	argv := req.GetArgv()
 	if len(argv) == 0 {
-		sh, err := lookPath("bash", pathOf(env))
+		sh, err := lookPath("bash", search)
 		if err != nil {
-			sh, err = lookPath("sh", pathOf(env))
+			sh, err = lookPath("sh", search)
 			if err != nil {
 				return nil, fail(codes.FailedPrecondition, err, "exec: neither bash nor sh in PATH")
 			}
 		}
 		argv = []string{sh, "-c", req.GetCommand()}
 	}
-	argv0, err := lookPath(argv[0], pathOf(env))
+	argv0, err := lookPath(argv[0], search)
 	if err != nil {
 		return nil, fail(codes.InvalidArgument, err, "exec: %q", argv[0])
 	}
 	dir := req.GetWorkdir()
 	if dir != "" {
+		if !filepath.IsAbs(dir) {
+			return nil, fail(codes.InvalidArgument, nil, "exec: workdir %q is not absolute", dir)
+		}
 		if fi, err := os.Stat(dir); err != nil {
 			return nil, fail(fsCode(err), err, "exec: workdir %s", dir)
 		} else if !fi.IsDir() {

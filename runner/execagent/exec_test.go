@@ -62,6 +62,7 @@ func TestExecRefusesBadRequests(t *testing.T) {
 		{"both", &pb.ExecRequest{Command: "true", Argv: []string{"true"}, TimeoutMs: 1000}, codes.InvalidArgument, "both"},
 		{"unknown user", &pb.ExecRequest{Command: "true", User: "no-such-user-xyz", TimeoutMs: 1000}, codes.InvalidArgument, "no-such-user-xyz"},
 		{"missing workdir", &pb.ExecRequest{Command: "true", Workdir: "/no/such/dir", TimeoutMs: 1000}, codes.NotFound, "/no/such/dir"},
+		{"relative workdir", &pb.ExecRequest{Command: "true", Workdir: "tmp", TimeoutMs: 1000}, codes.InvalidArgument, `"tmp"`},
 		{"argv not found", &pb.ExecRequest{Argv: []string{"no-such-binary-xyz"}, TimeoutMs: 1000}, codes.InvalidArgument, "no-such-binary-xyz"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -183,3 +183,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// The default limit (64 MiB) passes through gRPC: a file of exactly the
+// limit is written; one byte more is refused by the agent, naming the
+// limit, not by the transport.
+func TestWriteFileDefaultLimitFitsTheMessage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 128 MiB")
+	}
+	a := startAgent(t, nil)
+	p := filepath.Join(t.TempDir(), "big")
+	content := make([]byte, execagent.DefaultMaxFileBytes)
+	resp, err := a.c.WriteFile(context.Background(), &pb.WriteFileRequest{Path: p, Content: content})
+	if err != nil || resp.BytesWritten != execagent.DefaultMaxFileBytes {
+		t.Fatalf("writing %d bytes: %v %v", len(content), resp, err)
+	}
+	_, err = a.c.WriteFile(context.Background(), &pb.WriteFileRequest{Path: p, Content: append(content, 0)})
+	wantCode(t, err, codes.InvalidArgument, "over the limit of 67108864")
+}
