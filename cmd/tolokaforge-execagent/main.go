@@ -7,7 +7,8 @@
 // the agent unsets before it starts anything. The agent makes itself
 // non-dumpable, reaps every child, and on SIGTERM or SIGINT stops serving,
 // kills what is left of its processes and exits 0. SIGHUP, SIGUSR1, SIGUSR2
-// and SIGPIPE are ignored. Build it static (CGO_ENABLED=0).
+// and SIGPIPE are caught and dropped (not ignored: commands start with
+// every signal at its default). Build it static (CGO_ENABLED=0).
 package main
 
 import (
@@ -70,7 +71,15 @@ func run() error {
 	if err := execagent.SetSubreaper(); err != nil {
 		return err
 	}
-	signal.Ignore(syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	// Caught and dropped rather than ignored (signal.Ignore): an ignored
+	// disposition survives exec, and commands must start with SIGPIPE and
+	// SIGHUP at their defaults (`yes | head` ends by SIGPIPE).
+	dropped := make(chan os.Signal, 8)
+	signal.Notify(dropped, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
+	go func() {
+		for range dropped {
+		}
+	}()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 

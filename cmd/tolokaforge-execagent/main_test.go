@@ -188,6 +188,29 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("commands start with default signal dispositions", func(t *testing.T) {
+		r, err := c.Exec(ctx, &pb.ExecRequest{Command: "grep SigIgn /proc/self/status; yes | head -c 3 >/dev/null; echo ${PIPESTATUS[0]}", TimeoutMs: 10_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Fields(string(r.Stdout))
+		if len(lines) != 3 {
+			t.Fatalf("stdout %q", r.Stdout)
+		}
+		ign, err := strconv.ParseUint(lines[1], 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sig := range []syscall.Signal{syscall.SIGPIPE, syscall.SIGUSR1, syscall.SIGUSR2} {
+			if ign&(1<<(uint(sig)-1)) != 0 {
+				t.Errorf("commands start with %v ignored (SigIgn %s)", sig, lines[1])
+			}
+		}
+		if lines[2] != "141" { // 128 + SIGPIPE: yes died of it
+			t.Errorf("yes | head: yes ended with %s, want 141 (SIGPIPE)", lines[2])
+		}
+	})
+
 	t.Run("KillAll of a double fork", func(t *testing.T) {
 		r, err := c.Exec(ctx, &pb.ExecRequest{Command: `( setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! )`, TimeoutMs: 10_000})
 		if err != nil {
