@@ -52,6 +52,9 @@ func (t *TaskDescription) ApplyDefaults() {
 	if t.InitializationActions == nil {
 		t.InitializationActions = []InitializationAction{}
 	}
+	if t.Environment != nil {
+		t.Environment.applyDefaults()
+	}
 	for i := range t.InitializationActions {
 		if t.InitializationActions[i].Arguments == nil {
 			t.InitializationActions[i].Arguments = emptyObject()

@@ -28,6 +28,9 @@ type TaskDescription struct {
 	// ToolArtifacts maps a relative path to base64 file content, unpacked into the
 	// trial's artifact directory before tools are built.
 	ToolArtifacts map[string]string `json:"tool_artifacts,omitempty"`
+	// Environment is the task's own container (adapter_type terminal_bench
+	// only): our extension, see Environment.
+	Environment *Environment `json:"environment,omitempty"`
 }
 
 // adapterType is a closed set: native | tau | tlk_mcp_core | terminal_bench.

@@ -331,6 +331,7 @@ func (t *TaskDescription) validate(c *checker, path string) {
 			c.failf(joinKey(p, "port"), "%d is outside [1, 65535]", *s.Port)
 		}
 	}
+	t.validateEnvironment(c, path)
 	if t.Grading != nil {
 		t.Grading.validate(c, joinKey(path, "grading"))
 		t.validatePythonChecksFile(c, joinKey(path, "grading"))

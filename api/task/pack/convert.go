@@ -255,6 +255,18 @@ func (c *converter) parse(name string, data []byte) (*yaml.Node, error) {
 
 func (c *converter) convert() error {
 	const taskFile = "task.yaml"
+	if ok, err := c.exists(taskFile); err != nil {
+		return err
+	} else if !ok {
+		if h, err := c.isHarbor(); err != nil {
+			return err
+		} else if h {
+			if err := c.harbor(); err != nil {
+				return err
+			}
+			return c.finish()
+		}
+	}
 	data, err := c.read(taskFile)
 	if err != nil {
 		return err

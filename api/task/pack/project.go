@@ -40,15 +40,20 @@ func FindTasks(dir string) ([]string, error) {
 		return nil, fmt.Errorf("task directory %s: %w", dir, err)
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("task directory %s holds no task: no task.yaml in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)", dir)
+		return nil, fmt.Errorf("task directory %s holds no task: no task.yaml (or Harbor's task.toml with instruction.md) in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml; a Harbor task holds task.toml and instruction.md)", dir)
 	}
 	sort.Strings(found)
 	return found, nil
 }
 
+// isTaskDir says dir holds a task: task.yaml (Tolokaforge, Terminal-Bench
+// 1) or Harbor's task.toml with instruction.md.
 func isTaskDir(dir string) bool {
-	st, err := os.Stat(filepath.Join(dir, "task.yaml"))
-	return err == nil && st.Mode().IsRegular()
+	regular := func(name string) bool {
+		st, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && st.Mode().IsRegular()
+	}
+	return regular("task.yaml") || (regular(harborTaskFile) && regular(harborInstruction))
 }
 
 // ConvertProject converts every task dir holds (FindTasks): a project, a

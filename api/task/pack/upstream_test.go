@@ -108,16 +108,18 @@ func TestUpstreamPacks(t *testing.T) {
 			components: []string{"state_checks", "transcript_rules"},
 		},
 		{
-			dir: "terminal_bench/echo-hello", taskID: "echo-hello", tools: []string{"read_file", "write_file", "list_dir"},
-			files: []string{"run-tests.sh", "tests/test_outputs.py"},
+			dir: "terminal_bench/echo-hello", taskID: "echo-hello", tools: task.EnvironmentToolNames,
 			check: func(t *testing.T, c *converted) {
 				g := c.Description.Grading
-				if g.GradingMethod != task.GradingTestExecution || !reflect.DeepEqual(g.TestExecution.Command, []string{"bash", "run-tests.sh"}) ||
-					g.TestExecution.RewardFile != "/logs/verifier/reward.txt" || g.TestExecution.TimeoutS != 180 {
+				if g.GradingMethod != task.GradingTestExecution || !reflect.DeepEqual(g.TestExecution.Command, []string{"bash", "/tests/run-tests.sh"}) ||
+					g.TestExecution.RewardFile != "/logs/verifier/reward.txt" || g.TestExecution.TimeoutS != 30 {
 					t.Fatalf("grading %+v %+v", g, g.TestExecution)
 				}
 				if !strings.Contains(c.InitialUserMessage, "/tmp/hello.txt") || c.Description.Description != c.InitialUserMessage {
 					t.Fatalf("instruction %q", c.InitialUserMessage)
+				}
+				if got := artifactNames(c.Description); !reflect.DeepEqual(got, []string{"run-tests.sh", "tests/test_outputs.py"}) {
+					t.Fatalf("artifacts %v", got)
 				}
 			},
 		},
