@@ -191,7 +191,9 @@ func TestConvertTerminalRefusals(t *testing.T) {
 		{"tb1 unknown key", tb("instruction: x\nnetwork_mode: host\n", nil), "t/task.yaml: network_mode: not a key we know how to honour, refused"},
 		{"tb1 parser", tb("instruction: x\nparser_name: swebench\n", nil), `t/task.yaml: parser_name: "swebench": refused: only Terminal-Bench's pytest parser is implemented`},
 		{"tb1 same shell", tb("instruction: x\nrun_tests_in_same_shell: true\n", nil), "t/task.yaml: run_tests_in_same_shell: true: refused: the tests run in a fresh shell"},
-		{"tb1 two services", tb("instruction: x\n", func(f map[string]string) { f["docker-compose.yaml"] = "services:\n  client: {}\n  db: {image: postgres}\n" }),
+		{"tb1 two services", tb("instruction: x\n", func(f map[string]string) {
+			f["docker-compose.yaml"] = "services:\n  client: {}\n  db: {image: postgres}\n"
+		}),
 			"t/docker-compose.yaml: services: client, db: refused: more than one service"},
 		{"tb1 no run-tests.sh", tb("instruction: x\n", func(f map[string]string) { delete(f, "run-tests.sh") }), "t: a Terminal-Bench task (task.yaml with instruction) needs run-tests.sh"},
 	} {
@@ -215,12 +217,12 @@ func TestConvertTerminalRefusals(t *testing.T) {
 // Dockerfile the build, task.yaml's timeouts and kept keys.
 func TestConvertTerminalBench1(t *testing.T) {
 	dir := writePack(t, "count-lines", map[string]string{
-		"task.yaml":           "instruction: Count the lines.\nmax_agent_timeout_sec: 200\nmax_test_timeout_sec: 40\nauthor_email: a@b\ndifficulty: easy\ntags: [x]\nparser_name: pytest\nrun_tests_in_same_shell: false\n",
-		"run-tests.sh":        "pytest $TEST_DIR/test_outputs.py -rA\n",
+		"task.yaml":             "instruction: Count the lines.\nmax_agent_timeout_sec: 200\nmax_test_timeout_sec: 40\nauthor_email: a@b\ndifficulty: easy\ntags: [x]\nparser_name: pytest\nrun_tests_in_same_shell: false\n",
+		"run-tests.sh":          "pytest $TEST_DIR/test_outputs.py -rA\n",
 		"tests/test_outputs.py": "def test_a(): pass\n",
-		"solution.sh":         "wc -l f > /app/n\n",
-		"Dockerfile":          "FROM debian:bookworm-slim\n",
-		"docker-compose.yaml": "services:\n  client:\n    build: .\n",
+		"solution.sh":           "wc -l f > /app/n\n",
+		"Dockerfile":            "FROM debian:bookworm-slim\n",
+		"docker-compose.yaml":   "services:\n  client:\n    build: .\n",
 	})
 	c, err := Convert(dir, Options{Builtins: builtin.Catalog{}})
 	if err != nil {
@@ -268,8 +270,8 @@ func TestConvertUpstreamEchoHello(t *testing.T) {
 func TestFindTasksHarbor(t *testing.T) {
 	root := writeProject(t, map[string]string{
 		"a/instruction.md": "x", "a/task.toml": "",
-		"b/task.yaml":      "instruction: y\n",
-		"c/task.toml":      "", // no instruction.md: not a task
+		"b/task.yaml": "instruction: y\n",
+		"c/task.toml": "", // no instruction.md: not a task
 	})
 	got, err := FindTasks(root)
 	if err != nil {
