@@ -35,7 +35,11 @@ func AuthSecretName(t *evalv1.Trial, attempt int32) string {
 // the Trial, so it goes with it; immutable, so a token the pods read never
 // changes under them. One per attempt: an attempt's pods cannot be reached
 // with a token of an earlier attempt.
-func authSecret(a attemptRef, token string) *corev1.Secret {
+//
+// envToken is the exec agent's (a terminal task's environment): a second
+// token, so the runner's never enters the task's container, where the
+// agent is root.
+func authSecret(a attemptRef, token, envToken string) *corev1.Secret {
 	t := a.Trial
 	labels := map[string]string{
 		evalv1.LabelName:      evalv1.AppName,
@@ -54,7 +58,7 @@ func authSecret(a attemptRef, token string) *corev1.Secret {
 		},
 		Type:      corev1.SecretTypeOpaque,
 		Immutable: ptr.To(true),
-		Data:      map[string][]byte{authn.SecretKey: []byte(token)},
+		Data:      map[string][]byte{authn.SecretKey: []byte(token), EnvironmentTokenKey: []byte(envToken)},
 	}
 }
 

@@ -15,22 +15,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"tolokaforge.io/operator/api/authn"
+	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
 // hasNetworkPolicies reports whether the trial's policy exists and its
 // namespace's RunnersPolicy exists as this manager would write it.
-func (r *TrialReconciler) hasNetworkPolicies(ctx context.Context, t *evalv1.Trial) (bool, error) {
+func (r *TrialReconciler) hasNetworkPolicies(ctx context.Context, t *evalv1.Trial, env *task.Environment) (bool, error) {
 	var np networkingv1.NetworkPolicy
-	name := NetworkPolicyName(t.Name)
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &np)
-	if apierrors.IsNotFound(err) {
-		return false, nil
+	names := []string{NetworkPolicyName(t.Name)}
+	if env != nil {
+		names = append(names, EnvironmentPolicyName(t.Name))
 	}
-	if err != nil {
-		return false, fmt.Errorf("get network policy %s of trial %s/%s: %w", name, t.Namespace, t.Name, err)
+	for _, name := range names {
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, &np)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("get network policy %s of trial %s/%s: %w", name, t.Namespace, t.Name, err)
+		}
 	}
-	err = r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: RunnersPolicyName}, &np)
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: RunnersPolicyName}, &np)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -48,20 +54,26 @@ func (r *TrialReconciler) hasNetworkPolicies(ctx context.Context, t *evalv1.Tria
 // NetworkPolicyReady=False condition (the event ages out; the condition
 // stays until the policies exist). The write is retried until
 // timeouts.podsReady ends the attempt.
-func (r *TrialReconciler) ensureNetworkPolicies(ctx context.Context, t *evalv1.Trial) error {
-	// The two do not depend on each other: written at once, one round trip
+func (r *TrialReconciler) ensureNetworkPolicies(ctx context.Context, t *evalv1.Trial, env *task.Environment) error {
+	// They do not depend on each other: written at once, one round trip
 	// instead of two on the way to the attempt's pods.
-	own := NetworkPolicy(t, r.ManagerPeer)
-	var ownErr, nsErr error
+	own := []*networkingv1.NetworkPolicy{NetworkPolicy(t, r.ManagerPeer)}
+	if env != nil {
+		own = append(own, EnvironmentPolicy(t, env))
+	}
+	ownErr := make([]error, len(own))
+	var nsErr error
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := r.Client.Create(ctx, own, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			ownErr = fmt.Errorf("create network policy %s: %w", own.Name, err)
-		}
-	})
+	for i, np := range own {
+		wg.Go(func() {
+			if err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+				ownErr[i] = fmt.Errorf("create network policy %s: %w", np.Name, err)
+			}
+		})
+	}
 	wg.Go(func() { nsErr = r.ensureRunnersPolicy(ctx, t.Namespace) })
 	wg.Wait()
-	for _, err := range []error{ownErr, nsErr} {
+	for _, err := range append(ownErr, nsErr) {
 		if err == nil {
 			continue
 		}
@@ -165,7 +177,11 @@ func (r *TrialReconciler) ensureAuthSecret(ctx context.Context, a attemptRef) er
 	if err != nil {
 		return err
 	}
-	s := authSecret(a, tok)
+	envTok, err := authn.NewToken()
+	if err != nil {
+		return err
+	}
+	s := authSecret(a, tok, envTok)
 	if err := r.Client.Create(ctx, s, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 		emit(r.Recorder, a.Trial, []eventRecord{warningEvent(evalv1.ReasonCredentialUnavailable, actionStartAttempt,
 			fmt.Sprintf("create credential secret %s: %v; no pods are created without it", s.Name, err))})

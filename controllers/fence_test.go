@@ -71,7 +71,7 @@ func TestAuthSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := authSecret(attemptRef{tr, 2}, tok)
+	s := authSecret(attemptRef{tr, 2}, tok, "env-tok")
 	if s.Name != "t1-a2-auth-uid-1" || s.Namespace != "ns" {
 		t.Errorf("name = %s/%s", s.Namespace, s.Name)
 	}
@@ -81,8 +81,8 @@ func TestAuthSecret(t *testing.T) {
 	if s.Immutable == nil || !*s.Immutable {
 		t.Error("the credential Secret is mutable")
 	}
-	if string(s.Data[authn.SecretKey]) != tok || len(s.Data) != 1 {
-		t.Errorf("data keys = %d, want only %q holding the token", len(s.Data), authn.SecretKey)
+	if string(s.Data[authn.SecretKey]) != tok || string(s.Data[EnvironmentTokenKey]) != "env-tok" || len(s.Data) != 2 {
+		t.Errorf("data = %d keys, want %q holding the runner's token and %q the exec agent's", len(s.Data), authn.SecretKey, EnvironmentTokenKey)
 	}
 	if s.Labels[evalv1.LabelTrial] != "t1" || s.Labels[evalv1.LabelAttempt] != "2" {
 		t.Errorf("labels = %v", s.Labels)
@@ -102,10 +102,10 @@ func TestAttemptTokenNeedsTheTrialsOwnSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := testTrial()
-	mine := authSecret(attemptRef{tr, 1}, "tok-1")
+	mine := authSecret(attemptRef{tr, 1}, "tok-1", "env-1")
 	other := testTrial()
 	other.UID = "uid-other"
-	foreign := authSecret(attemptRef{other, 2}, "tok-2")
+	foreign := authSecret(attemptRef{other, 2}, "tok-2", "env-2")
 	foreign.Name = AuthSecretName(tr, 2) // planted under this Trial's name
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(mine, foreign).Build()
 	ctx := context.Background()

@@ -80,13 +80,24 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: policyMeta(t, NetworkPolicyName(t.Name)),
 		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{
-				evalv1.LabelManagedBy: evalv1.ManagedByValue,
-				evalv1.LabelTrial:     trial,
-			}},
+			// A terminal task's environment pod has a policy of its own
+			// (EnvironmentPolicy): selected here too, the union would admit
+			// the manager and the runner on its other ports.
+			PodSelector: metav1.LabelSelector{
+				MatchLabels: map[string]string{
+					evalv1.LabelManagedBy: evalv1.ManagedByValue,
+					evalv1.LabelTrial:     trial,
+				},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{
+					Key: evalv1.LabelRole, Operator: metav1.LabelSelectorOpNotIn, Values: []string{evalv1.RoleEnvironment},
+				}},
+			},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Egress: []networkingv1.NetworkPolicyEgressRule{
 				{To: trialPod(trial, evalv1.RoleDBService), Ports: tcpPort(DBServicePort)},
+				// The runner drives a terminal task's environment (the exec
+				// agent); the environment's own policy admits nobody else.
+				{To: trialPod(trial, evalv1.RoleEnvironment), Ports: tcpPort(EnvironmentPort)},
 			},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{
 				{From: trialPod(trial, evalv1.RoleRunner), Ports: tcpPort(DBServicePort)},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"tolokaforge.io/operator/api/result"
+	"tolokaforge.io/operator/api/task"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,6 +37,9 @@ type world struct {
 	// why it could not be.
 	Task    *resolvedTask
 	TaskErr *taskError
+	// AttemptTask is the task the active attempt started with (nil when
+	// this process holds no driver of it).
+	AttemptTask *resolvedTask
 	// ImageErr says why no runner image can run the task: it needs Python
 	// and the manager has no Python image. Checked with the task.
 	ImageErr error
@@ -64,8 +68,10 @@ type plan struct {
 	// Placement is the Kueue admission's placement of each role's pod.
 	Placement map[string]Placement
 	// Submit hands the active attempt to a driver.
-	Submit           bool
-	RunnerIP, DBIP   string
+	Submit                bool
+	RunnerIP, DBIP, EnvIP string
+	// Env is the task's environment when EnsureNP must fence one too.
+	Env *task.Environment
 	Cancel           error
 	DeletePodsOf     []int32 // attempts whose pods go now
 	DeleteStrays     []*corev1.Pod
@@ -154,9 +160,16 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 
 	var waiting []string
 	ready := 0
-	for _, role := range []string{evalv1.RoleDBService, evalv1.RoleRunner} {
+	desc := w.attemptDesc()
+	roles := attemptRoles(desc)
+	pullFailure := ""
+	p.Env = w.environment()
+	for _, role := range roles {
 		pod := w.Pods[a.Number][role]
 		h, reason, msg := observePod(pod)
+		if role == evalv1.RoleEnvironment && h == podWaiting {
+			pullFailure = imagePullFailure(pod)
+		}
 		switch h {
 		case podGone:
 			p.endAttempt(w, a, controllerVerdict(reason, msg), nil)
@@ -181,20 +194,30 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 	}
 
 	st := &p.Status
-	if ready == 2 {
+	if ready == len(roles) {
 		p.cond(evalv1.TrialPodsReady, true, evalv1.ReasonPodsReady,
 			fmt.Sprintf("pods of attempt %d are ready", a.Number))
 		if d.State == stateClaimed {
 			p.Submit = true
 			p.RunnerIP = w.Pods[a.Number][evalv1.RoleRunner].Status.PodIP
 			p.DBIP = w.Pods[a.Number][evalv1.RoleDBService].Status.PodIP
+			if env := w.Pods[a.Number][evalv1.RoleEnvironment]; env != nil {
+				p.EnvIP = env.Status.PodIP
+			}
 		}
 	} else {
-		limit := podsReadyTimeout(w.Trial)
+		limit := environmentReadyTimeout(w.Trial, desc)
 		if a.StartTime != nil {
 			deadline := a.StartTime.Add(limit)
 			if !w.Now.Before(deadline) {
-				p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodsNotReady, fmt.Sprintf(
+				reason := evalv1.ReasonPodsNotReady
+				switch {
+				case pullFailure != "":
+					reason = evalv1.ReasonEnvironmentImageUnavailable
+				case hasEnvironment(desc) && !podIsReady(w.Pods[a.Number][evalv1.RoleEnvironment]):
+					reason = evalv1.ReasonEnvironmentNotReady
+				}
+				p.endAttempt(w, a, controllerVerdict(reason, fmt.Sprintf(
 					"pods of attempt %d not ready after %s: %s", a.Number, limit, strings.Join(waiting, ", "))), nil)
 				return
 			}
@@ -418,10 +441,16 @@ func (p *plan) startNext(w *world) {
 	p.Claim = &attemptInput{Trial: t.DeepCopy(), Number: n, Task: w.Task}
 	p.ClaimID = a.ID
 	p.EnsureNP = !w.HasNetworkPolicy
-	p.CreatePod = []string{evalv1.RoleDBService, evalv1.RoleRunner}
-	p.Events = append(p.Events, normalEvent(evalv1.ReasonStarting, actionStartAttempt,
-		fmt.Sprintf("attempt %d of %d: creating pods %s and %s", n, maxAttempts(t), a.DBServicePod, a.RunnerPod)))
-	p.requeueIn(podsReadyTimeout(t))
+	p.CreatePod = attemptRoles(w.Task.Desc)
+	p.Env = w.environment()
+	msg = fmt.Sprintf("attempt %d of %d: creating pods %s and %s", n, maxAttempts(t), a.DBServicePod, a.RunnerPod)
+	if hasEnvironment(w.Task.Desc) {
+		st.Attempts[len(st.Attempts)-1].EnvironmentPod = PodName(t.Name, n, evalv1.RoleEnvironment)
+		msg = fmt.Sprintf("attempt %d of %d: creating pods %s, %s and %s (the task's environment, image %s)", n, maxAttempts(t),
+			a.DBServicePod, a.RunnerPod, PodName(t.Name, n, evalv1.RoleEnvironment), w.Task.Desc.Environment.Image)
+	}
+	p.Events = append(p.Events, normalEvent(evalv1.ReasonStarting, actionStartAttempt, msg))
+	p.requeueIn(environmentReadyTimeout(t, w.Task.Desc))
 }
 
 // driverDone: the attempt's driver in this process returned a result.

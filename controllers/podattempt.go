@@ -68,13 +68,14 @@ type attemptInput struct {
 }
 
 // Drive returns the DriveFunc of one attempt whose pods are ready.
-func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP string) driveFunc {
+// envIP is the environment pod's (a terminal task), empty for other tasks.
+func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP, envIP string) driveFunc {
 	return func(ctx context.Context, registered func()) host.AttemptResult {
-		return d.run(ctx, in, runnerIP, dbIP, registered)
+		return d.run(ctx, in, runnerIP, dbIP, envIP, registered)
 	}
 }
 
-func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP string, registered func()) host.AttemptResult {
+func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envIP string, registered func()) host.AttemptResult {
 	t := in.Trial
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	log := d.Log.WithValues("trial", key.String(), "attempt", in.Number)
@@ -86,6 +87,9 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 
 	dbURL := "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))
 	spec := buildTrialSpecVia(t, in.Number, in.Task.Desc, dbURL, d.GatewayURL)
+	if envIP != "" {
+		spec.EnvEndpoints.EnvironmentURL = net.JoinHostPort(envIP, strconv.Itoa(EnvironmentPort))
+	}
 	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef, t.Spec.Agent.BaseURL)
 	if err != nil {
 		o, reason := keyFailure(err)
@@ -151,6 +155,13 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP strin
 	}
 	if to := t.Spec.Timeouts.Trial; to != nil {
 		cfg.TrialTimeout = to.Duration
+	}
+	// A terminal task bounds its agent ([agent] timeout_sec); the Trial's
+	// own bound wins when it is shorter. The tests still run after it.
+	if env := in.Task.Desc.Environment; env != nil && env.Agent.TimeoutS > 0 {
+		if a := time.Duration(env.Agent.TimeoutS * float64(time.Second)); cfg.TrialTimeout == 0 || a < cfg.TrialTimeout {
+			cfg.TrialTimeout = a
+		}
 	}
 	if to := t.Spec.Timeouts.Tool; to != nil {
 		cfg.DefaultToolTimeout = to.Duration

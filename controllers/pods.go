@@ -170,7 +170,19 @@ func runnerPod(cfg PodConfig, a attemptRef, desc *task.TaskDescription) *corev1.
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: judgeKeyVolume, MountPath: runnerSecretsDir, ReadOnly: true})
 	}
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "work", MountPath: runnerWorkDir})
+	if hasEnvironment(desc) {
+		c.Args = append(c.Args, "--environment-token-file="+environmentTokenFile)
+	}
 	pod := basePod(a, evalv1.RoleRunner, t.Spec.Runner, c)
+	if hasEnvironment(desc) {
+		// The runner reads the exec agent's token too (the DB service
+		// does not: its pod mounts the runner's token alone).
+		for i := range pod.Spec.Volumes {
+			if v := &pod.Spec.Volumes[i]; v.Name == authVolume {
+				v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: EnvironmentTokenKey, Path: EnvironmentTokenKey})
+			}
+		}
+	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
 		Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(workDirSizeLimit.DeepCopy())}},
 	})

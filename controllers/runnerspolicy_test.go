@@ -101,7 +101,7 @@ func TestRunnersPolicyIsWrittenOncePerNamespace(t *testing.T) {
 			tr := testTrial()
 			tr.Namespace = []string{"a", "b", "c"}[i%3]
 			tr.Name, tr.UID = fmt.Sprintf("t%d", i), types.UID(fmt.Sprintf("uid-%d", i))
-			if err := r.ensureNetworkPolicies(context.Background(), tr); err != nil {
+			if err := r.ensureNetworkPolicies(context.Background(), tr, nil); err != nil {
 				errs <- err
 			}
 		})
@@ -132,7 +132,7 @@ func TestRunnersPolicyIsWrittenOncePerNamespace(t *testing.T) {
 	}
 	tr := testTrial()
 	tr.Namespace = "a"
-	if err := r.ensureNetworkPolicies(context.Background(), tr); err != nil {
+	if err := r.ensureNetworkPolicies(context.Background(), tr, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := writes.creates["a/"+RunnersPolicyName]; n != 2 {
@@ -155,10 +155,10 @@ func TestStaleRunnersPolicyIsUpdated(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if ok, err := r.hasNetworkPolicies(ctx, tr); err != nil || ok {
+	if ok, err := r.hasNetworkPolicies(ctx, tr, nil); err != nil || ok {
 		t.Fatalf("hasNetworkPolicies with a stale runner policy = %v, %v; want false", ok, err)
 	}
-	if err := r.ensureNetworkPolicies(ctx, tr); err != nil {
+	if err := r.ensureNetworkPolicies(ctx, tr, nil); err != nil {
 		t.Fatal(err)
 	}
 	var got networkingv1.NetworkPolicy
@@ -171,7 +171,7 @@ func TestStaleRunnersPolicyIsUpdated(t *testing.T) {
 	if writes.updates["ns/"+RunnersPolicyName] != 1 || writes.creates["ns/"+RunnersPolicyName] != 0 {
 		t.Errorf("creates %v updates %v, want one update", writes.creates, writes.updates)
 	}
-	if ok, err := r.hasNetworkPolicies(ctx, tr); err != nil || !ok {
+	if ok, err := r.hasNetworkPolicies(ctx, tr, nil); err != nil || !ok {
 		t.Fatalf("hasNetworkPolicies after the update = %v, %v; want true", ok, err)
 	}
 }

@@ -183,7 +183,7 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
 	in := &attemptInput{Trial: tr, Number: 1, Task: resolvedShop()}
-	res := d.Drive(in, "10.0.0.1", "10.0.0.2")(context.Background(), func() {})
+	res := d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func() {})
 	if gotKey != secretValue {
 		t.Errorf("actor got key %q", gotKey)
 	}
@@ -194,14 +194,14 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	// A missing key is an infrastructure fault (the Secret may appear),
 	// named without the value.
 	tr.Spec.Agent.APIKeySecretRef.Key = "absent"
-	res = d.Drive(in, "10.0.0.1", "10.0.0.2")(context.Background(), func() {})
+	res = d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func() {})
 	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonAPIKeyUnavailable ||
 		res.Message != `agent API key: secret ns/keys has no key "absent"` {
 		t.Errorf("result = %+v", res)
 	}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "k", Optional: ptr.To(true)}
 	gotKey = "unset"
-	d.Drive(in, "10.0.0.1", "10.0.0.2")(context.Background(), func() {})
+	d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func() {})
 	if gotKey != "" {
 		t.Errorf("optional missing secret gave key %q", gotKey)
 	}

@@ -268,9 +268,6 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 		w.Pods[int32(n)][role] = pod
 	}
 
-	if w.HasNetworkPolicy, err = r.hasNetworkPolicies(ctx, t); err != nil {
-		return nil, err
-	}
 	if r.Queue != nil {
 		w.Queued = true
 		if t.QueueName() != "" && !isTerminal(&t.Status) {
@@ -290,6 +287,9 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 			r.Pool.ObservePod(key, a.ID, role)
 		}
 		w.PodsCreated, w.PodsSeen = r.Pool.PodBookkeeping(key, a.ID)
+		if in := r.Pool.Input(key, a.ID); in != nil {
+			w.AttemptTask = in.Task
+		}
 	} else if !isTerminal(&t.Status) {
 		w.Task, w.TaskErr = r.resolveTask(ctx, t)
 		if w.TaskErr == nil {
@@ -305,7 +305,13 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 				// Trial its gateway token) in the Trial's namespace.
 				w.KeyErr = checkNamespaceGrant(ctx, r.APIReader, t)
 			}
+			if w.ImageErr == nil {
+				w.ImageErr = environmentImageErr(w.Task.Desc)
+			}
 		}
+	}
+	if w.HasNetworkPolicy, err = r.hasNetworkPolicies(ctx, t, w.environment()); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
@@ -395,7 +401,7 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 	}
 
 	if p.EnsureNP {
-		if err := r.ensureNetworkPolicies(ctx, t); err != nil {
+		if err := r.ensureNetworkPolicies(ctx, t, p.Env); err != nil {
 			return err
 		}
 	}
@@ -448,16 +454,20 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 	pods := make([]*corev1.Pod, len(p.CreatePod))
 	created := make([]error, len(p.CreatePod))
 	var wg sync.WaitGroup
+	// The claim holds the task resolved when the attempt started; a retried
+	// create finds it in the pool.
+	var desc *task.TaskDescription
+	if in := r.Pool.Input(key, a.ID); in != nil && in.Task != nil {
+		desc = in.Task.Desc
+	}
 	for i, role := range p.CreatePod {
-		pods[i] = dbServicePod(r.Pods, ref)
-		if role == evalv1.RoleRunner {
-			// The claim holds the task resolved when the attempt started;
-			// a retried create finds it in the pool.
-			var desc *task.TaskDescription
-			if in := r.Pool.Input(key, a.ID); in != nil && in.Task != nil {
-				desc = in.Task.Desc
-			}
+		switch role {
+		case evalv1.RoleRunner:
 			pods[i] = runnerPod(r.Pods, ref, desc)
+		case evalv1.RoleEnvironment:
+			pods[i] = environmentPod(r.Pods, ref, desc.Environment)
+		default:
+			pods[i] = dbServicePod(r.Pods, ref)
 		}
 		place(pods[i], p.Placement[role])
 		wg.Go(func() { created[i] = r.Client.Create(ctx, pods[i], client.FieldOwner(evalv1.FieldManager)) })
@@ -478,7 +488,7 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 	}
 	if p.Submit {
 		if in := r.Pool.Input(key, a.ID); in != nil {
-			r.Pool.Submit(key, a.ID, r.Driver.Drive(in, p.RunnerIP, p.DBIP))
+			r.Pool.Submit(key, a.ID, r.Driver.Drive(in, p.RunnerIP, p.DBIP, p.EnvIP))
 		}
 	}
 	return createErrs, nil

@@ -275,3 +275,41 @@ func EnvironmentTools() []ToolSchema {
 			Parameters: obj(`"path":{"type":"string","description":"absolute, or relative to the working directory (default: the working directory)"}`, ``)},
 	}
 }
+
+// EnvironmentUpload is one of the task's files bound for the container.
+type EnvironmentUpload struct {
+	// Artifact is its key in tool_artifacts; Path where it lands.
+	Artifact, Path string
+}
+
+// EnvironmentUploads lays sources (Verifier.Tests or Solution.Files: a
+// folder's contents, or a file by its base name) of the task's files
+// (tool_artifacts keys) out under dest ("/tests"), sorted by path. The
+// oracle and the runner's verifier both upload through it, so what the
+// tests see is what the import shipped.
+func EnvironmentUploads(sources []string, artifacts map[string]string, dest string) []EnvironmentUpload {
+	var out []EnvironmentUpload
+	seen := map[string]bool{}
+	for _, src := range sources {
+		for key := range artifacts {
+			var rel string
+			switch {
+			case key == src:
+				rel = path.Base(key)
+			case src == ".":
+				rel = key
+			case strings.HasPrefix(key, src+"/"):
+				rel = strings.TrimPrefix(key, src+"/")
+			default:
+				continue
+			}
+			p := path.Join(dest, rel)
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, EnvironmentUpload{Artifact: key, Path: p})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}

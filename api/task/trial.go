@@ -128,6 +128,9 @@ type Pricing struct {
 // EnvEndpoints points the runner at the trial's services.
 type EnvEndpoints struct {
 	DBServiceURL string `json:"db_service_url,omitempty"`
+	// EnvironmentURL is the exec agent of a terminal task's environment
+	// (host:port; our extension of the wire).
+	EnvironmentURL string `json:"environment_url,omitempty"`
 }
 
 // TerminationReason is how a trial ended; the empty value means "none reported".

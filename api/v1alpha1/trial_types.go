@@ -174,6 +174,9 @@ type AttemptStatus struct {
 	RunnerPod string `json:"runnerPod,omitempty"`
 	// +optional
 	DBServicePod string `json:"dbServicePod,omitempty"`
+	// EnvironmentPod runs a terminal task's image (absent for other tasks).
+	// +optional
+	EnvironmentPod string `json:"environmentPod,omitempty"`
 }
 
 // GradeComponents are the component scores; a component that was not evaluated

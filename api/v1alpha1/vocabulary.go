@@ -93,6 +93,17 @@ const (
 	// ReasonCredentialUnavailable: the attempt's credential Secret could not
 	// be created or read, so its pods cannot be called.
 	ReasonCredentialUnavailable = "CredentialUnavailable"
+	// ReasonEnvironmentImageUnavailable: the environment pod's image could
+	// not be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName) within
+	// the task's build_timeout_s.
+	ReasonEnvironmentImageUnavailable = "EnvironmentImageUnavailable"
+	// ReasonEnvironmentNotReady: the environment pod was not Ready within the
+	// task's build_timeout_s for another reason.
+	ReasonEnvironmentNotReady = "EnvironmentNotReady"
+	// ReasonEnvironmentUnavailable: the environment's exec agent stopped
+	// answering, or the verifier could not read a reward (the runner's
+	// "Environment error:" grading answers).
+	ReasonEnvironmentUnavailable = "EnvironmentUnavailable"
 
 	// Why the host's driver ended an attempt.
 	ReasonPassed            = "Passed"
@@ -195,6 +206,9 @@ const (
 const (
 	RoleRunner    = "runner"
 	RoleDBService = "dbservice"
+	// RoleEnvironment is a terminal task's own container (the task's image
+	// with the exec agent as its entrypoint).
+	RoleEnvironment = "environment"
 )
 
 // labelHashLen is the length of the hash suffix LabelValue appends.

@@ -76,6 +76,12 @@ func (r *run) execute(ctx context.Context) *ending {
 	switch end.termination {
 	case task.TerminationAgentDone, task.TerminationUserStop, task.TerminationMaxTurns:
 		return r.gradeTrial(ctx, end)
+	case task.TerminationTimeout:
+		// A terminal task's tests judge what the agent left when its time
+		// ran out (Harbor's rule): the agent's timeout is its outcome.
+		if ctx.Err() == nil && r.cfg.Spec != nil && r.cfg.Spec.Task != nil && r.cfg.Spec.Task.HasEnvironment() {
+			return r.gradeTrial(ctx, end)
+		}
 	}
 	if end.outcome == evalv1.OutcomeFailed && end.gradedBy == GradedByHost {
 		end.grade = selfGrade(end)

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -54,6 +55,13 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 		// A grader that could not read the state of a stopped or vanished DB
 		// service says so in its error; the DB service's health decides
 		// whether that is the grade's failure or the infrastructure's.
+		// A terminal task's environment that stopped answering, or tests
+		// that left no reward to read, say nothing about the agent:
+		// retried like any infrastructure fault, never averaged as 0.
+		if strings.HasPrefix(resp.GetError(), EnvironmentErrorPrefix) {
+			return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonEnvironmentUnavailable, termination: end.termination,
+				message: fmt.Sprintf("grade trial %q: %s", r.trialID, resp.GetError()), failedJudge: jr}
+		}
 		if e := r.answerFault(ctx, fmt.Sprintf("grade trial %q", r.trialID), resp.GetError()); e != nil {
 			e.termination = end.termination
 			e.failedJudge = jr
@@ -74,6 +82,12 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	}
 	return e
 }
+
+// EnvironmentErrorPrefix starts the runner's GradeTrial error when a
+// terminal task's environment failed (its exec agent did not answer, the
+// tests could not be uploaded, no reward could be read): an infrastructure
+// fault, not a grade.
+const EnvironmentErrorPrefix = "Environment error:"
 
 // oracleGradingComponents is what an oracle trial is graded on. The oracle
 // replays the golden actions and says nothing, so conversational components

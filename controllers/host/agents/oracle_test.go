@@ -1,8 +1,10 @@
 package agents_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"tolokaforge.io/operator/api/runnerpb"
@@ -80,5 +82,48 @@ func TestOracleUnresolvableActionEndsAsError(t *testing.T) {
 	if !errors.As(err, &ae) || ae.Termination != task.TerminationError ||
 		ae.Err.Error() != `oracle: golden action 0: tool "refund" matches no offered tool, exactly or as <prefix>_refund (offered: list_products)` {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// A terminal task's oracle writes the solution's files under /solution and
+// runs its command with bash, bounded by the agent's timeout; without a
+// solution it stops at once, and a solution whose files were not shipped
+// ends the trial as an error naming them.
+func TestOracleTerminalTask(t *testing.T) {
+	env := func(sol *task.EnvironmentSolution) *task.TaskDescription {
+		return &task.TaskDescription{TaskID: "hello", AdapterType: task.AdapterTerminalBench,
+			ToolArtifacts: map[string]string{"solution/solve.sh": b64("echo 'hi' > /app/out\n"), "solution/lib/x.txt": b64("x"), "tests/test.sh": b64("exit 0")},
+			Environment:   &task.Environment{Image: "i", Agent: task.EnvironmentActor{TimeoutS: 300}, Solution: sol}}
+	}
+	user := []task.Message{{Role: task.RoleUser, Content: "hi"}}
+	turn, err := agents.NewOracle(env(&task.EnvironmentSolution{Files: []string{"solution"}, Command: []string{"bash", "/solution/solve.sh"}})).Next(ctxT(t), user, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range turn.ToolCalls {
+		got = append(got, c.ID+" "+c.Function.Name+" "+c.Function.Arguments)
+	}
+	want := []string{
+		`oracle_0 write_file {"content":"x","path":"/solution/lib/x.txt"}`,
+		`oracle_1 write_file {"content":"echo 'hi' \u003e /app/out\n","path":"/solution/solve.sh"}`,
+		`oracle_2 bash {"command":"'bash' '/solution/solve.sh'","timeout_s":300}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("calls\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	after := append(user, task.Message{Role: task.RoleAssistant, ToolCalls: turn.ToolCalls})
+	if turn, err := agents.NewOracle(env(nil)).Next(ctxT(t), after, nil); err != nil || turn.Content != host.StopMarker {
+		t.Fatalf("after the solution: %+v %v", turn, err)
+	}
+	if turn, err := agents.NewOracle(env(nil)).Next(ctxT(t), user, nil); err != nil || turn.Content != host.StopMarker {
+		t.Fatalf("no solution: %+v %v", turn, err)
+	}
+	_, err = agents.NewOracle(env(&task.EnvironmentSolution{Files: []string{"sol.sh"}, Command: []string{"bash"}})).Next(ctxT(t), user, nil)
+	var ae *host.ActorError
+	if !errors.As(err, &ae) || ae.Termination != task.TerminationError || !strings.Contains(err.Error(), "the task's solution (sol.sh) has no files") {
+		t.Fatalf("error %v", err)
 	}
 }
