@@ -71,7 +71,7 @@ type plan struct {
 	Submit                bool
 	RunnerIP, DBIP, EnvIP string
 	// Env is the task's environment when EnsureNP must fence one too.
-	Env *task.Environment
+	Env              *task.Environment
 	Cancel           error
 	DeletePodsOf     []int32 // attempts whose pods go now
 	DeleteStrays     []*corev1.Pod
