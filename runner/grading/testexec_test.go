@@ -3,6 +3,7 @@ package grading
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,7 +154,23 @@ func writeFile(t *testing.T, path, content string) {
 
 // The verifier runs under the runner's tool rlimits: the pack's code gets no
 // more room in the shared pod than its tools do.
+//
+// The launcher is the small tolokaforge-toolexec, as in production: this test
+// binary as the launcher (the default when none is beside it) sets RLIMIT_AS
+// on itself before it execs the verifier, and under -race its shadow memory
+// already exceeds 256 MiB, so a GC cycle between the two crashed it now and
+// then on a loaded machine.
 func TestVerifierRunsUnderTheToolLimits(t *testing.T) {
+	launcher := filepath.Join(t.TempDir(), "tolokaforge-toolexec")
+	build := exec.Command("go", "build", "-o", launcher, "tolokaforge.io/operator/runner/proc/toolexec")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the tool launcher: %v\n%s", err, out)
+	}
+	if err := proc.SetLauncher(launcher); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proc.SetLauncher("") })
 	// ulimit -v and -n report RLIMIT_AS (in KiB) and RLIMIT_NOFILE.
 	te := task.TestExecution{Command: sh(`test "$(ulimit -v)" = 262144 && test "$(ulimit -n)" = 64`)}
 	for _, c := range []struct {
