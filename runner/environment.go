@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"time"
 
 	pb "tolokaforge.io/operator/api/execagentpb"
 	"tolokaforge.io/operator/api/runnerpb"
@@ -76,8 +77,8 @@ func (s *Server) checkEnvironment(spec *task.TrialSpec) error {
 }
 
 // connectEnvironment dials the trial's exec agent and waits for its Health,
-// bounded by the registration's context (or EnvironmentWait without a
-// deadline). The trial keeps the client until cleanup.
+// until a little before the registration's deadline (EnvironmentWait
+// without one). The trial keeps the client until cleanup.
 func (s *Server) connectEnvironment(ctx context.Context, t *trial) error {
 	spec := t.spec
 	addr := spec.EnvEndpoints.EnvironmentURL
@@ -85,11 +86,16 @@ func (s *Server) connectEnvironment(ctx context.Context, t *trial) error {
 	if err != nil {
 		return wiref("%stask %q: %v", task.EnvironmentErrorPrefix, spec.Task.TaskID, err)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
+	var cancel context.CancelFunc
+	if dl, ok := ctx.Deadline(); ok {
+		// Give up a little before the registration's deadline, so the
+		// refusal (and its reason) still reaches the host.
+		margin := min(time.Second, time.Until(dl)/10)
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
+	} else {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.EnvironmentWait)
-		defer cancel()
 	}
+	defer cancel()
 	if err := c.WaitReady(ctx); err != nil {
 		_ = c.Close()
 		return wiref("%stask %q: the environment's exec agent at %s did not become ready: %v", task.EnvironmentErrorPrefix, spec.Task.TaskID, addr, err)

@@ -12,8 +12,6 @@ import (
 	"tolokaforge.io/operator/runner/tools/envtools"
 )
 
-const okStatus = runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS
-
 func TestRegisterWithoutEnvironmentURLIsRefused(t *testing.T) {
 	w := newWorld(t)
 	resp, err := w.runner.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{
@@ -323,5 +321,3 @@ func TestCut(t *testing.T) {
 		})
 	}
 }
-
-var _ = okStatus
