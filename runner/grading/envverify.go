@@ -366,15 +366,15 @@ func envOutput(res *pb.ExecResponse) string {
 		b.Write(res.GetStderr())
 	}
 	s := b.String()
-	total := max(res.GetStdoutBytes(), int64(len(res.GetStdout()))) + max(res.GetStderrBytes(), int64(len(res.GetStderr())))
-	if len(s) <= envReasonOutputBytes && total <= int64(len(s))+16 {
-		return strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
-	}
-	half := envReasonOutputBytes / 2
-	if len(s) > envReasonOutputBytes {
-		s = s[:half] + fmt.Sprintf("\n[... %d bytes cut ...]\n", total-int64(envReasonOutputBytes)) + s[len(s)-half:]
-	} else {
-		s = fmt.Sprintf("[%d bytes of output were cut by the exec agent's cap] ", total-int64(len(s))) + s
+	// What the exec agent's per-stream cap already dropped (the middle of
+	// each stream).
+	dropped := max(res.GetStdoutBytes()-int64(len(res.GetStdout())), 0) + max(res.GetStderrBytes()-int64(len(res.GetStderr())), 0)
+	switch {
+	case len(s) > envReasonOutputBytes:
+		half := envReasonOutputBytes / 2
+		s = s[:half] + fmt.Sprintf("\n[... %d bytes cut ...]\n", int64(len(s)-2*half)+dropped) + s[len(s)-half:]
+	case dropped > 0:
+		s = fmt.Sprintf("[%d bytes from the middle of the output were cut] ", dropped) + s
 	}
 	return strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
 }
