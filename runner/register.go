@@ -82,6 +82,9 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 			return nil, wiref("Invalid trial_spec_json: %v", err)
 		}
 	}
+	if err := s.checkEnvironment(spec); err != nil {
+		return nil, err
+	}
 	defS := req.GetDefaultToolTimeoutS()
 	if defS < 0 || math.IsNaN(defS) || math.IsInf(defS, 0) {
 		return nil, fmt.Errorf("default_tool_timeout_s: %v must be a finite number >= 0", defS)
@@ -93,9 +96,6 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	}
 	if url == "" {
 		return nil, errors.New("no DB service: the trial spec's env_endpoints.db_service_url is empty and the runner was started without --db-service-url")
-	}
-	if err := s.checkEnvironment(spec); err != nil {
-		return nil, err
 	}
 
 	if err := s.reserve(id); err != nil {
