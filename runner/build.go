@@ -13,6 +13,7 @@ import (
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/builtin"
+	"tolokaforge.io/operator/runner/tools/envtools"
 	"tolokaforge.io/operator/runner/tools/mcpclient"
 )
 
@@ -35,6 +36,7 @@ type toolPlan struct {
 	builtin *builtin.Builtin
 	mcp     *mcpLaunch
 	py      *pyLaunch // tau_sync, mcp_async, or a registry script's tool
+	env     string    // a terminal task's tool (envtools), by name
 	remote  string    // MCP: the tool's name on the server
 	// validator is nil for an MCP tool without declared parameters: its
 	// schema comes from the server once it runs.
@@ -61,6 +63,9 @@ type layout struct {
 	// sources is the task's tool_artifacts (path -> base64), for planning
 	// before they are written.
 	sources map[string]string
+	// environment is set, for planning, when the task has an environment:
+	// its bash, read_file, write_file and list_dir run there (envtools).
+	environment bool
 }
 
 func newLayout(dir string) layout {
@@ -71,6 +76,7 @@ func newLayout(dir string) layout {
 // planTools resolves both actors' tools.
 func (s *Server) planTools(spec *task.TrialSpec, explicit declared, def time.Duration, lay layout) (agent, user []toolPlan, err error) {
 	lay.sources = spec.Task.ToolArtifacts
+	lay.environment = spec.Task.Environment != nil
 	if agent, err = s.planList("task.agent_tools", spec.Task.AgentTools, explicit.agent, def, lay); err != nil {
 		return nil, nil, err
 	}
@@ -116,6 +122,18 @@ func (s *Server) planTool(p *toolPlan, lay layout) error {
 	}
 	src := ts.Source
 	switch {
+	case lay.environment && src == nil && envtools.Has(ts.Name):
+		// Not the runner's builtin of the same name: the environment's.
+		p.env = ts.Name
+		if p.validator == nil {
+			sch, _ := envtools.Schema(ts.Name)
+			v, err := tools.NewValidator(sch.Parameters)
+			if err != nil {
+				return fmt.Errorf("environment tool %q schema: %w", ts.Name, err)
+			}
+			p.validator = v
+		}
+		return nil
 	case src == nil || src.Toolset == tools.AdapterBuiltin:
 		name := ts.Name
 		if src != nil && src.ClassName != "" {

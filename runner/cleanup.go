@@ -73,6 +73,14 @@ func (s *Server) teardown(ctx context.Context, t *trial, db, dir bool) error {
 			errs = append(errs, fmt.Errorf("stop the Python tool host: %w", err))
 		}
 	}
+	if t.env != nil {
+		// The environment's pod is the manager's to delete; the runner
+		// only lets go of its exec agent.
+		if err := t.env.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close the environment's exec agent client: %w", err))
+		}
+		t.env = nil
+	}
 	if t.dir != "" {
 		// What left the servers' process groups (setsid, double fork) still
 		// carries the trial's environment entry, or descends from a process

@@ -79,6 +79,19 @@ type Config struct {
 	// DBAuthToken is what the runner presents to DB services; empty means
 	// AuthToken (the one per-trial Secret is mounted into both pods).
 	DBAuthToken string
+	// EnvironmentToken is the bearer token of a terminal task's exec agent
+	// (distinct from AuthToken: the environment's pod is the agent's
+	// container). Required to register a trial whose task has an
+	// environment. Never logged.
+	EnvironmentToken string
+	// EnvironmentPaths are the paths in a terminal task's container the
+	// verifier uses (Harbor's /tests, /logs/verifier, /solution when
+	// empty); tests whose exec agent runs on their own machine point them
+	// at a temporary directory.
+	EnvironmentPaths grading.EnvironmentPaths
+	// EnvironmentWait bounds how long a registration waits for the exec
+	// agent's Health when its context has no deadline (default 60 s).
+	EnvironmentWait time.Duration
 }
 
 // DBToken is the credential the runner's DB client sends.
@@ -97,6 +110,8 @@ const (
 	defaultDBConnectWait = 15 * time.Second
 	// defaultMaxToolTimeout is the longest one tool call may run.
 	defaultMaxToolTimeout = 10 * time.Minute
+	// defaultEnvironmentWait bounds waiting for a terminal task's exec agent.
+	defaultEnvironmentWait = 60 * time.Second
 	// maxMessageBytes matches the Python runner's 50 MiB gRPC limit with room
 	// for large initial states.
 	maxMessageBytes = 64 << 20
@@ -145,6 +160,10 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if out.Logger.GetSink() == nil {
 		out.Logger = logr.Discard()
+	}
+	out.EnvironmentPaths = out.EnvironmentPaths.WithDefaults()
+	if out.EnvironmentWait <= 0 {
+		out.EnvironmentWait = defaultEnvironmentWait
 	}
 	return out, nil
 }

@@ -30,10 +30,23 @@
 // when the DB moved, and a call's record-level changes written in one
 // if_version-guarded PATCH per table (python.go).
 //
-// Imports: api/authn, api/canonical, api/logging, api/runnerpb, api/task,
-// dbservice/client, runner/grading (the Env/Grader contract; Main's default
-// Grader), runner/grading/judge (the default --secrets-dir), runner/proc,
+// A terminal task (TaskDescription.environment) runs in its own container,
+// which the manager starts per attempt with an exec agent as PID 1
+// (runner/execagent): RegisterTrial needs env_endpoints.environment_url and
+// the agent's token (Config.EnvironmentToken, --environment-token-env),
+// dials it and waits for its Health (environment.go); the task's bash,
+// read_file, write_file and list_dir run there (runner/tools/envtools), never
+// in the runner's filesystem. Once GradeTrial began, ExecuteTool on the trial
+// answers ERROR ("the agent's turn is over") and the grader verifies in the
+// container through grading.Env.Environment; ResetTrial is refused (the
+// container cannot be reset in place).
+//
+// Imports: api/authn, api/canonical, api/execagentpb, api/logging,
+// api/runnerpb, api/task, dbservice/client, runner/execagent/client,
+// runner/grading (the Env/Grader contract; Main's default Grader),
+// runner/grading/judge (the default --secrets-dir), runner/proc,
 // runner/pyenv (an ImportError's pip advice rewritten), runner/tools,
-// runner/tools/builtin, runner/tools/mcpclient, runner/tools/pyhost, the
+// runner/tools/builtin, runner/tools/envtools, runner/tools/mcpclient,
+// runner/tools/pyhost, the
 // standard library, github.com/go-logr/logr and google.golang.org/grpc.
 package runner

@@ -56,6 +56,10 @@ func (s *Server) ExecuteTool(ctx context.Context, req *runnerpb.ExecuteToolReque
 		// marshalling only reads it, so it is shared rather than copied.
 		return prev.resp, nil
 	}
+	if t.env != nil && t.agentDone {
+		// Not recorded: the call did not run.
+		return agentTurnOver(t, req.GetToolName()), nil
+	}
 
 	start := time.Now()
 	rec, resp, infra := s.execute(ctx, t, req)

@@ -31,6 +31,12 @@ func (s *Server) GradeTrial(ctx context.Context, req *runnerpb.GradeTrialRequest
 	if s.cfg.Grader == nil {
 		return &runnerpb.GradeTrialResponse{Success: false, Error: "Grading error: no grader configured"}, nil
 	}
+	if t.env != nil {
+		// The agent stopped: from here its environment's tools are not
+		// served (ExecuteTool answers that the agent's turn is over), so
+		// nothing changes the container under the verifier.
+		t.agentDone = true
+	}
 	t.flushPending(ctx, nil)
 	// Grading writes to the DB directly (snapshot, reset, restore); learn the
 	// version it left so MCP servers are reloaded before the next call.
@@ -89,6 +95,15 @@ func (e *trialEnv) UserTools() []string              { return e.t.user.Names() }
 func (e *trialEnv) Records() []task.RecordedToolCall { return e.t.recordsCopy() }
 func (e *trialEnv) DB() *client.Client               { return e.t.db.c }
 func (e *trialEnv) WorkDir() string                  { return e.t.filesDir }
+
+// Environment is the trial's own container, nil without one (an untyped
+// nil, so the grader's nil check holds).
+func (e *trialEnv) Environment() grading.EnvironmentExec {
+	if e.t.env == nil {
+		return nil
+	}
+	return e.t.env
+}
 
 // AgentToolSchemas are the agent tools as RegisterTrial advertised them (judge tools).
 func (e *trialEnv) AgentToolSchemas() []*runnerpb.ToolSchema { return toolSchemas(e.t.agent) }

@@ -25,7 +25,9 @@ import (
 // (default task.EngineProtocolVersion), --work-dir (default the system temp
 // dir), --drain-timeout (default 10s), --secrets-dir (default
 // judge.DefaultSecretsDir: the judge's key files), --auth-token-file (the
-// trial's credential, package authn; default none), --log-level (error, info, debug or a
+// trial's credential, package authn; default none), --environment-token-env
+// (the variable holding a terminal task's exec agent token, read and unset
+// at start; default DefaultEnvironmentTokenEnv), --log-level (error, info, debug or a
 // verbosity number; default info). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
 func Main(ctx context.Context, args []string) error {
@@ -48,9 +50,11 @@ type flags struct {
 	logLevel     int
 	secretsDir   string
 	authFile     string
+	envTokenFile string
 	limits       proc.Limits
 	launcher     string
 	python       string
+	envTokenEnv  string
 }
 
 // FlagSet is the set of flags Main parses, for the binary's help and its
@@ -87,6 +91,8 @@ func newFlagSet(f *flags, out io.Writer) (*flag.FlagSet, *string) {
 	fs.Uint64Var(&f.limits.OpenFiles, "tool-rlimit-nofile", d.OpenFiles, "RLIMIT_NOFILE of every MCP server process; 0: unlimited")
 	fs.StringVar(&f.launcher, "tool-launcher", "", "the limits wrapper every tool process starts through: "+proc.LauncherName+", a ~2 MB binary that sets the --tool-rlimit-* limits and execs the tool in about a millisecond (default: "+proc.LauncherName+" beside this binary if there, else this binary itself, which costs ~100 ms of CPU and ~80 MB of memory per tool start); a path that is not an executable file is an error")
 	fs.StringVar(&f.python, "python", "python3", "the Python interpreter that runs a pack's Python tools, .py MCP servers and Python custom checks (a name on PATH or a path)")
+	fs.StringVar(&f.envTokenFile, "environment-token-file", "", "file holding the bearer token of a terminal task's exec agent (the manager mounts it from the attempt's Secret; it wins over --environment-token-env); never logged")
+	fs.StringVar(&f.envTokenEnv, "environment-token-env", DefaultEnvironmentTokenEnv, "environment variable holding the bearer token of a terminal task's exec agent (its own container); read once at start and unset, never logged")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	return fs, level
 }
@@ -144,6 +150,23 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	}
 	if cfg.Logger.GetSink() == nil {
 		cfg.Logger = logging.New(logOut, f.logLevel).WithName("runner")
+	}
+	if f.envTokenEnv != "" {
+		// The exec agent's token comes in the environment; no child of the
+		// runner (tools, verifier) may inherit it.
+		if tok := os.Getenv(f.envTokenEnv); tok != "" && cfg.EnvironmentToken == "" {
+			cfg.EnvironmentToken = tok
+		}
+		if err := os.Unsetenv(f.envTokenEnv); err != nil {
+			return fmt.Errorf("runner: unset %s: %w", f.envTokenEnv, err)
+		}
+	}
+	if f.envTokenFile != "" {
+		tok, err := authn.ReadTokenFile(f.envTokenFile)
+		if err != nil {
+			return fmt.Errorf("runner: --environment-token-file: %w", err)
+		}
+		cfg.EnvironmentToken = tok
 	}
 	if f.authFile != "" {
 		tok, err := authn.ReadTokenFile(f.authFile)

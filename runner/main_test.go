@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,3 +89,65 @@ type syncWriter struct {
 }
 
 func (w *syncWriter) Write(p []byte) (int, error) { return w.b.Write(p) }
+
+// --environment-token-env: the runner reads the exec agent's token from the
+// variable it names and unsets it; a terminal task's registration then
+// dials the agent instead of refusing for want of a token.
+func TestEnvironmentTokenEnv(t *testing.T) {
+	const name = "TOLOKAFORGE_TEST_ENV_TOKEN"
+	spec := func(id string) string {
+		return `{"trial_id":"` + id + `","run_id":"r","attempt_id":"a","agent":{"provider":"oracle"},` +
+			`"env_endpoints":{"environment_url":"127.0.0.1:1"},"task":{` +
+			`"task_id":"term","name":"t","category":"terminal","description":"d","adapter_type":"terminal_bench","system_prompt":"s",` +
+			`"agent_tools":[{"name":"bash","description":"b"}],"user_tools":[],"tool_artifacts":{"tests/test.sh":"dHJ1ZQo="},` +
+			`"environment":{"image":"example.com/t:1","agent":{},"verifier":{"tests":["tests"]}},` +
+			`"grading":{"grading_method":"test_execution","test_execution":{"command":["bash","/tests/test.sh"]}}}}`
+	}
+	for _, tc := range []struct {
+		name  string
+		token string
+		file  string // --environment-token-file's content, when set
+		want  string
+	}{
+		{"no token", "", "", "no token for its exec agent (--environment-token-env)"},
+		{"token read", "s3cret", "", "did not become ready"},
+		{"token file", "", "s3cret\n", "did not become ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(name, tc.token)
+			args := []string{"--listen", "127.0.0.1:0", "--db-service-url", "http://127.0.0.1:1", "--work-dir", t.TempDir(), "--log-level", "error", "--environment-token-env", name}
+			if tc.file != "" {
+				f := filepath.Join(t.TempDir(), "environment-token")
+				if err := os.WriteFile(f, []byte(tc.file), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--environment-token-file", f)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			ready := make(chan string, 1)
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, args, Config{SelfExecutable: "/bin/true"}, io.Discard, ready)
+			}()
+			addr := <-ready
+			if v, ok := os.LookupEnv(name); ok {
+				t.Errorf("%s is still set (%q)", name, v)
+			}
+			c, err := client.Dial(context.Background(), addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer rcancel()
+			resp, err := c.RegisterTrial(rctx, &runnerpb.RegisterTrialRequest{TrialId: "x", TrialSpecJson: spec("x"), EngineProtocolVersion: 2})
+			if err != nil || resp.GetSuccess() || !strings.Contains(resp.GetError(), tc.want) || strings.Contains(resp.GetError(), "s3cret") {
+				t.Errorf("RegisterTrial: %v %v, want a refusal holding %q", resp, err, tc.want)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run: %v", err)
+			}
+		})
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/builtin"
+	"tolokaforge.io/operator/runner/tools/envtools"
 	"tolokaforge.io/operator/runner/tools/pyhost"
 )
 
@@ -81,6 +82,9 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 			return nil, wiref("Invalid trial_spec_json: %v", err)
 		}
 	}
+	if err := s.checkEnvironment(spec); err != nil {
+		return nil, err
+	}
 	defS := req.GetDefaultToolTimeoutS()
 	if defS < 0 || math.IsNaN(defS) || math.IsInf(defS, 0) {
 		return nil, fmt.Errorf("default_tool_timeout_s: %v must be a finite number >= 0", defS)
@@ -125,6 +129,12 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	st := spec.Task.InitialState // may be nil: no tables, no files
 	if err := provision(lay, spec.Task.ToolArtifacts, filesystemOf(st)); err != nil {
 		return nil, fmt.Errorf("provision trial directory: %w", err)
+	}
+
+	if spec.Task.Environment != nil {
+		if err := s.connectEnvironment(ctx, t); err != nil {
+			return nil, err
+		}
 	}
 
 	c := s.dbClient(url)
@@ -255,12 +265,16 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 		return err
 	}
 	env := builtin.Env{Store: t.db, Root: lay.files}
+	var envTools *envtools.Set
+	if t.env != nil {
+		envTools = t.env.tools
+	}
 	for _, side := range []struct {
 		plans []toolPlan
 		reg   *tools.Registry
 	}{{agentPlans, t.agent}, {userPlans, t.user}} {
 		for _, p := range side.plans {
-			e, err := s.entry(p, env, sessions, remoteTools, t.py, pyInfos)
+			e, err := s.entry(p, env, envTools, sessions, remoteTools, t.py, pyInfos)
 			if err != nil {
 				return fmt.Errorf("%s (%s): %w", p.path, p.schema.Name, err)
 			}
@@ -272,7 +286,7 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 	return nil
 }
 
-func (s *Server) entry(p toolPlan, env builtin.Env, sessions map[string]*mcpSession, remote map[string]map[string]json.RawMessage, py *pySession, pyInfos map[string]pyhost.Info) (*tools.Entry, error) {
+func (s *Server) entry(p toolPlan, env builtin.Env, envTools *envtools.Set, sessions map[string]*mcpSession, remote map[string]map[string]json.RawMessage, py *pySession, pyInfos map[string]pyhost.Info) (*tools.Entry, error) {
 	e := &tools.Entry{
 		Name:        p.schema.Name,
 		Description: p.schema.Description,
@@ -282,6 +296,21 @@ func (s *Server) entry(p toolPlan, env builtin.Env, sessions map[string]*mcpSess
 	}
 	params := p.schema.Parameters
 	switch {
+	case p.env != "":
+		// A terminal task's tool: executed in its container.
+		if envTools == nil {
+			return nil, fmt.Errorf("the environment's tool %q has no environment", p.env)
+		}
+		tool, _ := envTools.Tool(p.env)
+		e.Adapter = envtools.Adapter
+		e.Tool = tool
+		sch, _ := envtools.Schema(p.env)
+		if !hasParameters(params) {
+			params = sch.Parameters
+		}
+		if e.Description == "" {
+			e.Description = sch.Description
+		}
 	case p.builtin != nil:
 		e.Adapter = tools.AdapterBuiltin
 		e.Tool = p.builtin.New(env)

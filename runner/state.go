@@ -86,6 +86,11 @@ func (s *Server) ResetTrial(ctx context.Context, req *runnerpb.ResetTrialRequest
 	if t.closed {
 		return &runnerpb.ResetTrialResponse{Success: false, Error: trialNotFound(req.GetTrialId())}, nil
 	}
+	if t.env != nil {
+		err := errEnvironmentReset(t)
+		t.log.Info("reset refused", "error", err.Error())
+		return &runnerpb.ResetTrialResponse{Success: false, Error: err.Error()}, nil
+	}
 	hash, err := s.reset(ctx, t, req.GetExecuteInitActions())
 	if err != nil {
 		t.log.Error(err, "reset failed")

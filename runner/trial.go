@@ -28,6 +28,10 @@ type trial struct {
 	sessions       []*mcpSession
 	py             *pySession // the Python tool host, nil without Python tools
 	defaultTimeout time.Duration
+	// env is the task's own container (nil without an environment);
+	// agentDone is set when grading began: its tools are no longer served.
+	env       *trialEnvironment
+	agentDone bool
 
 	mu      sync.Mutex
 	closed  bool

@@ -114,6 +114,18 @@ const (
 	DefaultEnvBuildTimeoutS = 600
 )
 
+// EnvironmentErrorPrefix starts every error the runner reports when a
+// terminal task's environment failed rather than the agent: the exec agent
+// did not answer, the tests could not be uploaded, the verifier wrote no
+// (or no valid) reward. GradeTrialResponse.error and a tool call's
+// error_message carry it; the host tells an infrastructure failure from a
+// grade or a tool result by it (IsEnvironmentError).
+const EnvironmentErrorPrefix = "Environment error: "
+
+// IsEnvironmentError says whether msg (a GradeTrialResponse.error or a tool
+// call's error_message) reports an environment failure.
+func IsEnvironmentError(msg string) bool { return strings.HasPrefix(msg, EnvironmentErrorPrefix) }
+
 // AdapterTerminalBench is the adapter type of a task with an Environment.
 const AdapterTerminalBench = adapterTerminalBench
 

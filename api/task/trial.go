@@ -128,8 +128,9 @@ type Pricing struct {
 // EnvEndpoints points the runner at the trial's services.
 type EnvEndpoints struct {
 	DBServiceURL string `json:"db_service_url,omitempty"`
-	// EnvironmentURL is the exec agent of a terminal task's environment
-	// (host:port; our extension of the wire).
+	// EnvironmentURL is the host:port of the exec agent serving a terminal
+	// task's environment (the pod the manager starts per attempt); required
+	// when the task has an environment. Our extension of the wire (optional).
 	EnvironmentURL string `json:"environment_url,omitempty"`
 }
 

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -58,7 +57,7 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 		// A terminal task's environment that stopped answering, or tests
 		// that left no reward to read, say nothing about the agent:
 		// retried like any infrastructure fault, never averaged as 0.
-		if strings.HasPrefix(resp.GetError(), EnvironmentErrorPrefix) {
+		if task.IsEnvironmentError(resp.GetError()) {
 			return &ending{outcome: evalv1.OutcomeInfraFailed, reason: evalv1.ReasonEnvironmentUnavailable, termination: end.termination,
 				message: fmt.Sprintf("grade trial %q: %s", r.trialID, resp.GetError()), failedJudge: jr}
 		}
@@ -82,12 +81,6 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	}
 	return e
 }
-
-// EnvironmentErrorPrefix starts the runner's GradeTrial error when a
-// terminal task's environment failed (its exec agent did not answer, the
-// tests could not be uploaded, no reward could be read): an infrastructure
-// fault, not a grade.
-const EnvironmentErrorPrefix = "Environment error:"
 
 // oracleGradingComponents is what an oracle trial is graded on. The oracle
 // replays the golden actions and says nothing, so conversational components

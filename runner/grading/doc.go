@@ -79,6 +79,25 @@
 // other 0.0. A verifier that cannot start, times out or dies by a signal fails the RPC:
 // its verdict is unknown, not 0.0.
 //
+// A terminal task (TaskDescription.environment) is graded in its own container
+// instead (envverify.go), through Env.Environment, its exec agent: unless
+// environment.verifier.keep_agent_processes, every process the agent left is
+// killed; the verifier directory (/logs/verifier) is made empty and real (a
+// planted reward goes, a symbolic link is replaced, never followed); the task's
+// tests, as registered in tool_artifacts (environment.verifier.tests: a folder's
+// contents, a file by its base name), replace /tests whole; test_execution.command
+// runs as argv with a clean environment (environment.verifier.env), as the
+// verifier's user, from environment.workdir (else /tests), for timeout_s (default
+// 600 s); every process is killed again; then reward.json (named numbers in [0, 1]:
+// "reward" is the score when named, else their mean; the others are components),
+// else reward.txt (one number in [0, 1]), else, with parser pytest, pytest's -rA
+// summary (1 when at least one test ran and every one passed) is the verdict. A
+// timeout scores 0 (the agent's outcome). An exec agent that does not answer, a
+// failed upload, or a reward that is missing, unparseable or out of range is an
+// infrastructure failure: its error starts with task.EnvironmentErrorPrefix
+// ("Environment error: "), so the host can tell it from a grade and from the
+// grader's own errors.
+//
 // Layout: this package keeps the algorithm and test execution (testexec.go,
 // verifier_sandbox.go: the verifier and its sandbox grew together with the runner's
 // directory layout, so they stay with the Env that names it); also (grader.go, preflight.go, resolve.go,
@@ -89,10 +108,10 @@
 // runner/grading/judge (the rubric judge), runner/grading/pychecks (the Python check
 // runner) and runner/grading/gradefmt (the score rounding and formats they all share).
 //
-// Imports: api/canonical, api/llm, api/runnerpb, api/task, dbservice/client,
+// Imports: api/canonical, api/execagentpb, api/llm, api/runnerpb, api/task, dbservice/client,
 // runner/grading/gradefmt, runner/grading/judge, runner/grading/pychecks,
 // runner/grading/timeline, runner/proc,
-// the standard library, cel.dev/cel-go, github.com/go-logr/logr and
-// github.com/theory/jsonpath. It never
+// the standard library, cel.dev/cel-go, github.com/go-logr/logr,
+// github.com/theory/jsonpath and google.golang.org/grpc (status codes). It never
 // imports the runner.
 package grading

@@ -49,6 +49,10 @@ type Env interface {
 	VerifierSite() VerifierSite
 	// PythonSite is how a Python custom-check suite runs for the trial.
 	PythonSite() PythonSite
+	// Environment is the trial's own container (a task with an
+	// environment), reached through its exec agent; nil when it has none.
+	// The agent's turn is over once grading asked for it.
+	Environment() EnvironmentExec
 }
 
 // PythonSite is where and how a task's Python custom-check suite runs

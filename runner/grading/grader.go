@@ -39,9 +39,17 @@ func (gr *grader) Grade(ctx context.Context, env Env, req Request) (grade *runne
 	if err != nil {
 		return nil, err
 	}
-	if g.cfg.GradingMethod == task.GradingTestExecution {
+	switch {
+	case g.cfg.GradingMethod == task.GradingTestExecution && g.task.Environment != nil:
+		// A terminal task: its tests run in its own container.
+		if ex := env.Environment(); ex == nil {
+			err = envError("trial %q has an environment but none is connected to the runner", g.id)
+		} else {
+			grade, err = runEnvironmentVerification(ctx, g, ex)
+		}
+	case g.cfg.GradingMethod == task.GradingTestExecution:
 		grade, err = runTestExecution(ctx, g)
-	} else {
+	default:
 		grade, err = gr.run(ctx, g)
 	}
 	if err != nil {

@@ -96,14 +96,15 @@ type testEnv struct {
 	beforeRun func(ctx context.Context, i int, tool string) // runs before each replayed action
 }
 
-func (e *testEnv) TrialID() string            { return e.id }
-func (e *testEnv) Spec() *task.TrialSpec      { return e.spec }
-func (e *testEnv) AgentTools() []string       { return e.agentTools }
-func (e *testEnv) UserTools() []string        { return e.userTools }
-func (e *testEnv) DB() *client.Client         { return e.db }
-func (e *testEnv) WorkDir() string            { return e.workDir }
-func (e *testEnv) VerifierSite() VerifierSite { return e.site }
-func (e *testEnv) PythonSite() PythonSite     { return e.python }
+func (e *testEnv) TrialID() string              { return e.id }
+func (e *testEnv) Spec() *task.TrialSpec        { return e.spec }
+func (e *testEnv) AgentTools() []string         { return e.agentTools }
+func (e *testEnv) UserTools() []string          { return e.userTools }
+func (e *testEnv) DB() *client.Client           { return e.db }
+func (e *testEnv) WorkDir() string              { return e.workDir }
+func (e *testEnv) VerifierSite() VerifierSite   { return e.site }
+func (e *testEnv) PythonSite() PythonSite       { return e.python }
+func (e *testEnv) Environment() EnvironmentExec { return nil }
 
 // AgentToolSchemas advertises the task's agent tools as the runner would.
 func (e *testEnv) AgentToolSchemas() []*runnerpb.ToolSchema {
