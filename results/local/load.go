@@ -153,3 +153,19 @@ func FindPacks(dir string) ([]string, error) {
 	}
 	return pack.FindTasks(dir)
 }
+
+// CheckLocal refuses a terminal task (task.Environment): its agent works in
+// the task's own container, which the local stack does not start, and its
+// commands never run on this host. The refusal comes before any pod, model
+// call or token, and says how to run the task.
+func CheckLocal(desc *task.TaskDescription) error {
+	if desc == nil || !desc.HasEnvironment() {
+		return nil
+	}
+	what := "image " + desc.Environment.Image
+	if desc.Environment.Image == "" && desc.Environment.Build != nil {
+		what = "built from " + desc.Environment.Build.Dockerfile
+	}
+	return fmt.Errorf("task %s runs in its own container (%s), which this machine's local stack does not start, and its commands never run on this host: run it on a cluster: `tolokaforge pack build DIR --registry HOST:PORT -o tasks.yaml`, `kubectl apply -f tasks.yaml`, then a Trial or Campaign naming the Task (docs/terminal-tasks.md)",
+		desc.TaskID, what)
+}

@@ -132,9 +132,9 @@ func TestFindPacks(t *testing.T) {
 			[]string{"p1", "p2"}, ""},
 		{"empty", []string{"./"}, nil, " is empty: want a task pack (a directory with task.yaml) or a project of packs (tasks/<id>/task.yaml)"},
 		{"no task", []string{"README.md", "tasks/a/grading.yaml", "tasks/b/"}, nil,
-			" holds no task: no task.yaml in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)"},
+			" holds no task: no task.yaml (or Harbor's task.toml with instruction.md) in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml; a Harbor task holds task.toml and instruction.md)"},
 		{"task.yaml that is a directory", []string{"task.yaml/"}, nil,
-			" holds no task: no task.yaml in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)"},
+			" holds no task: no task.yaml (or Harbor's task.toml with instruction.md) in it or in any directory below it (a task pack holds task.yaml; a project holds tasks/<id>/task.yaml; a Harbor task holds task.toml and instruction.md)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,6 +31,9 @@ type Verdict struct {
 	Components []componentResult
 	Outcome    string
 	Why        string
+	// Skipped: the task cannot run on this machine (a terminal task, whose
+	// container only a cluster starts); not a failure of the pack.
+	Skipped bool
 }
 
 // componentResult is one configured component's grade in a validation run.
@@ -85,6 +88,10 @@ func ValidateTask(ctx context.Context, s *Stack, v Verdict, desc *task.TaskDescr
 	v.TaskID = desc.TaskID
 	if err := desc.Validate(); err != nil {
 		v.Why = "refused before any trial runs: " + err.Error()
+		return v
+	}
+	if err := CheckLocal(desc); err != nil {
+		v.Skipped, v.Why = true, "not run here: "+err.Error()
 		return v
 	}
 	if err := s.CheckPython(ctx, desc); err != nil {

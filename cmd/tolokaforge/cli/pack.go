@@ -335,7 +335,10 @@ func runValidate(ctx context.Context, f *validateFlags, dirs []string, stdout, s
 		v := local.ValidatePack(ctx, l, dir, pack.Options{Builtins: builtin.Catalog{}, MCPCommands: cmds},
 			local.OracleRun{ArtifactsDir: *artifacts, TrialTimeout: *timeout, JudgeFor: judgeFor}, *strict, stderr)
 		status := "PASS"
-		if !v.Pass {
+		switch {
+		case v.Skipped:
+			status = "SKIP"
+		case !v.Pass:
 			status = "FAIL"
 			failed++
 		}

@@ -394,6 +394,9 @@ func loadTrialTasks(f *runFlags, stderr io.Writer) ([]trialTask, bool, error) {
 			}
 			return nil, false, fmt.Errorf("trial run: %w", err)
 		}
+		if err := local.CheckLocal(lt.Task); err != nil {
+			return nil, false, fmt.Errorf("trial run: %w", err)
+		}
 		return []trialTask{{path: f.taskPath, lt: lt}}, false, nil
 	}
 	dirs, err := local.FindPacks(f.taskPath)
@@ -418,6 +421,10 @@ func loadTrialTasks(f *runFlags, stderr io.Writer) ([]trialTask, bool, error) {
 			if d.DropsGrading() {
 				dropped++
 			}
+		}
+		if err := local.CheckLocal(lt.Task); err != nil {
+			errs = append(errs, err.Error())
+			continue
 		}
 		id := lt.Task.TaskID
 		if prev, dup := seen[id]; dup {

@@ -179,3 +179,18 @@ func TestTrialRunResumeRefusesUnknownRuns(t *testing.T) {
 		t.Errorf("%s was created: %v", missing, err)
 	}
 }
+
+// A terminal task never runs locally: `trial run` refuses it before any
+// model call, naming how to run it on a cluster, and writes no run.
+func TestTrialRunRefusesATerminalTask(t *testing.T) {
+	out := t.TempDir()
+	var stdout bytes.Buffer
+	err := runTrial(ctxT(t), []string{"run", "--task", upstreamPacks + "/terminal_bench/echo-hello", "--out", out}, trialTestEnv(t, &stdout))
+	want := "trial run: task echo-hello runs in its own container (built from environment/Dockerfile), which this machine's local stack does not start, and its commands never run on this host: run it on a cluster: `tolokaforge pack build DIR --registry HOST:PORT -o tasks.yaml`"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 || strings.Contains(stdout.String(), "turn ") {
+		t.Fatalf("ran or wrote something: %v\n%s", ents, stdout.String())
+	}
+}
