@@ -47,8 +47,8 @@ const (
 	// starts it from.
 	ExecAgentPath = "/tolokaforge-execagent"
 	execAgentPkg  = "./cmd/tolokaforge-execagent"
-	NonRootID   = 65532
-	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	NonRootID     = 65532
+	DefaultPath   = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// Label keys from the OCI image spec's annotations.
 	LabelVersion = "org.opencontainers.image.version"
 	LabelTitle   = "org.opencontainers.image.title"
