@@ -142,6 +142,15 @@ func startRegistry(t *testing.T) string {
 func TestPackBuildWithBuildah(t *testing.T) {
 	needBuildah(t)
 	reg := startRegistry(t)
+	t.Cleanup(func() {
+		// The images this test tagged leave buildah's storage with it.
+		out, _ := exec.Command("buildah", "images", "--format", "{{.Name}}:{{.Tag}}").Output()
+		for _, ref := range strings.Fields(string(out)) {
+			if strings.HasPrefix(ref, reg+"/") {
+				_ = exec.Command("buildah", "rmi", "-f", ref).Run()
+			}
+		}
+	})
 	dir := harborPack(t, "hello-world", "FROM scratch\nCOPY hello.txt /hello.txt\n", "")
 	logs := filepath.Join(t.TempDir(), "logs")
 	args := []string{"build", dir, "--registry", reg, "--insecure-registry", "--log-dir", logs, "-n", "evals"}
