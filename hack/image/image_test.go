@@ -32,8 +32,10 @@ func TestPushRoundTrip(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/false\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tolokaforge-toolexec"), []byte("#!/bin/false\n"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{"tolokaforge-toolexec", "tolokaforge-execagent"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("#!/bin/false\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ca := filepath.Join(dir, "ca.crt")
 	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
