@@ -222,3 +222,16 @@ func TestPackBuildWithBuildah(t *testing.T) {
 		}
 	}
 }
+
+// A FROM image that is neither in buildah's storage nor reachable fails
+// the build with a hint at make base-images.
+func TestPackBuildMissingBase(t *testing.T) {
+	needBuildah(t)
+	reg := startRegistry(t)
+	dir := harborPack(t, "no-base", "FROM registry.invalid/tolokaforge/none:1\nRUN true\n", "")
+	var out, errb bytes.Buffer
+	err := runPack(context.Background(), []string{"build", dir, "--registry", reg, "--insecure-registry", "--log-dir", t.TempDir()}, &out, &errb, "")
+	if err == nil || !strings.Contains(err.Error(), "task no-base") || !strings.Contains(err.Error(), "make base-images") || out.Len() != 0 {
+		t.Fatalf("missing base: %v (%d bytes written), want a failure naming the task and hinting at make base-images", err, out.Len())
+	}
+}

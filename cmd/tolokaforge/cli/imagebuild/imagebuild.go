@@ -262,7 +262,11 @@ func (b *Builder) run(ctx context.Context, logf *os.File, logPath string, args .
 		if errors.As(err, &ne) {
 			return fmt.Errorf("%s not found (apt-get install buildah): %w", b.o.Builder, err)
 		}
-		return fmt.Errorf("%s %s failed (%v); log %s, last lines:\n%s", filepath.Base(b.o.Builder), args[0], err, logPath, Tail(logPath, 15))
+		hint := ""
+		if log, _ := os.ReadFile(logPath); args[0] == "bud" && bytes.Contains(log, []byte("initializing source docker://")) {
+			hint = "\n  (a FROM image is neither in buildah's local storage nor pullable from here: `make base-images` puts Debian's debian:bookworm-slim there; another base needs the task's docker_image)"
+		}
+		return fmt.Errorf("%s %s failed (%v); log %s, last lines:\n%s%s", filepath.Base(b.o.Builder), args[0], err, logPath, Tail(logPath, 15), hint)
 	}
 	return nil
 }
