@@ -164,6 +164,10 @@ e2e-build: ## Build everything make e2e needs into the machine cache, without a 
 e2e-full: ## make e2e with the full benchmark sizes (a 100-Trial Campaign instead of CI's 40).
 	E2E_BENCH_TRIALS=$${E2E_BENCH_TRIALS:-100} hack/e2e.sh
 
+.PHONY: base-images
+base-images: ## Base images for terminal tasks' Dockerfiles (debian:bookworm-slim) from Debian's packages (mmdebstrap), cached, into buildah's storage (root).
+	hack/base-images.sh
+
 .PHONY: clean-cache
 clean-cache: ## Remove the machine-level build cache ($(TF_CACHE)); bin/'s links into it then rebuild on use.
 	rm -rf "$(TF_CACHE)"

@@ -46,8 +46,9 @@ hack/timed.sh reset
 trap on_exit EXIT
 
 missing=()
-# ipset: kube-router, which enforces NetworkPolicy on the node, needs it.
-for p in containerd runc containernetworking-plugins iptables ipset; do
+# ipset: kube-router, which enforces NetworkPolicy on the node, needs it;
+# docker-registry: the cluster's image registry (test/nodecluster).
+for p in containerd runc containernetworking-plugins iptables ipset docker-registry; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
 if ((${#missing[@]})); then

@@ -9,6 +9,12 @@
 // kills what is left of its processes and exits 0. SIGHUP, SIGUSR1, SIGUSR2
 // and SIGPIPE are caught and dropped (not ignored: commands start with
 // every signal at its default). Build it static (CGO_ENABLED=0).
+//
+// --install DEST copies the agent's own executable to DEST (mode 0755,
+// written to a temporary file beside DEST and renamed, so a reader never
+// sees half of it) and exits 0: the environment pod's init container runs
+// it from the tolokaforge image (which has no shell and no cp) to put the
+// agent into the emptyDir the task's container starts it from.
 package main
 
 import (
@@ -16,10 +22,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -44,10 +52,14 @@ func run() error {
 	stateDir := flag.String("state-dir", "/.tolokaforge-execagent", "the agent's private directory (command output files)")
 	maxFile := flag.Int64("max-file-bytes", execagent.DefaultMaxFileBytes, "largest file WriteFile, ReadFile, PutTar and GetTar move")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	install := flag.String("install", "", "copy this executable to `DEST` (mode 0755, atomically) and exit")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version)
 		return nil
+	}
+	if *install != "" {
+		return installSelf(*install)
 	}
 	// The token leaves the environment before anything else can start.
 	envToken := os.Getenv(execagent.TokenEnv)
@@ -117,5 +129,47 @@ func run() error {
 		log.Warn("killing the remaining processes", "error", err.Error())
 	}
 	srv.Close()
+	return nil
+}
+
+// installSelf copies the running executable to dest: a temporary file in
+// dest's directory, fsynced, mode 0755, renamed over dest.
+func installSelf(dest string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("install: find own executable: %w", err)
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := io.Copy(tmp, src); err != nil {
+		return fmt.Errorf("install: copy %s to %s: %w", self, tmp.Name(), err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return fmt.Errorf("install: %w", err)
+	}
+	ok = true
 	return nil
 }

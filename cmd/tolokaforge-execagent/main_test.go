@@ -344,3 +344,44 @@ func TestBinaryAsPID1(t *testing.T) {
 		t.Fatal("the agent did not exit after SIGTERM")
 	}
 }
+
+// TestInstall: --install DEST copies the binary itself to DEST, mode 0755,
+// replacing what was there, leaves no temporary file beside it, and the
+// copy runs; a DEST in a missing folder fails naming it.
+func TestInstall(t *testing.T) {
+	bin, err := buildBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "tolokaforge-execagent")
+	if err := os.WriteFile(dest, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// No token in the environment: --install needs none.
+	cmd := exec.Command(bin, "--install", dest)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+		t.Fatalf("--install: %v, output %q", err, out)
+	}
+	want, _ := os.ReadFile(bin)
+	got, err := os.ReadFile(dest)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("installed copy differs from the binary (%d vs %d bytes): %v", len(got), len(want), err)
+	}
+	st, _ := os.Stat(dest)
+	if st.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v, want 0755", st.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("the folder holds %d entries, want only the installed binary", len(ents))
+	}
+	if out, err := exec.Command(dest, "--version").Output(); err != nil || strings.TrimSpace(string(out)) != "v-test" {
+		t.Errorf("installed copy --version: %q, %v", out, err)
+	}
+	out, err := exec.Command(bin, "--install", filepath.Join(dir, "missing", "agent")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "install:") || !strings.Contains(string(out), filepath.Join(dir, "missing")) {
+		t.Errorf("--install into a missing folder: %v, %q; want a failure naming the folder", err, out)
+	}
+}

@@ -40,8 +40,15 @@ const (
 	LauncherPath = "/tolokaforge-toolexec"
 	// launcherPkg is what --source builds it from.
 	launcherPkg = "./runner/proc/toolexec"
-	NonRootID   = 65532
-	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// ExecAgentPath is the exec agent (cmd/tolokaforge-execagent, static):
+	// a terminal task's environment pod's init container runs it from this
+	// image as `/tolokaforge-execagent --install DEST` (the image has no
+	// shell and no cp) to put it into the emptyDir the task's own container
+	// starts it from.
+	ExecAgentPath = "/tolokaforge-execagent"
+	execAgentPkg  = "./cmd/tolokaforge-execagent"
+	NonRootID     = 65532
+	DefaultPath   = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	// Label keys from the OCI image spec's annotations.
 	LabelVersion = "org.opencontainers.image.version"
 	LabelTitle   = "org.opencontainers.image.title"
@@ -61,7 +68,10 @@ type BuildOptions struct {
 	Source, Binary, Version, Name, Out, Tarball, Base, CACerts, Arch string
 	// Launcher is the prebuilt tolokaforge-toolexec that goes with Binary
 	// (default: tolokaforge-toolexec beside it); --source builds it.
-	Launcher            string
+	Launcher string
+	// ExecAgent is the prebuilt static tolokaforge-execagent that goes with
+	// Binary (default: tolokaforge-execagent beside it); --source builds it.
+	ExecAgent           string
 	SkipUnreachableBase bool
 	// Debs is a cache filled by `image debs`: its locked Debian packages
 	// become one layer on the empty base (the Python runner image).
@@ -137,10 +147,10 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		return nil, err
 	}
 
-	bin, launch := o.Binary, o.Launcher
+	bin, launch, agent := o.Binary, o.Launcher, o.ExecAgent
 	if o.Source != "" {
-		if launch != "" {
-			return nil, usageError{"build: --launcher goes with --binary; --source builds it"}
+		if launch != "" || agent != "" {
+			return nil, usageError{"build: --launcher and --execagent go with --binary; --source builds them"}
 		}
 		dir, err := os.MkdirTemp("", "tolokaforge-image-")
 		if err != nil {
@@ -155,8 +165,17 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, launch, launcherPkg, log); err != nil {
 			return nil, err
 		}
-	} else if launch == "" {
-		launch = filepath.Join(filepath.Dir(bin), filepath.Base(LauncherPath))
+		agent = filepath.Join(dir, filepath.Base(ExecAgentPath))
+		if err := buildBinary(ctx, o.Source, o.Version, o.Arch, agent, execAgentPkg, log); err != nil {
+			return nil, err
+		}
+	} else {
+		if launch == "" {
+			launch = filepath.Join(filepath.Dir(bin), filepath.Base(LauncherPath))
+		}
+		if agent == "" {
+			agent = filepath.Join(filepath.Dir(bin), filepath.Base(ExecAgentPath))
+		}
 	}
 	binary, err := os.ReadFile(bin)
 	if err != nil {
@@ -167,8 +186,13 @@ func Build(ctx context.Context, o BuildOptions, log io.Writer) (*BuildResult, er
 		return nil, fmt.Errorf("build: read the tool launcher (give --launcher, or build it beside the binary: go build -o %s %s): %w",
 			launch, launcherPkg, err)
 	}
+	execAgent, err := os.ReadFile(agent)
+	if err != nil {
+		return nil, fmt.Errorf("build: read the exec agent (give --execagent, or build it beside the binary: CGO_ENABLED=0 go build -o %s %s): %w",
+			agent, execAgentPkg, err)
+	}
 
-	img, err := assemble(base, binary, launcher, debs, o)
+	img, err := assemble(base, binary, launcher, execAgent, debs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +295,7 @@ func imageFromLayout(dir string) (v1.Image, error) {
 	return img, nil
 }
 
-func assemble(base v1.Image, binary, launcher []byte, debs *debLayer, o BuildOptions) (v1.Image, error) {
+func assemble(base v1.Image, binary, launcher, execAgent []byte, debs *debLayer, o BuildOptions) (v1.Image, error) {
 	epoch, err := buildTime()
 	if err != nil {
 		return nil, err
@@ -326,6 +350,7 @@ func assemble(base v1.Image, binary, launcher []byte, debs *debLayer, o BuildOpt
 	bin := []entry{
 		file(strings.TrimPrefix(BinaryPath, "/"), 0o755, binary),
 		file(strings.TrimPrefix(LauncherPath, "/"), 0o755, launcher),
+		file(strings.TrimPrefix(ExecAgentPath, "/"), 0o755, execAgent),
 		dir("usr", 0o755), dir("usr/local", 0o755), dir("usr/local/bin", 0o755),
 		{hdr: tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(BinaryLink, "/"), Linkname: BinaryPath, Mode: 0o777}},
 	}

@@ -32,8 +32,10 @@ func TestPushRoundTrip(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/false\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tolokaforge-toolexec"), []byte("#!/bin/false\n"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, f := range []string{"tolokaforge-toolexec", "tolokaforge-execagent"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("#!/bin/false\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ca := filepath.Join(dir, "ca.crt")
 	if err := os.WriteFile(ca, []byte("-----BEGIN CERTIFICATE-----\n"), 0o644); err != nil {
@@ -106,9 +108,10 @@ func TestVersionFromSource(t *testing.T) {
 	}
 }
 
-// The runner's tool limits wrapper lands beside the binary, executable: the
-// one beside --binary by default, or the one --launcher names; without one
-// the build fails naming where it looked.
+// The runner's tool limits wrapper and the exec agent land beside the
+// binary, executable: the ones beside --binary by default, or the ones
+// --launcher and --execagent name; without one the build fails naming where
+// it looked.
 func TestBuildAddsTheLauncher(t *testing.T) {
 	dir := t.TempDir()
 	writeFile := func(name, body string, mode os.FileMode) string {
@@ -124,8 +127,16 @@ func TestBuildAddsTheLauncher(t *testing.T) {
 	if err := os.WriteFile(other, []byte("binary\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	agentOther := filepath.Join(filepath.Dir(other), "agent-elsewhere")
+	if err := os.WriteFile(agentOther, []byte("agent explicit\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	opts := func(bin, launcher string) BuildOptions {
-		return BuildOptions{Binary: bin, Launcher: launcher, Version: "v1.2.3", Name: "tolokaforge",
+		agent := ""
+		if launcher != "" {
+			agent = agentOther
+		}
+		return BuildOptions{Binary: bin, Launcher: launcher, ExecAgent: agent, Version: "v1.2.3", Name: "tolokaforge",
 			Out: filepath.Join(t.TempDir(), "layout"), CACerts: ca, Arch: "amd64"}
 	}
 
@@ -134,12 +145,17 @@ func TestBuildAddsTheLauncher(t *testing.T) {
 		t.Fatalf("no launcher: %v, want an error naming %s", err, beside)
 	}
 	writeFile("tolokaforge-toolexec", "beside\n", 0o755)
+	agentBeside := filepath.Join(dir, "tolokaforge-execagent")
+	if _, err := Build(context.Background(), opts(bin, ""), io.Discard); err == nil || !strings.Contains(err.Error(), agentBeside) {
+		t.Fatalf("no exec agent: %v, want an error naming %s", err, agentBeside)
+	}
+	writeFile("tolokaforge-execagent", "agent beside\n", 0o755)
 	explicit := writeFile("toolexec-elsewhere", "explicit\n", 0o644)
 	for _, tc := range []struct {
-		name, bin, launcher, want string
+		name, bin, launcher, want, agent string
 	}{
-		{"beside the binary", bin, "", "beside\n"},
-		{"--launcher", other, explicit, "explicit\n"},
+		{"beside the binary", bin, "", "beside\n", "agent beside\n"},
+		{"--launcher and --execagent", other, explicit, "explicit\n", "agent explicit\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts(tc.bin, tc.launcher)
@@ -170,6 +186,10 @@ func TestBuildAddsTheLauncher(t *testing.T) {
 			h := files[strings.TrimPrefix(LauncherPath, "/")]
 			if h == nil || h.Mode&0o777 != 0o755 || h.Uid != 0 || bodies[h.Name] != tc.want {
 				t.Errorf("%s: header %+v body %q, want root-owned 0755 holding %q", LauncherPath, h, bodies[strings.TrimPrefix(LauncherPath, "/")], tc.want)
+			}
+			a := strings.TrimPrefix(ExecAgentPath, "/")
+			if h := files[a]; h == nil || h.Mode&0o777 != 0o755 || h.Uid != 0 || bodies[a] != tc.agent {
+				t.Errorf("%s: header %+v body %q, want root-owned 0755 holding %q", ExecAgentPath, h, bodies[a], tc.agent)
 			}
 			if bodies[strings.TrimPrefix(BinaryPath, "/")] != "binary\n" {
 				t.Errorf("%s = %q, want the binary", BinaryPath, bodies[strings.TrimPrefix(BinaryPath, "/")])

@@ -71,6 +71,7 @@ func runBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&o.Source, "source", "", "root of the operator checkout; the static binary is built from it (CGO_ENABLED=0, -trimpath)")
 	fs.StringVar(&o.Binary, "binary", "", "a prebuilt static linux binary instead of --source")
 	fs.StringVar(&o.Launcher, "launcher", "", "with --binary: the prebuilt static tolokaforge-toolexec (runner/proc/toolexec), the runner's tool limits wrapper (default: tolokaforge-toolexec beside --binary)")
+	fs.StringVar(&o.ExecAgent, "execagent", "", "with --binary: the prebuilt static tolokaforge-execagent (cmd/tolokaforge-execagent), installed into a terminal task's container by the environment pod's init container (default: tolokaforge-execagent beside --binary)")
 	fs.StringVar(&o.Version, "version", "", "image version (default: the version in SOURCE/cmd/tolokaforge/version.go)")
 	fs.StringVar(&o.Name, "name", "tolokaforge", "image name, used with the version as the layout's ref.name and the tarball's tag")
 	fs.StringVar(&o.Out, "out", "", "directory of the OCI image layout to write (replaced)")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,8 +82,56 @@ type Options struct {
 	// empty: the source address of the default route. Pods reach the API
 	// server through it, so it must not be loopback.
 	NodeIP string
+	// RegistryPort is the port of the cluster's image registry on
+	// 127.0.0.1 (Debian's docker-registry, a watched process like the
+	// others): the node pulls from it over plain HTTP, and `pack build
+	// --registry 127.0.0.1:PORT --insecure-registry` pushes task images to
+	// it. 0: DefaultRegistryPort.
+	RegistryPort int
+	// RegistryDir is the registry's storage. It outlives the cluster (Down
+	// leaves it): images pushed by one run are there for the next, which is
+	// what caches the e2e's task image builds across runs. Empty:
+	// DefaultRegistryDir().
+	RegistryDir string
 	// Log receives progress lines.
 	Log io.Writer
+}
+
+// DefaultRegistryPort is the cluster registry's port unless Options says.
+const DefaultRegistryPort = 5055
+
+// DefaultRegistryDir is the registry's storage in the machine's build cache
+// (hack/cache.sh's root): ${TOLOKAFORGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tolokaforge}/registry.
+func DefaultRegistryDir() string {
+	if d := os.Getenv("TOLOKAFORGE_CACHE"); d != "" {
+		return filepath.Join(d, "registry")
+	}
+	base := os.Getenv("XDG_CACHE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "/root"
+		}
+		base = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(base, "tolokaforge", "registry")
+}
+
+// registryReady is the registry answering GET /v2/ with 200.
+func registryReady(ctx context.Context, addr string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v2/", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET http://%s/v2/: %s", addr, resp.Status)
+	}
+	return nil
 }
 
 // Proc is one process Up started.
@@ -110,8 +159,11 @@ type State struct {
 	// Down destroys those once the iptables rules naming them are gone.
 	IPSets     []string `json:"ipsetsBefore"`
 	Containerd string   `json:"containerdSocket"`
-	Kubeconfig string   `json:"kubeconfig"`
-	NodeBin    string   `json:"nodeBin"`
+	// Registry is the cluster registry's HOST:PORT (plain HTTP), the
+	// --registry of `pack build`.
+	Registry   string `json:"registry"`
+	Kubeconfig string `json:"kubeconfig"`
+	NodeBin    string `json:"nodeBin"`
 }
 
 func (s *State) save() error {
@@ -195,10 +247,16 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	if _, err := os.Stat(filepath.Join(o.Dir, stateFile)); err == nil {
 		return nil, fmt.Errorf("cluster: %s exists: a cluster is up or was not torn down; run down first", filepath.Join(o.Dir, stateFile))
 	}
-	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "ipset"} {
+	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "ipset", "docker-registry"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("cluster: %s not found (apt-get install containerd runc containernetworking-plugins iptables ipset): %w", tool, err)
+			return nil, fmt.Errorf("cluster: %s not found (apt-get install containerd runc containernetworking-plugins iptables ipset docker-registry): %w", tool, err)
 		}
+	}
+	if o.RegistryPort == 0 {
+		o.RegistryPort = DefaultRegistryPort
+	}
+	if o.RegistryDir == "" {
+		o.RegistryDir = DefaultRegistryDir()
 	}
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		return nil, fmt.Errorf("cluster: CNI plugins missing (apt-get install containernetworking-plugins): %w", err)
@@ -232,6 +290,7 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	}
 	st := &State{Dir: o.Dir, RunDir: o.RunDir, Sysctls: map[string]string{}, NodeBin: o.NodeBin,
 		Containerd: filepath.Join(dirs["containerd"], "containerd.sock"),
+		Registry:   fmt.Sprintf("127.0.0.1:%d", o.RegistryPort),
 		Kubeconfig: filepath.Join(o.Dir, "admin.kubeconfig")}
 	for _, p := range fixedPaths {
 		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
@@ -353,9 +412,32 @@ func Up(ctx context.Context, o Options) (*State, error) {
 	}
 	logf("kube-apiserver ready at %s", server)
 
+	// The image registry the node pulls task images from (pack build
+	// pushes them), its storage in the machine cache.
+	if err := os.MkdirAll(o.RegistryDir, 0o755); err != nil {
+		return st, fmt.Errorf("cluster: registry storage: %w", err)
+	}
+	regCfg := filepath.Join(o.Dir, "registry.yml")
+	if err := os.WriteFile(regCfg, []byte(registryConfig(st.Registry, o.RegistryDir)), 0o644); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	if err := start("registry", "docker-registry", "serve", regCfg); err != nil {
+		return st, err
+	}
+	if err := waitFor(ctx, 30*time.Second, "the registry at "+st.Registry, func(ctx context.Context) error {
+		return registryReady(ctx, st.Registry)
+	}); err != nil {
+		return st, err
+	}
+	logf("registry at %s (plain HTTP; storage %s)", st.Registry, o.RegistryDir)
+
 	// containerd, its images, the CNI config.
 	ctrDir := dirs["containerd"]
-	cfg := containerdConfig(ctrDir, filepath.Join(o.Dir, "cni/net.d"))
+	certsDir := filepath.Join(ctrDir, "certs.d")
+	if err := writeRegistryHosts(certsDir, st.Registry); err != nil {
+		return st, fmt.Errorf("cluster: %w", err)
+	}
+	cfg := containerdConfig(ctrDir, filepath.Join(o.Dir, "cni/net.d"), certsDir)
 	if err := os.WriteFile(filepath.Join(ctrDir, "config.toml"), []byte(cfg), 0o644); err != nil {
 		return st, fmt.Errorf("cluster: %w", err)
 	}

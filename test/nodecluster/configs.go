@@ -2,14 +2,17 @@ package nodecluster
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
 // containerdConfig gives containerd its own root, state, socket and runc root,
 // so it never meets a system containerd. restrict_oom_score_adj: this VM drops
 // CAP_SYS_RESOURCE, and every sandbox asking for oom_score_adj -998 failed in
-// runc's nsexec without it.
-func containerdConfig(dir, cniConfDir string) string {
+// runc's nsexec without it. The CRI plugin reads registry hosts from
+// certsDir (config_path: one <host:port>/hosts.toml per registry), which is
+// how it pulls from the cluster's registry over plain HTTP.
+func containerdConfig(dir, cniConfDir, certsDir string) string {
 	return fmt.Sprintf(`version = 2
 root = %[1]q
 state = %[2]q
@@ -38,9 +41,49 @@ state = %[2]q
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %[8]q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %[9]q
 `, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"),
 		filepath.Join(dir, "containerd.sock.ttrpc"), filepath.Join(dir, "opt"), PauseImage,
-		filepath.Join(dir, "runc"), cniConfDir)
+		filepath.Join(dir, "runc"), cniConfDir, certsDir)
+}
+
+// registryHostsTOML is containerd's hosts.toml for the cluster's registry at
+// addr (host:port): plain HTTP, pull and resolve (a tag or a digest).
+func registryHostsTOML(addr string) string {
+	return fmt.Sprintf(`server = "http://%[1]s"
+
+[host."http://%[1]s"]
+  capabilities = ["pull", "resolve"]
+`, addr)
+}
+
+// writeRegistryHosts writes certsDir/<addr>/hosts.toml.
+func writeRegistryHosts(certsDir, addr string) error {
+	d := filepath.Join(certsDir, addr)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(d, "hosts.toml"), []byte(registryHostsTOML(addr)), 0o644)
+}
+
+// registryConfig is Debian's docker-registry (the distribution registry)
+// listening on addr, its blobs under storage; deleting is allowed so a
+// cache can be pruned with the registry's own garbage collector.
+func registryConfig(addr, storage string) string {
+	return fmt.Sprintf(`version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: true
+storage:
+  filesystem:
+    rootdirectory: %q
+  delete:
+    enabled: true
+http:
+  addr: %q
+`, storage, addr)
 }
 
 // cniConfig is a bridge of the cluster's own name with host-local IPAM whose

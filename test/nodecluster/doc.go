@@ -8,7 +8,11 @@
 // hack/build-node.sh; a test-cluster-only part, with security flaws reported
 // against that version), and the cluster's DNS is CoreDNS as kube-system pods
 // labelled k8s-app=kube-dns behind the kube-dns Service (dns.go; the image of
-// hack/coredns), the only DNS the operator's runner policy admits.
+// hack/coredns), the only DNS the operator's runner policy admits. An image
+// registry (Debian's docker-registry, on 127.0.0.1:Options.RegistryPort, its
+// storage in the machine cache so images outlive the cluster) serves task
+// images `pack build` pushes; containerd pulls from it over plain HTTP
+// through a hosts.toml in its config_path.
 // Everything it writes lives under its own directory (bin/cluster: configs,
 // certificates, etcd's data, logs) and a short runtime directory for what
 // holds unix sockets (containerd, kubelet's root: RunRoot/<hash of the

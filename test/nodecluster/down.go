@@ -52,7 +52,7 @@ func Down(ctx context.Context, dir string, log io.Writer) error {
 		keep(deleteAllPods(ctx, st, logf))
 	}
 	// kube-router first: it would put back the chains removed below.
-	for _, n := range []string{"kube-router", "kube-proxy", "kubelet", "kube-apiserver", "etcd", "containerd"} {
+	for _, n := range []string{"kube-router", "kube-proxy", "kubelet", "kube-apiserver", "etcd", "containerd", "registry"} {
 		keep(stopNamed(st, n, logf))
 	}
 	// Whatever outlived containerd: shims and the containers under

@@ -20,7 +20,8 @@ func TestConfigsCarryTheBlockersFixes(t *testing.T) {
 		name, text string
 		want       []string
 	}{
-		{"containerd", containerdConfig("/d/containerd", "/d/cni/net.d"), []string{
+		{"containerd", containerdConfig("/d/containerd", "/d/cni/net.d", "/d/containerd/certs.d"), []string{
+			`config_path = "/d/containerd/certs.d"`,
 			"restrict_oom_score_adj = true", `sandbox_image = "` + PauseImage + `"`, "SystemdCgroup = false",
 			`address = "/d/containerd/containerd.sock"`, `root = "/d/containerd/root"`, `Root = "/d/containerd/runc"`,
 			`conf_dir = "/d/cni/net.d"`, `path = "/d/containerd/opt"`}},
@@ -32,6 +33,10 @@ func TestConfigsCarryTheBlockersFixes(t *testing.T) {
 			"mode: iptables", "localhostNodePorts: false", "maxPerCore: 0", `metricsBindAddress: "127.0.0.1:4321"`}},
 		{"coredns", coreDNSConfig(), []string{
 			".:53 {", "kubernetes cluster.local in-addr.arpa ip6.arpa {", "forward . /etc/resolv.conf"}},
+		{"registry hosts", registryHostsTOML("127.0.0.1:5055"), []string{
+			`server = "http://127.0.0.1:5055"`, `[host."http://127.0.0.1:5055"]`, `capabilities = ["pull", "resolve"]`}},
+		{"registry", registryConfig("127.0.0.1:5055", "/cache/registry"), []string{
+			`rootdirectory: "/cache/registry"`, `addr: "127.0.0.1:5055"`}},
 		{"cni", cniConfig("/d/ipam"), []string{`"bridge": "` + Bridge + `"`, `"dataDir": "/d/ipam"`, `"subnet": "` + PodCIDR + `"`}},
 	} {
 		for _, w := range tc.want {

@@ -134,7 +134,7 @@ func TestContainerdServesFromALongCheckout(t *testing.T) {
 		}
 	}
 	cfg := filepath.Join(ctrDir, "config.toml")
-	if err := os.WriteFile(cfg, []byte(containerdConfig(ctrDir, filepath.Join(dir, "cni/net.d"))), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(containerdConfig(ctrDir, filepath.Join(dir, "cni/net.d"), filepath.Join(ctrDir, "certs.d"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p, w, err := startProc(dir, "containerd", "containerd", "--config="+cfg)

@@ -282,10 +282,16 @@ func TestImage(t *testing.T) {
 		t.Errorf("/tolokaforge-toolexec header %+v, want a root-owned 0755 file", h)
 	}
 
+	// The exec agent, which the environment pod's init container runs
+	// from this image with --install.
+	if h := hdrs["tolokaforge-execagent"]; h == nil || h.Typeflag != tar.TypeReg || h.Mode&0o777 != 0o755 || h.Uid != 0 {
+		t.Errorf("/tolokaforge-execagent header %+v, want a root-owned 0755 file", h)
+	}
+
 	bin := filepath.Join(rootfs, "tolokaforge")
 	launcher := filepath.Join(rootfs, "tolokaforge-toolexec")
 	t.Run("static trimmed binaries", func(t *testing.T) {
-		for _, b := range []string{bin, launcher} {
+		for _, b := range []string{bin, launcher, filepath.Join(rootfs, "tolokaforge-execagent")} {
 			f, err := elf.Open(b)
 			if err != nil {
 				t.Fatal(err)

@@ -52,7 +52,7 @@ func TestPythonImage(t *testing.T) {
 	t.Logf("debs: %s (%s)", strings.TrimSpace(r.stdout), time.Since(start).Round(time.Millisecond))
 
 	stub := filepath.Join(work, "tolokaforge")
-	for _, f := range []string{stub, filepath.Join(work, "tolokaforge-toolexec")} {
+	for _, f := range []string{stub, filepath.Join(work, "tolokaforge-toolexec"), filepath.Join(work, "tolokaforge-execagent")} {
 		if err := os.WriteFile(f, []byte("#!/bin/false\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}

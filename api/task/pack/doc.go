@@ -32,7 +32,7 @@
 // browser, env_assertions, an agentic judge) is refused by name.
 //
 // Conversion is pure: it reads the pack directory and writes manifests. The
-// CLI (`tolokaforge pack import|validate`) lives in cmd/tolokaforge/cli/pack.go;
+// CLI (`tolokaforge pack import|build|validate`) lives in cmd/tolokaforge/cli/pack.go;
 // running a pack's golden path locally lives in results/local.
 //
 // The manifests keep a task's tool_artifacts out of its Task: they travel
@@ -40,7 +40,8 @@
 // own, named by spec.files' digest, which the manager verifies before the
 // runner gets them.
 //
-// Imports: api/packfiles, api/rootfs, api/task, api/v1alpha1, the standard library and
+// Imports: api/packfiles, api/rootfs, api/task, api/v1alpha1, the standard library,
+// github.com/BurntSushi/toml and
 // go.yaml.in/yaml/v3. The runner's builtin tool catalog comes in through
 // Options.Builtins, so nothing outside api/ is linked.
 package pack

@@ -14,6 +14,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 
 	"tolokaforge.io/operator/api/packfiles"
+	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
@@ -439,4 +440,43 @@ func readNode(dec *json.Decoder) (*yaml.Node, error) {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!float", Value: s}, nil
 	}
 	return nil, fmt.Errorf("unexpected token %v", tok)
+}
+
+// Converted is one task directory converted (ConvertContext's result), for
+// callers that hold several before building their manifests (`pack build`).
+type Converted = converted
+
+// SetEnvironmentImage pins the task's environment image (`pack build`'s
+// digest reference) in both the description and its wire form, before
+// Build renders the Task. The result must still decode.
+func (c *converted) SetEnvironmentImage(ref string) error {
+	if c.Description == nil || c.Description.Environment == nil {
+		return fmt.Errorf("%s: the task has no environment to set an image in", c.Dir)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(c.Wire, &top); err != nil {
+		return fmt.Errorf("%s: %w", c.Dir, err)
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(top["environment"], &env); err != nil {
+		return fmt.Errorf("%s: environment: %w", c.Dir, err)
+	}
+	img, err := json.Marshal(ref)
+	if err != nil {
+		return err
+	}
+	env["image"] = img
+	if top["environment"], err = marshalOrdered(env); err != nil {
+		return err
+	}
+	wire, err := marshalOrdered(top)
+	if err != nil {
+		return err
+	}
+	desc, err := task.DecodeTaskDescription(wire)
+	if err != nil {
+		return fmt.Errorf("%s: with image %q the description does not decode: %w", c.Dir, ref, err)
+	}
+	c.Wire, c.Description = wire, desc
+	return nil
 }

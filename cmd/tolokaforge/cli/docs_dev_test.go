@@ -70,6 +70,10 @@ var foreignFlags = map[string]bool{
 	"authorization-mode": true, "run-firewall": true, "run-router": true, "run-service-proxy": true,
 	"cleanup-config": true, "name": true, "tags": true, "all": true, "fsys-tarfile": true, "cpuprofile": true,
 	"bounding-set": true, // setpriv's, in docs/security-python.md
+	// buildah's, mmdebstrap's and apt-get's (docs/e2e.md, pack build's
+	// image side), the exec agent's and test/nodecluster's cluster command's.
+	"pull": true, "layers": true, "isolation": true, "variant": true, "no-install-recommends": true,
+	"install": true, "registry-port": true, "registry-dir": true,
 }
 
 // flagsOf is every long flag c takes (its own and inherited).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
@@ -45,13 +46,13 @@ has none), unless --model-config gives a "judge" model config (its
 api_key_env names a key file in --secrets-dir).`
 
 func newPackCommand(d *deps) *cobra.Command {
-	c := groupCommand("pack", "Convert and validate task packs: pack import|validate", func(args []string) error {
+	c := groupCommand("pack", "Convert, build and validate task packs: pack import|build|validate", func(args []string) error {
 		if len(args) == 0 {
-			return errors.New("pack: a subcommand is required: import or validate")
+			return errors.New("pack: a subcommand is required: import, build or validate")
 		}
-		return fmt.Errorf("pack: unknown subcommand %q (want import or validate)", args[0])
+		return fmt.Errorf("pack: unknown subcommand %q (want import, build or validate)", args[0])
 	})
-	c.AddCommand(newPackImportCommand(d), newPackValidateCommand(d))
+	c.AddCommand(newPackImportCommand(d), newPackBuildCommand(d), newPackValidateCommand(d))
 	return c
 }
 
@@ -114,33 +115,46 @@ func newPackImportCommand(d *deps) *cobra.Command {
 			return runImport(c.Context(), f, dirs, d.stdout, d.stderr)
 		},
 	}
-	fs := c.Flags()
-	fs.StringVar(&f.namespace, "namespace", "", "namespace of the manifests (default: kubectl's)")
+	f.register(c.Flags(), "")
+	return c
+}
+
+// register adds import's flags to fs (nsShort: the --namespace shorthand).
+func (f *importFlags) register(fs *pflag.FlagSet, nsShort string) {
+	fs.StringVarP(&f.namespace, "namespace", nsShort, "", "namespace of the manifests (default: kubectl's)")
 	fs.IntVar(&f.limit, "inline-limit", pack.DefaultInlineLimit, "largest initial state kept inline in the Task, in bytes of compact JSON")
 	fs.Var(&f.labels, "label", "KEY=VALUE label on every Task (repeatable), e.g. suite=shop for a Campaign's selector")
 	fs.Var(&f.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of MCP server script SCRIPT with ARGV (repeatable)")
 	fs.BoolVar(&f.allowLossy, "allow-lossy", false, "write the manifests even when grading keys are dropped (they are listed on stderr either way)")
 	fs.StringVar(&f.storeURL, "store", "", "upload each task's files bundle to this artifact store (the manager's --artifacts-url: s3://BUCKET/PREFIX[?endpoint=...] or file:///DIR) under packs/sha256/<hex>.tar and name it by url, instead of a ConfigMap (which holds at most 1000 KiB)")
-	return c
 }
 
 func runImport(ctx context.Context, f *importFlags, dirs []string, stdout, stderr io.Writer) error {
+	return importPacks(ctx, "pack import", f, dirs, stdout, stderr, nil)
+}
+
+// importPacks is pack import (what names its errors): every task converted
+// and checked, then images (pack build's, nil for import) given every
+// conversion before any manifest is rendered, then the stream written.
+// Nothing is written when any step fails.
+func importPacks(ctx context.Context, what string, f *importFlags, dirs []string, stdout, stderr io.Writer,
+	images func(context.Context, []*pack.Converted) error) error {
 	c, labels, ns, limit, allowLossy, storeURL := &f.common, f.labels, &f.namespace, &f.limit, &f.allowLossy, &f.storeURL
 	var err error
 	cmds, err := c.commands()
 	if err != nil {
-		return fmt.Errorf("pack import: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: *ns, MCPCommands: cmds, InlineLimit: *limit, Labels: map[string]string{}, Describe: local.Describer("")}
 	var store *blobstore.Store
 	if *storeURL != "" {
 		if !blobstore.IsURL(*storeURL) {
-			return fmt.Errorf("pack import: --store %q: want s3://BUCKET/PREFIX or file:///DIR", *storeURL)
+			return fmt.Errorf(what+": --store %q: want s3://BUCKET/PREFIX or file:///DIR", *storeURL)
 		}
 		// Opening contacts nothing: an unreachable store fails at upload,
 		// after every pack converted, and before anything is written.
 		if store, err = blobstore.Open(ctx, *storeURL); err != nil {
-			return fmt.Errorf("pack import: --store: %w", err)
+			return fmt.Errorf(what+": --store: %w", err)
 		}
 		defer store.Close()
 		opts.FilesURL = store.ObjectURL
@@ -148,18 +162,18 @@ func runImport(ctx context.Context, f *importFlags, dirs []string, stdout, stder
 	for _, l := range labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
-			return fmt.Errorf("pack import: --label %q: want KEY=VALUE", l)
+			return fmt.Errorf(what+": --label %q: want KEY=VALUE", l)
 		}
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			return fmt.Errorf("pack import: --label %q: key: %s", l, strings.Join(errs, "; "))
+			return fmt.Errorf(what+": --label %q: key: %s", l, strings.Join(errs, "; "))
 		}
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
-			return fmt.Errorf("pack import: --label %q: value: %s", l, strings.Join(errs, "; "))
+			return fmt.Errorf(what+": --label %q: value: %s", l, strings.Join(errs, "; "))
 		}
 		opts.Labels[k] = v
 	}
 	var (
-		ms      []*pack.Manifests
+		convs   []*pack.Converted
 		errs    []error
 		names   = map[string]string{}
 		dropped int
@@ -179,7 +193,7 @@ func runImport(ctx context.Context, f *importFlags, dirs []string, stdout, stder
 		if ctx.Err() != nil {
 			// SIGTERM or ^C: stop now, write nothing, and say so rather
 			// than list every remaining pack as failed.
-			return fmt.Errorf("pack import: canceled at %s, nothing written: %w", dir, ctx.Err())
+			return fmt.Errorf("%s: canceled at %s, nothing written: %w", what, dir, ctx.Err())
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -196,6 +210,25 @@ func runImport(ctx context.Context, f *importFlags, dirs []string, stdout, stder
 			continue
 		}
 		names[conv.Name] = dir
+		convs = append(convs, conv)
+	}
+	if len(errs) > 0 {
+		// Nothing is written: a partial stream applied by kubectl would
+		// leave a half-imported pack behind.
+		return fmt.Errorf("%s: %w", what, errors.Join(errs...))
+	}
+	if dropped > 0 && !*allowLossy {
+		// A pack graded on less than its author wrote would report scores
+		// nobody asked for; nothing is written unless the loss is accepted.
+		return &exitError{code: 1, msg: fmt.Sprintf("%s: %d grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them", what, dropped)}
+	}
+	if images != nil {
+		if err := images(ctx, convs); err != nil {
+			return fmt.Errorf("%s: %w; nothing written", what, err)
+		}
+	}
+	var ms []*pack.Manifests
+	for _, conv := range convs {
 		m, err := pack.Build(conv, opts)
 		if err != nil {
 			errs = append(errs, err)
@@ -204,20 +237,13 @@ func runImport(ctx context.Context, f *importFlags, dirs []string, stdout, stder
 		ms = append(ms, m)
 	}
 	if len(errs) > 0 {
-		// Nothing is written: a partial stream applied by kubectl would
-		// leave a half-imported pack behind.
-		return fmt.Errorf("pack import: %w", errors.Join(errs...))
-	}
-	if dropped > 0 && !*allowLossy {
-		// A pack graded on less than its author wrote would report scores
-		// nobody asked for; nothing is written unless the loss is accepted.
-		return &exitError{code: 1, msg: fmt.Sprintf("pack import: %d grading key(s) would be dropped (listed above); nothing written; --allow-lossy imports without them", dropped)}
+		return fmt.Errorf("%s: %w", what, errors.Join(errs...))
 	}
 	if store != nil {
 		// Every bundle is in the store before any Task naming it is
 		// written: a Task applied from this stream never waits for its files.
 		if err := pushBundles(ctx, store, ms, stderr); err != nil {
-			return fmt.Errorf("pack import: %w; no manifests written", err)
+			return fmt.Errorf("%s: %w; no manifests written", what, err)
 		}
 	}
 	return pack.WriteStream(stdout, ms)

@@ -82,7 +82,7 @@ func TestRootCommand(t *testing.T) {
 		{"an unknown command", []string{"bogus"}, 2, nil, []string{"tolokaforge: unknown command \"bogus\"\n", "Usage:"}},
 		{"an unknown flag of the binary", []string{"--bogus"}, 1, nil, []string{"tolokaforge: unknown flag: --bogus\n"}},
 		{"an unknown flag of a command", []string{"trial", "run", "--tsk", "x"}, 1, nil, []string{"tolokaforge trial: trial run: unknown flag: --tsk\n"}},
-		{"a missing subcommand", []string{"pack"}, 1, nil, []string{"Usage:\n  tolokaforge pack [flags]", "tolokaforge pack: pack: a subcommand is required: import or validate\n"}},
+		{"a missing subcommand", []string{"pack"}, 1, nil, []string{"Usage:\n  tolokaforge pack [flags]", "tolokaforge pack: pack: a subcommand is required: import, build or validate\n"}},
 		{"bash completion", []string{"completion", "bash"}, 0, []string{"# bash completion V2 for tolokaforge"}, nil},
 		{"zsh completion", []string{"completion", "zsh"}, 0, []string{"#compdef tolokaforge"}, nil},
 		{"fish completion", []string{"completion", "fish"}, 0, []string{"# fish completion for tolokaforge"}, nil},

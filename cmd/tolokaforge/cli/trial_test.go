@@ -415,8 +415,8 @@ func TestRunRefusesBadTaskPaths(t *testing.T) {
 
 	cases := []struct{ name, path, want string }{
 		{"empty directory", empty, "trial run: task directory " + empty + " is empty: want a task pack (a directory with task.yaml) or a project of packs (tasks/<id>/task.yaml)"},
-		{"directory with no task", noTask, "trial run: task directory " + noTask + " holds no task: no task.yaml in it or in any directory below it " +
-			"(a task pack holds task.yaml; a project holds tasks/<id>/task.yaml)"},
+		{"directory with no task", noTask, "trial run: task directory " + noTask + " holds no task: no task.yaml (or Harbor's task.toml with instruction.md) in it or in any directory below it " +
+			"(a task pack holds task.yaml; a project holds tasks/<id>/task.yaml; a Harbor task holds task.toml and instruction.md)"},
 		{"file neither JSON nor a pack", text, "trial run: task " + text + ": not a task (want a TaskDescription JSON, a Task manifest, or a task pack directory (task.yaml)): " +
 			"the document is a string, not an object"},
 		{"a pack's task.yaml", filepath.Join(shopPackPath, "task.yaml"), "trial run: task " + filepath.Join(shopPackPath, "task.yaml") +
