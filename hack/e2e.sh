@@ -137,6 +137,10 @@ build_images() {
 fakellm_image="tolokaforge.local/fakellm:1"
 kueue_image="tolokaforge.local/kueue:v0.17.0"
 stage "build images" build_images
+# debian:bookworm-slim made from Debian's packages (mmdebstrap) into
+# buildah's storage, so a terminal task's unmodified `FROM
+# debian:bookworm-slim` builds offline; cached in the machine cache.
+stage "base images" nice -n 10 hack/base-images.sh
 if [[ "${E2E_BUILD_ONLY:-0}" == 1 ]]; then
   echo "e2e: everything the suite needs is built (E2E_BUILD_ONLY=1: no cluster)" >&2
   exit 0
@@ -151,6 +155,9 @@ cluster_up() {
     --image "$img_dir/tolokaforge-python.tar" --image "$img_dir/fakellm.tar" --image "$img_dir/coredns.tar" \
     --image "$img_dir/kueue.tar")"
   containerd_sock="$("$node_bin/cluster" containerd --dir "$dir")"
+  # The node's registry (its storage is in the machine cache: images that
+  # `pack build` pushed in an earlier run are reused by digest).
+  registry="$("$node_bin/cluster" registry --dir "$dir")"
 }
 stage "cluster up" cluster_up
 
@@ -158,5 +165,5 @@ stage "e2e suite (E2E_BENCH_TRIALS=${E2E_BENCH_TRIALS:-40})" env E2E_KUBECONFIG=
   E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" \
   E2E_KUEUE_IMAGE="$kueue_image" E2E_KUEUE_MANIFEST="$root/bin/kueue/install.yaml" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \
   E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" \
-  E2E_CONTAINERD="$containerd_sock" \
+  E2E_CONTAINERD="$containerd_sock" E2E_REGISTRY="$registry" E2E_TASKS="${E2E_TASKS:+$(realpath "$E2E_TASKS")}" \
   go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

@@ -211,6 +211,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	pythonPackSpecs()
 	tauRetailSpecs()
 	judgeSpecs()
+	terminalSpecs()
 
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{
