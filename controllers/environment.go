@@ -173,10 +173,27 @@ func environmentPod(cfg PodConfig, a attemptRef, env *task.Environment) *corev1.
 // environmentResources are the task's cpus, memory_mb and storage_mb, as
 // requests equal to limits (what Harbor gives the task's container).
 func environmentResources(env *task.Environment) corev1.ResourceRequirements {
+	return EnvironmentResources(env)
+}
+
+// EnvironmentResources are the environment pod's requests and limits: what
+// a queue reserves for it beside AttemptResources. Unset sizes are Harbor's
+// defaults (a description read without task.DecodeTaskDescription).
+func EnvironmentResources(env *task.Environment) corev1.ResourceRequirements {
+	cpus, mem, disk := env.CPUs, env.MemoryMB, env.StorageMB
+	if cpus == 0 {
+		cpus = task.DefaultEnvCPUs
+	}
+	if mem == 0 {
+		mem = task.DefaultEnvMemoryMB
+	}
+	if disk == 0 {
+		disk = task.DefaultEnvStorageMB
+	}
 	l := corev1.ResourceList{
-		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(env.CPUs*1000), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(env.MemoryMB<<20, resource.BinarySI),
-		corev1.ResourceEphemeralStorage: *resource.NewQuantity(env.StorageMB<<20, resource.BinarySI),
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(cpus*1000), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(mem<<20, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(disk<<20, resource.BinarySI),
 	}
 	return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
 }

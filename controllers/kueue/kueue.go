@@ -28,7 +28,8 @@
 // (sigs.k8s.io/kueue/apis/kueue/v1beta2) are imported, and they add nothing
 // else to go.mod.
 //
-// Imports: api/v1alpha1, controllers (QueueView, AttemptResources), the
+// Imports: api/task (a terminal task's environment), api/v1alpha1, controllers
+// (QueueView, AttemptResources, EnvironmentResources), the
 // standard library, github.com/go-logr/logr, k8s.io/api, k8s.io/apimachinery,
 // k8s.io/client-go, k8s.io/utils, sigs.k8s.io/controller-runtime and
 // sigs.k8s.io/kueue (its API types only).
@@ -38,6 +39,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -61,6 +63,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
+	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
 )
@@ -230,6 +233,43 @@ func NewWorkload(t *evalv1.Trial, wpc *kueuev1.WorkloadPriorityClass) *kueuev1.W
 		wl.Spec.Priority = ptr.To(wpc.Value)
 	}
 	return wl
+}
+
+// WithEnvironment adds a terminal task's environment pod to wl's pod sets,
+// so the quota Kueue reserves covers the attempt's third pod too.
+func WithEnvironment(wl *kueuev1.Workload, env *task.Environment) {
+	wl.Spec.PodSets = append(wl.Spec.PodSets, kueuev1.PodSet{
+		Name:  kueuev1.PodSetReference(evalv1.RoleEnvironment),
+		Count: 1,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: evalv1.RoleEnvironment, Resources: controllers.EnvironmentResources(env)}},
+		}},
+	})
+}
+
+// trialEnvironment is the environment of t's task (inline or its Task), nil
+// for other tasks or when the Task cannot be read yet (the Trial then waits
+// for it as TaskNotFound, and its Workload reserves two pods).
+func (i *Integration) trialEnvironment(ctx context.Context, t *evalv1.Trial) *task.Environment {
+	raw := []byte(nil)
+	switch {
+	case t.Spec.Task != nil:
+		raw = t.Spec.Task.Raw
+	case t.Spec.TaskRef != nil:
+		var tk evalv1.Task
+		if err := i.Client.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: t.Spec.TaskRef.Name}, &tk); err != nil {
+			return nil
+		}
+		raw = tk.Spec.Description.Raw
+	}
+	var d struct {
+		Environment *task.Environment `json:"environment"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &d) != nil {
+		return nil
+	}
+	return d.Environment
 }
 
 // State implements controllers.QueueView from the cache.
@@ -486,6 +526,9 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 			}
 		}
 		wl = NewWorkload(t, wpc)
+		if env := i.trialEnvironment(ctx, t); env != nil {
+			WithEnvironment(wl, env)
+		}
 		if err := i.Client.Create(ctx, wl, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("create workload %s/%s of trial %s: %w", wl.Namespace, wl.Name, req, err)
 		}

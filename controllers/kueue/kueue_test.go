@@ -1,11 +1,15 @@
 package kueue
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
@@ -108,5 +112,44 @@ func TestStateOf(t *testing.T) {
 				t.Errorf("stateOf = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A terminal task's Trial reserves its environment pod too: the Task's
+// sizes (or Harbor's defaults), as a third pod set; other Trials two.
+func TestWorkloadReservesTheEnvironment(t *testing.T) {
+	withEnv := &evalv1.Task{ObjectMeta: metav1.ObjectMeta{Name: "term", Namespace: "ns"}, Spec: evalv1.TaskSpec{
+		Description: apiextensionsv1.JSON{Raw: []byte(`{"task_id":"term","environment":{"image":"i","cpus":0.5,"memory_mb":256}}`)}}}
+	plain := &evalv1.Task{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns"}, Spec: evalv1.TaskSpec{
+		Description: apiextensionsv1.JSON{Raw: []byte(`{"task_id":"shop"}`)}}}
+	i := &Integration{Client: fakeClient(t, withEnv, plain), Log: logr.Discard()}
+	for _, tc := range []struct {
+		task string
+		sets []string
+		cpu  string
+	}{
+		{"term", []string{evalv1.RoleRunner, evalv1.RoleDBService, evalv1.RoleEnvironment}, "500m"},
+		{"shop", []string{evalv1.RoleRunner, evalv1.RoleDBService}, ""},
+		{"missing", []string{evalv1.RoleRunner, evalv1.RoleDBService}, ""},
+	} {
+		tr := trial("t-" + tc.task)
+		tr.Spec.TaskRef = &evalv1.TaskReference{Name: tc.task}
+		wl := NewWorkload(tr, nil)
+		if env := i.trialEnvironment(context.Background(), tr); env != nil {
+			WithEnvironment(wl, env)
+		}
+		var names []string
+		for _, ps := range wl.Spec.PodSets {
+			names = append(names, string(ps.Name))
+		}
+		if !slices.Equal(names, tc.sets) {
+			t.Errorf("%s: pod sets %v, want %v", tc.task, names, tc.sets)
+		}
+		if tc.cpu != "" {
+			res := wl.Spec.PodSets[2].Template.Spec.Containers[0].Resources.Requests
+			if cpu, mem, disk := res[corev1.ResourceCPU], res[corev1.ResourceMemory], res[corev1.ResourceEphemeralStorage]; cpu.String() != tc.cpu || mem.String() != "256Mi" || disk.String() != "10Gi" {
+				t.Errorf("%s: environment requests cpu %s memory %s storage %s", tc.task, cpu.String(), mem.String(), disk.String())
+			}
+		}
 	}
 }
