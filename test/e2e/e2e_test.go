@@ -274,6 +274,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	})
 
 	benchmarkSpecs()
+	terminalBenchSpecs()
 	// Last: Kueue's pod webhooks and the manager's restart change the
 	// cluster the specs above measure.
 	kueueSpecs()

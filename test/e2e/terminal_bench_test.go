@@ -427,11 +427,6 @@ func apiExecutors(cfg *rest.Config, cs kubernetes.Interface, pod, container stri
 	return fallback, ws, err
 }
 
-// The suite calls terminalBenchSpecs right after terminalSpecs; until that
-// call is wired in e2e_test.go this keeps staticcheck's U1000 quiet (remove
-// it then).
-var _ = terminalBenchSpecs
-
 // terminalBenchSpecs registers the terminal benchmark inside the suite's
 // Ordered container, right after terminalSpecs (which leaves the Task it
 // measures).

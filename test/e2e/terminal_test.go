@@ -227,7 +227,7 @@ func terminalSpecs() {
 			Expect(k8s.Create(ctx, oracleTrial("tasks-"+name, name, 2))).To(Succeed())
 		}
 		for _, name := range tasks {
-			Eventually(func() bool { return termTrial("tasks-" + name).Status.CompletionTime != nil }).
+			Eventually(func() bool { return termTrial("tasks-"+name).Status.CompletionTime != nil }).
 				WithTimeout(20 * time.Minute).WithPolling(2 * time.Second).Should(BeTrue())
 			t := termTrial("tasks-" + name)
 			score := 0.0
