@@ -64,7 +64,7 @@ const (
 	termTokenKey      = "token"
 	termSecret        = "tbench-execagent"
 	termCampaign      = "tbench"
-	termMaxParallel   = 4
+	termMaxParallel   = 2
 	termWarmup        = 10
 )
 
