@@ -21,8 +21,9 @@ import (
 // and where its files come from.
 type Environment struct {
 	// Image is the reference the node pulls (a digest-pinned
-	// "registry/name@sha256:..." once `pack build` built it or the task gave
-	// one). Empty while the task still has to be built (Build set).
+	// "registry/name[:tag]@sha256:..." once `pack build` built it or pinned
+	// the task's own tag, or as the task gave it). Empty while the task
+	// still has to be built (Build set).
 	Image string `json:"image,omitempty"`
 	// Build is the Dockerfile the task ships, for `pack build`; the manager
 	// never builds.

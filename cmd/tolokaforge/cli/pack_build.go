@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,15 +27,26 @@ REGISTRY/tolokaforge-tasks/<task>@sha256:... is written into the Task's
 environment.image.
 
 A build whose <ctx> tag the registry already has is not run again: its
-digest is reused. A task whose environment names an image is left as is.
-Each task prints "built|reused <task> <image@digest> (<seconds> s)" on stderr.
-A failed build writes nothing, naming the task, its log (--log-dir/<task>.log)
-and the log's last lines; an unreachable registry is named.`
+digest is reused. Each task prints "built|reused <task> <image@digest>
+(<seconds> s)" on stderr. A failed build writes nothing, naming the task,
+its log (--log-dir/<task>.log) and the log's last lines; an unreachable
+registry is named.
+
+A task whose environment names an image ([environment] docker_image) is
+used as given and pinned to a digest once: unless it already names one
+(NAME@sha256:<64 hex>), its tag's manifest digest is asked from its
+registry (Docker's rules: a first component without a dot, a colon or
+localhost is Docker Hub; HTTPS, plain HTTP for loopback and for --registry
+with --insecure-registry; anonymous bearer tokens) and NAME:TAG@sha256:...
+is written, printing "pinned <task> <image@digest> (<seconds> s)". An image
+that cannot be pinned (registry unreachable, no such tag) fails naming the
+task and the image; --no-pin keeps such references as given, with a
+warning line per task (each Trial then pulls whatever the tag names).`
 
 type buildFlags struct {
 	importFlags
 	registry, out, logDir, builder string
-	insecure                       bool
+	insecure, noPin                bool
 }
 
 func newPackBuildCommand(d *deps) *cobra.Command {
@@ -58,7 +70,8 @@ func newPackBuildCommand(d *deps) *cobra.Command {
 	fs := c.Flags()
 	f.register(fs, "n")
 	fs.StringVar(&f.registry, "registry", "", "registry HOST:PORT[/PATH] the images are pushed to and the node pulls from (required)")
-	fs.BoolVar(&f.insecure, "insecure-registry", false, "talk to the registry over plain HTTP (a registry on loopback)")
+	fs.BoolVar(&f.insecure, "insecure-registry", false, "talk to the registry over plain HTTP (a registry on loopback), also when pinning images on it")
+	fs.BoolVar(&f.noPin, "no-pin", false, "keep tasks' docker_image tags as given instead of pinning them to their digests (a warning per task)")
 	fs.StringVarP(&f.out, "output", "o", "", "write the manifests to this file instead of stdout")
 	fs.StringVar(&f.logDir, "log-dir", "", "directory of the build logs, <task>.log (default: a new temporary directory, printed at the end)")
 	fs.StringVar(&f.builder, "builder", "buildah", "the image builder (only buildah)")
@@ -83,11 +96,22 @@ func runBuild(ctx context.Context, f *buildFlags, dirs []string, stdout, stderr 
 	if err != nil {
 		return fmt.Errorf("pack build: %w", err)
 	}
+	resolver := b.Resolver()
+	pins := map[string]string{} // each image is asked once per run
 	images := func(ctx context.Context, convs []*pack.Converted) error {
 		pinged := false
 		for _, conv := range convs {
 			env := conv.Description.Environment
-			if env == nil || env.Build == nil || env.Image != "" {
+			if env == nil {
+				continue
+			}
+			if env.Image != "" {
+				if err := pinImage(ctx, resolver, pins, conv, f.noPin, stderr); err != nil {
+					return err
+				}
+				continue
+			}
+			if env.Build == nil {
 				continue
 			}
 			if !pinged {
@@ -148,4 +172,32 @@ func runBuild(ctx context.Context, f *buildFlags, dirs []string, stdout, stderr 
 		return fmt.Errorf("pack build: -o: %w", err)
 	}
 	return nil
+}
+
+// pinImage pins the task's own image to the digest its tag names now
+// (once per image and run: pins), unless it names a digest already; with
+// noPin it is kept as given and a warning printed.
+func pinImage(ctx context.Context, rs *imagebuild.Resolver, pins map[string]string, conv *pack.Converted, noPin bool, stderr io.Writer) error {
+	id, given := conv.Description.TaskID, conv.Description.Environment.Image
+	ref, err := imagebuild.ParseReference(given)
+	if err != nil {
+		return fmt.Errorf("task %s (%s): %w", id, conv.Dir, err)
+	}
+	if ref.Pinned() {
+		return nil
+	}
+	if noPin {
+		fmt.Fprintf(stderr, "warning: %s %s not pinned (--no-pin): each Trial pulls whatever the tag names then\n", id, given)
+		return nil
+	}
+	start := time.Now()
+	pinned, ok := pins[given]
+	if !ok {
+		if pinned, _, err = rs.Pin(ctx, given); err != nil {
+			return fmt.Errorf("task %s (%s): image %q could not be pinned to a digest (--no-pin keeps the reference as given, with a warning): %w", id, conv.Dir, given, err)
+		}
+		pins[given] = pinned
+	}
+	fmt.Fprintf(stderr, "pinned %s %s (%.1f s)\n", id, pinned, time.Since(start).Seconds())
+	return conv.SetEnvironmentImage(pinned)
 }

@@ -48,8 +48,9 @@ func taskEnv(t *testing.T, stream []byte) *task.Environment {
 	return d.Environment
 }
 
-// What pack build does without building: a task that names its image is
-// left as is and the registry is never asked (it may not even exist);
+// What pack build does without building: a task that names its image by
+// digest is left as is and the registry is never asked (it may not even
+// exist); a tag that cannot be pinned is refused unless --no-pin;
 // --registry is required; an unreachable registry is named and nothing is
 // written.
 func TestPackBuildWithoutBuilding(t *testing.T) {
@@ -79,6 +80,33 @@ func TestPackBuildWithoutBuilding(t *testing.T) {
 	}
 	if _, serr := os.Stat(outFile); serr == nil {
 		t.Errorf("-o %s written although the build failed", outFile)
+	}
+
+	// A tag that cannot be pinned (registry.invalid never resolves) is
+	// refused naming the task and the image; --no-pin keeps it, warning.
+	tagged := "registry.invalid/tolokaforge/none:1"
+	unpinnable := harborPack(t, "unpinnable", "FROM scratch\n", fmt.Sprintf("docker_image = %q\n", tagged))
+	out.Reset()
+	errb.Reset()
+	err = runPack(context.Background(), []string{"build", unpinnable, "--registry", "127.0.0.1:1", "--insecure-registry"}, &out, &errb, "")
+	if err == nil || out.Len() != 0 {
+		t.Fatalf("unpinnable image: %v (%d bytes written)", err, out.Len())
+	}
+	for _, want := range []string{"task unpinnable", `image "` + tagged + `" could not be pinned`, "registry.invalid unreachable", "--no-pin keeps the reference as given", "nothing written"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("unpinnable image: error lacks %q:\n%v", want, err)
+		}
+	}
+	out.Reset()
+	errb.Reset()
+	if err := runPack(context.Background(), []string{"build", unpinnable, "--registry", "127.0.0.1:1", "--no-pin"}, &out, &errb, ""); err != nil {
+		t.Fatalf("--no-pin: %v\n%s", err, errb.String())
+	}
+	if env := taskEnv(t, out.Bytes()); env.Image != tagged {
+		t.Errorf("--no-pin: image %q, want %q as given", env.Image, tagged)
+	}
+	if !strings.Contains(errb.String(), "warning: unpinnable "+tagged+" not pinned (--no-pin)") {
+		t.Errorf("--no-pin: no warning line:\n%s", errb.String())
 	}
 }
 
@@ -233,5 +261,53 @@ func TestPackBuildMissingBase(t *testing.T) {
 	err := runPack(context.Background(), []string{"build", dir, "--registry", reg, "--insecure-registry", "--log-dir", t.TempDir()}, &out, &errb, "")
 	if err == nil || !strings.Contains(err.Error(), "task no-base") || !strings.Contains(err.Error(), "make base-images") || out.Len() != 0 {
 		t.Fatalf("missing base: %v (%d bytes written), want a failure naming the task and hinting at make base-images", err, out.Len())
+	}
+}
+
+// A task's own docker_image tag is pinned to the digest the registry has
+// for it: buildah pushes a tiny image to a real docker-registry on
+// loopback (plain HTTP without --insecure-registry), the Task gets
+// NAME:TAG@<the pushed digest>, and a second run prints the same digest.
+func TestPackBuildPinsDockerImage(t *testing.T) {
+	needBuildah(t)
+	reg := startRegistry(t)
+	image := reg + "/x:1"
+	t.Cleanup(func() { _ = exec.Command("buildah", "rmi", "-f", image).Run() })
+	ctxDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte("FROM scratch\nCOPY f.txt /f.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "f.txt"), []byte("pin me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	digestFile := filepath.Join(t.TempDir(), "digest")
+	for _, args := range [][]string{
+		{"bud", "--isolation=chroot", "-t", image, ctxDir},
+		{"push", "--tls-verify=false", "--digestfile", digestFile, image, "docker://" + image},
+	} {
+		if out, err := exec.Command("buildah", args...).CombinedOutput(); err != nil {
+			t.Fatalf("buildah %s: %v\n%s", args[0], err, out)
+		}
+	}
+	d, err := os.ReadFile(digestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := image + "@" + strings.TrimSpace(string(d))
+
+	dir := harborPack(t, "own-image", "FROM scratch\n", fmt.Sprintf("docker_image = %q\n", image))
+	line := regexp.MustCompile(`(?m)^pinned own-image (\S+) \([0-9.]+ s\)$`)
+	for run := 1; run <= 2; run++ {
+		var out, errb bytes.Buffer
+		if err := runPack(context.Background(), []string{"build", dir, "--registry", reg}, &out, &errb, ""); err != nil {
+			t.Fatalf("run %d: %v\n%s", run, err, errb.String())
+		}
+		t.Logf("run %d: %s", run, strings.TrimSpace(errb.String()))
+		if m := line.FindStringSubmatch(errb.String()); m == nil || m[1] != want {
+			t.Errorf("run %d: stderr lacks \"pinned own-image %s\":\n%s", run, want, errb.String())
+		}
+		if env := taskEnv(t, out.Bytes()); env.Image != want {
+			t.Errorf("run %d: image %q, want %q", run, env.Image, want)
+		}
 	}
 }

@@ -10,6 +10,10 @@
 // reused (a HEAD of the tag's manifest), so a pack imports again in seconds
 // and a registry whose storage outlives a CI run caches builds across runs.
 //
+// A task that names its own image instead (docker_image) is pinned
+// (pin.go): its tag's manifest digest is asked once from its registry,
+// by Docker's naming rules, and NAME:TAG@sha256:... is what the Task keeps.
+//
 // It lives under the command line, not in api/task/pack: it runs a builder
 // and talks to a registry (api/ stays pure), and only the command line
 // builds (the controller never does).
