@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -149,7 +150,15 @@ func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToo
 	t.flushPending(fctx, e.Tool)
 	fcancel()
 	v0, cut0 := t.db.Version(), t.db.Cut()
-	out := tools.Invoke(deferReadSync(tctx), e, args, budget)
+	ictx, kept := tools.WithOutputSink(deferReadSync(tctx))
+	out := tools.Invoke(ictx, e, args, budget)
+	if whole := kept.Output(); len(whole) > 0 {
+		// The whole output travels beside the response (the proto has no
+		// field for it); the host keeps it as the call's artifact.
+		if err := grpc.SetTrailer(ctx, runnerpb.ToolOutputMD(whole)); err != nil {
+			t.log.V(1).Info("the tool's whole output cannot be sent", "tool", e.Name, "error", err.Error())
+		}
+	}
 	if out.Panic != "" {
 		t.log.Error(fmt.Errorf("tool panic"), "tool panicked", "tool", e.Name, "panic", out.Panic)
 	}

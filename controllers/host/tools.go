@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
+	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 )
@@ -29,14 +34,18 @@ func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task
 	statuses := make([]string, 0, len(calls))
 	for _, c := range calls {
 		at := time.Now()
+		var trailer metadata.MD
 		resp, err := r.cfg.Runner.ExecuteTool(lctx, &runnerpb.ExecuteToolRequest{
 			TrialId:       r.trialID,
 			ToolName:      c.Function.Name,
 			ArgumentsJson: c.Function.Arguments,
 			Executor:      executor,
 			CallId:        c.ID,
-		})
+		}, grpc.Trailer(&trailer))
 		took := time.Since(at)
+		if whole := runnerpb.ToolOutputFromMD(trailer); whole != nil {
+			r.keepToolOutput(ctx, c.ID, whole)
+		}
 		r.timing.tools += took
 		if err != nil {
 			if e := r.ctxEnding(lctx, ctx); e != nil {
@@ -132,4 +141,30 @@ func (r *run) recordCall(c task.ToolCall, executor string, st task.ToolCallStatu
 		CallID: c.ID, Sequence: len(r.records), ToolName: c.Function.Name, Arguments: args,
 		Executor: executor, Status: st, Output: out, LatencySeconds: latency, Timestamp: at.UTC(),
 	})
+}
+
+// keepToolOutput writes a call's whole output (what the runner sent beside
+// the cut text the model saw) as attempts/<n>/tools/<call id>.txt of the
+// trial's artifacts, at once: held until the attempt's end, a long agent's
+// outputs would sit in the manager's memory. A failed write is logged, never
+// the attempt's outcome.
+func (r *run) keepToolOutput(ctx context.Context, callID string, whole []byte) {
+	sink := r.cfg.ArtifactsSink
+	if sink == nil && r.cfg.ArtifactsDir != "" {
+		sink = artifacts.DirSink(r.cfg.ArtifactsDir)
+	}
+	if sink == nil || r.cfg.Spec == nil || r.cfg.Spec.Task == nil {
+		return
+	}
+	name := ToolOutputName(r.cfg.Spec.Task.TaskID, r.cfg.TrialIndex, r.cfg.AttemptNumber, callID)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), artifactsTimeout)
+	defer cancel()
+	if err := sink.Put(wctx, name, whole); err != nil {
+		r.log.Error(err, "writing a tool call's output", "call", callID, "artifact", name)
+	}
+}
+
+// ToolOutputName is where a call's whole output lands in the artifacts.
+func ToolOutputName(taskID string, trialIndex, attempt int, callID string) string {
+	return artifacts.RelDir(taskID, trialIndex) + "/attempts/" + strconv.Itoa(attempt) + "/tools/" + artifacts.Segment(callID) + ".txt"
 }

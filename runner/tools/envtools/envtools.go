@@ -33,6 +33,10 @@ const (
 	MaxStreamBytes = 4 << 20
 	// ShownStreamBytes is what the model sees of each stream (head and tail).
 	ShownStreamBytes = 16 << 10
+	// KeptStreamBytes is what the call's artifact keeps of each stream (head
+	// and tail): both together stay well inside gRPC's 16 MiB trailer limit
+	// once base64-encoded.
+	KeptStreamBytes = 3 << 20
 	// MaxReadBytes is what read_file returns of a file.
 	MaxReadBytes = 1 << 20
 	// callMargin is kept between a command's kill and the call's deadline,
@@ -235,12 +239,19 @@ func (s *Set) bash(ctx context.Context, args json.RawMessage) (string, error) {
 	if err != nil {
 		return "", s.callError(ctx, "bash", err)
 	}
+	// The whole output (as far as the exec agent kept it) is the call's
+	// artifact; the model sees each stream cut to ShownStreamBytes.
+	tools.KeepOutput(ctx, []byte(formatExec(resp, timeout, KeptStreamBytes)))
 	return FormatExec(resp, timeout), nil
 }
 
 // FormatExec is what the model sees of a command: how it ended, then its
 // stdout and stderr, each cut to ShownStreamBytes.
 func FormatExec(resp *pb.ExecResponse, timeout time.Duration) string {
+	return formatExec(resp, timeout, ShownStreamBytes)
+}
+
+func formatExec(resp *pb.ExecResponse, timeout time.Duration, limit int) string {
 	var b strings.Builder
 	switch {
 	case resp.GetTimedOut():
@@ -251,9 +262,9 @@ func FormatExec(resp *pb.ExecResponse, timeout time.Duration) string {
 		fmt.Fprintf(&b, "exit code %d", resp.GetExitCode())
 	}
 	b.WriteString("\n--- stdout ---\n")
-	b.WriteString(Cut(resp.GetStdout(), resp.GetStdoutBytes(), ShownStreamBytes))
+	b.WriteString(Cut(resp.GetStdout(), resp.GetStdoutBytes(), limit))
 	b.WriteString("\n--- stderr ---\n")
-	b.WriteString(Cut(resp.GetStderr(), resp.GetStderrBytes(), ShownStreamBytes))
+	b.WriteString(Cut(resp.GetStderr(), resp.GetStderrBytes(), limit))
 	return b.String()
 }
 

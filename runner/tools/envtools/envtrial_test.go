@@ -1,11 +1,16 @@
 package envtools_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
@@ -319,5 +324,44 @@ func TestCut(t *testing.T) {
 				t.Errorf("Cut(%q, %d, %d) = %q, want %q", tc.data, tc.total, tc.limit, got, tc.want)
 			}
 		})
+	}
+}
+
+// The model sees each stream of a bash call cut to ShownStreamBytes; the
+// whole output (each stream up to KeptStreamBytes) travels beside the
+// response in the ToolOutputTrailer, which the host keeps as the call's
+// artifact. Other tools send none.
+func TestBashWholeOutputTrailer(t *testing.T) {
+	w := newWorld(t)
+	w.register(t, "whole", taskOpts{testSh: "true"})
+	n := 0
+	call := func(tool string, args obj) (*runnerpb.ExecuteToolResponse, []byte) {
+		t.Helper()
+		b, _ := json.Marshal(args)
+		var md metadata.MD
+		n++
+		resp, err := w.runner.ExecuteTool(ctxT(t), &runnerpb.ExecuteToolRequest{TrialId: "whole", ToolName: tool, ArgumentsJson: string(b), CallId: fmt.Sprintf("whole-%d", n)}, grpc.Trailer(&md))
+		if err != nil || resp.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS {
+			t.Fatalf("%s: %v %v", tool, resp, err)
+		}
+		return resp, runnerpb.ToolOutputFromMD(md)
+	}
+	// 200 KiB of numbered lines: the model's view is cut, the artifact not.
+	resp, whole := call("bash", obj{"command": "seq 1 40000; echo ERR >&2"})
+	if !strings.Contains(resp.GetOutput(), "bytes cut ...]") || strings.Contains(resp.GetOutput(), "\n20000\n") {
+		t.Fatalf("the model's output is not cut:\n%.300s", resp.GetOutput())
+	}
+	text := string(whole)
+	if !strings.HasPrefix(text, "exit code 0\n--- stdout ---\n1\n2\n") || !strings.Contains(text, "\n20000\n") ||
+		!strings.Contains(text, "\n40000\n\n--- stderr ---\nERR") || strings.Contains(text, "bytes cut") {
+		t.Fatalf("the whole output (%d bytes) is not whole:\n%.200s ... %.200s", len(whole), text, text[max(0, len(text)-200):])
+	}
+	// Past KeptStreamBytes the artifact keeps the stream's head and tail.
+	_, whole = call("bash", obj{"command": "head -c 7340032 /dev/zero | tr '\\0' 'y'"})
+	if len(whole) > 2*envtools.KeptStreamBytes+1024 || !strings.Contains(string(whole), "bytes cut ...]") {
+		t.Fatalf("a 7 MiB stream kept as %d bytes", len(whole))
+	}
+	if _, whole := call("list_dir", obj{}); whole != nil {
+		t.Fatalf("list_dir sent %d bytes of whole output", len(whole))
 	}
 }

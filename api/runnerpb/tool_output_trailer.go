@@ -1,0 +1,25 @@
+package runnerpb
+
+import "google.golang.org/grpc/metadata"
+
+// ToolOutputTrailer is the gRPC trailer key carrying a tool call's whole
+// output when the tool keeps more than the model is shown (a terminal task's
+// bash: each stream cut to its head and tail in ExecuteToolResponse.output).
+// The proto (byte-identical to the spec's) has no field for it; the host
+// writes it as the call's artifact. "-bin": carried as bytes.
+const ToolOutputTrailer = "tolokaforge-tool-output-bin"
+
+// ToolOutputMD is the trailer metadata carrying out.
+func ToolOutputMD(out []byte) metadata.MD {
+	return metadata.Pairs(ToolOutputTrailer, string(out))
+}
+
+// ToolOutputFromMD reads the whole output a call left in its trailer (nil
+// without one).
+func ToolOutputFromMD(md metadata.MD) []byte {
+	vs := md.Get(ToolOutputTrailer)
+	if len(vs) == 0 {
+		return nil
+	}
+	return []byte(vs[len(vs)-1])
+}
