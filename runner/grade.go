@@ -72,7 +72,13 @@ func (s *Server) gradeSafely(ctx context.Context, t *trial, req grading.Request)
 			g, err = nil, wiref("Grading error: grader panicked: %v", p)
 		}
 	}()
-	g, err = s.cfg.Grader.Grade(ctx, &trialEnv{s: s, t: t}, req)
+	gctx, kept := tools.WithOutputSink(ctx)
+	g, err = s.cfg.Grader.Grade(gctx, &trialEnv{s: s, t: t}, req)
+	if whole := kept.Output(); len(whole) > 0 {
+		if serr := grpc.SetTrailer(ctx, runnerpb.TestOutputMD(whole)); serr != nil {
+			t.log.V(1).Info("the tests' whole output cannot be sent", "error", serr.Error())
+		}
+	}
 	if err == nil && g == nil {
 		err = wiref("Grading error: grader returned no grade")
 	}

@@ -23,3 +23,23 @@ func ToolOutputFromMD(md metadata.MD) []byte {
 	}
 	return []byte(vs[len(vs)-1])
 }
+
+// TestOutputTrailer carries a terminal task's tests' whole output beside
+// GradeTrial's response (Grade.reasons keeps its head and tail); the host
+// writes it as the attempt's tests-output.txt.
+const TestOutputTrailer = "tolokaforge-test-output-bin"
+
+// TestOutputMD is the trailer metadata carrying out.
+func TestOutputMD(out []byte) metadata.MD {
+	return metadata.Pairs(TestOutputTrailer, string(out))
+}
+
+// TestOutputFromMD reads the tests' output a grade left in its trailer (nil
+// without one).
+func TestOutputFromMD(md metadata.MD) []byte {
+	vs := md.Get(TestOutputTrailer)
+	if len(vs) == 0 {
+		return nil
+	}
+	return []byte(vs[len(vs)-1])
+}

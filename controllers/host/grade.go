@@ -36,6 +36,9 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 		TerminationReason: string(end.termination),
 	}, grpc.Trailer(&trailer))
 	r.timing.grading = time.Since(start)
+	if out := runnerpb.TestOutputFromMD(trailer); out != nil && r.cfg.Spec != nil && r.cfg.Spec.Task != nil {
+		r.keepArtifact(ctx, TestOutputName(r.cfg.Spec.Task.TaskID, r.cfg.TrialIndex, r.cfg.AttemptNumber), out)
+	}
 	if err != nil {
 		e := r.transportEnding(ctx, "grade trial", err)
 		e.termination = end.termination

@@ -32,9 +32,20 @@ func (w wholeOutputRunner) ExecuteTool(ctx context.Context, in *runnerpb.Execute
 	return resp, err
 }
 
+func (w wholeOutputRunner) GradeTrial(ctx context.Context, in *runnerpb.GradeTrialRequest, opts ...grpc.CallOption) (*runnerpb.GradeTrialResponse, error) {
+	resp, err := w.RunnerServiceClient.GradeTrial(ctx, in, opts...)
+	for _, o := range opts {
+		if t, ok := o.(grpc.TrailerCallOption); ok {
+			*t.TrailerAddr = metadata.Join(*t.TrailerAddr, runnerpb.TestOutputMD([]byte("TESTS SAID")))
+		}
+	}
+	return resp, err
+}
+
 // A call's whole output sent beside the response lands, at once, as
-// attempts/<n>/tools/<call id>.txt of the trial's artifacts; the transcript
-// keeps what the model saw.
+// attempts/<n>/tools/<call id>.txt of the trial's artifacts (the transcript
+// keeps what the model saw), and the tests' whole output sent beside
+// GradeTrial's as attempts/<n>/tests-output.txt.
 func TestToolOutputArtifact(t *testing.T) {
 	s := startStack(t, local.StackConfig{})
 	td := calcTask(t)
@@ -62,5 +73,10 @@ func TestToolOutputArtifact(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 	if err != nil || string(b) != "WHOLE OUTPUT of call/1" {
 		t.Fatalf("artifact %q %v", b, err)
+	}
+	// The tests' whole output, sent beside GradeTrial's response.
+	b, err = os.ReadFile(filepath.Join(dir, filepath.FromSlash(host.TestOutputName(td.TaskID, 0, 1))))
+	if err != nil || string(b) != "TESTS SAID" {
+		t.Fatalf("tests-output.txt %q %v", b, err)
 	}
 }

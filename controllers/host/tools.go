@@ -145,26 +145,38 @@ func (r *run) recordCall(c task.ToolCall, executor string, st task.ToolCallStatu
 
 // keepToolOutput writes a call's whole output (what the runner sent beside
 // the cut text the model saw) as attempts/<n>/tools/<call id>.txt of the
-// trial's artifacts, at once: held until the attempt's end, a long agent's
-// outputs would sit in the manager's memory. A failed write is logged, never
-// the attempt's outcome.
+// trial's artifacts.
 func (r *run) keepToolOutput(ctx context.Context, callID string, whole []byte) {
+	if r.cfg.Spec == nil || r.cfg.Spec.Task == nil {
+		return
+	}
+	r.keepArtifact(ctx, ToolOutputName(r.cfg.Spec.Task.TaskID, r.cfg.TrialIndex, r.cfg.AttemptNumber, callID), whole)
+}
+
+// keepArtifact writes one file of the attempt's artifacts at once: held
+// until the attempt's end, a long agent's outputs would sit in the
+// manager's memory. A failed write is logged, never the attempt's outcome.
+func (r *run) keepArtifact(ctx context.Context, name string, data []byte) {
 	sink := r.cfg.ArtifactsSink
 	if sink == nil && r.cfg.ArtifactsDir != "" {
 		sink = artifacts.DirSink(r.cfg.ArtifactsDir)
 	}
-	if sink == nil || r.cfg.Spec == nil || r.cfg.Spec.Task == nil {
+	if sink == nil {
 		return
 	}
-	name := ToolOutputName(r.cfg.Spec.Task.TaskID, r.cfg.TrialIndex, r.cfg.AttemptNumber, callID)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), artifactsTimeout)
 	defer cancel()
-	if err := sink.Put(wctx, name, whole); err != nil {
-		r.log.Error(err, "writing a tool call's output", "call", callID, "artifact", name)
+	if err := sink.Put(wctx, name, data); err != nil {
+		r.log.Error(err, "writing an artifact", "artifact", name)
 	}
 }
 
 // ToolOutputName is where a call's whole output lands in the artifacts.
 func ToolOutputName(taskID string, trialIndex, attempt int, callID string) string {
 	return artifacts.RelDir(taskID, trialIndex) + "/attempts/" + strconv.Itoa(attempt) + "/tools/" + artifacts.Segment(callID) + ".txt"
+}
+
+// TestOutputName is where a terminal task's tests' whole output lands.
+func TestOutputName(taskID string, trialIndex, attempt int) string {
+	return artifacts.RelDir(taskID, trialIndex) + "/attempts/" + strconv.Itoa(attempt) + "/tests-output.txt"
 }

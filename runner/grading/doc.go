@@ -110,8 +110,8 @@
 //
 // Imports: api/canonical, api/execagentpb, api/llm, api/runnerpb, api/task, dbservice/client,
 // runner/grading/gradefmt, runner/grading/judge, runner/grading/pychecks,
-// runner/grading/timeline, runner/proc,
-// the standard library, cel.dev/cel-go, github.com/go-logr/logr,
+// runner/grading/timeline, runner/proc, runner/tools (the whole-output sink the
+// environment verifier fills), the standard library, cel.dev/cel-go, github.com/go-logr/logr,
 // github.com/theory/jsonpath and google.golang.org/grpc (status codes). It never
 // imports the runner.
 package grading

@@ -23,6 +23,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading/gradefmt"
+	"tolokaforge.io/operator/runner/tools"
 )
 
 // EnvironmentExec is a terminal task's environment as the verifier reaches
@@ -172,6 +173,10 @@ func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex Environment
 		return nil, envError("%s: kill the tests' processes: %s", where, agentErr(err))
 	}
 	g.opts.log.V(1).Info("environment tests finished", "trial", g.id, "exit_code", res.GetExitCode(), "timed_out", res.GetTimedOut())
+	// The tests' whole output (as far as the exec agent kept it) travels
+	// beside the grade (GradeTrial's trailer); the host keeps it as an
+	// artifact. The reasons keep its head and tail.
+	tools.KeepOutput(ctx, wholeTestOutput(res))
 	output := envOutput(res)
 
 	threshold := task.DefaultPassThreshold
@@ -351,6 +356,16 @@ func pytestScore(stdout []byte) (float64, string) {
 		score = 1
 	}
 	return score, fmt.Sprintf("pytest summary: %d of %d tests passed; components: %s", passed, total, strings.Join(parts, ", "))
+}
+
+// wholeTestOutput is the tests' stdout, then their stderr.
+func wholeTestOutput(res *pb.ExecResponse) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "--- stdout (%d bytes) ---\n", res.GetStdoutBytes())
+	b.Write(res.GetStdout())
+	fmt.Fprintf(&b, "\n--- stderr (%d bytes) ---\n", res.GetStderrBytes())
+	b.Write(res.GetStderr())
+	return b.Bytes()
 }
 
 // envOutput is the tests' stdout then stderr, head and tail within

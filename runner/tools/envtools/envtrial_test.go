@@ -365,3 +365,23 @@ func TestBashWholeOutputTrailer(t *testing.T) {
 		t.Fatalf("list_dir sent %d bytes of whole output", len(whole))
 	}
 }
+
+// The tests' whole output travels beside GradeTrial's response in the
+// TestOutputTrailer (the host keeps it as tests-output.txt); the grade's
+// reasons keep its head and tail only.
+func TestGradeSendsTheTestsWholeOutput(t *testing.T) {
+	w := newWorld(t)
+	w.register(t, "testout", taskOpts{testSh: `seq 1 100000; echo TAIL-OF-TESTS; echo oops >&2; echo 1 > "$LOGS/reward.txt"`})
+	var md metadata.MD
+	resp, err := w.runner.GradeTrial(ctxT(t), &runnerpb.GradeTrialRequest{TrialId: "testout"}, grpc.Trailer(&md))
+	if err != nil || !resp.GetSuccess() || resp.GetGrade().GetScore() != 1 {
+		t.Fatalf("GradeTrial: %v %v", resp, err)
+	}
+	out := string(runnerpb.TestOutputFromMD(md))
+	if !strings.HasPrefix(out, "--- stdout (") || !strings.Contains(out, "\n50000\n") || !strings.Contains(out, "TAIL-OF-TESTS\n\n--- stderr (5 bytes) ---\noops") {
+		t.Fatalf("tests' output (%d bytes): %.120q ... %q", len(out), out, out[max(0, len(out)-120):])
+	}
+	if strings.Contains(resp.GetGrade().GetReasons(), "\n50000\n") {
+		t.Fatal("the grade's reasons hold the whole output")
+	}
+}
