@@ -157,16 +157,9 @@ func environmentPod(cfg PodConfig, a attemptRef, env *task.Environment) *corev1.
 			}}},
 		},
 	}
-	o := t.Spec.Runner
-	if len(o.NodeSelector) > 0 {
-		pod.Spec.NodeSelector = make(map[string]string, len(o.NodeSelector))
-		for k, v := range o.NodeSelector {
-			pod.Spec.NodeSelector[k] = v
-		}
-	}
-	for _, tol := range o.Tolerations {
-		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
-	}
+	// Placed with the runner: the Trial names no overrides of its own for
+	// the environment.
+	placeAs(pod, t.Spec.Runner)
 	return pod
 }
 

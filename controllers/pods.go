@@ -308,6 +308,12 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 			},
 		},
 	}
+	placeAs(pod, o)
+	return pod
+}
+
+// placeAs gives pod the Trial's nodeSelector and tolerations for a role.
+func placeAs(pod *corev1.Pod, o evalv1.PodOverrides) {
 	if len(o.NodeSelector) > 0 {
 		pod.Spec.NodeSelector = make(map[string]string, len(o.NodeSelector))
 		for k, v := range o.NodeSelector {
@@ -317,7 +323,6 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 	for _, tol := range o.Tolerations {
 		pod.Spec.Tolerations = append(pod.Spec.Tolerations, *tol.DeepCopy())
 	}
-	return pod
 }
 
 // podHealth is what the controller concludes from one pod.

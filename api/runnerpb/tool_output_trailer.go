@@ -16,13 +16,7 @@ func ToolOutputMD(out []byte) metadata.MD {
 
 // ToolOutputFromMD reads the whole output a call left in its trailer (nil
 // without one).
-func ToolOutputFromMD(md metadata.MD) []byte {
-	vs := md.Get(ToolOutputTrailer)
-	if len(vs) == 0 {
-		return nil
-	}
-	return []byte(vs[len(vs)-1])
-}
+func ToolOutputFromMD(md metadata.MD) []byte { return lastBytes(md, ToolOutputTrailer) }
 
 // TestOutputTrailer carries a terminal task's tests' whole output beside
 // GradeTrial's response (Grade.reasons keeps its head and tail); the host
@@ -36,8 +30,11 @@ func TestOutputMD(out []byte) metadata.MD {
 
 // TestOutputFromMD reads the tests' output a grade left in its trailer (nil
 // without one).
-func TestOutputFromMD(md metadata.MD) []byte {
-	vs := md.Get(TestOutputTrailer)
+func TestOutputFromMD(md metadata.MD) []byte { return lastBytes(md, TestOutputTrailer) }
+
+// lastBytes is key's last value in md (nil without one).
+func lastBytes(md metadata.MD, key string) []byte {
+	vs := md.Get(key)
 	if len(vs) == 0 {
 		return nil
 	}

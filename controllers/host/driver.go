@@ -39,11 +39,7 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	r.log.Info("attempt ended", "outcome", res.Outcome, "reason", res.Reason,
 		"termination", res.TerminationReason, "turns", res.Turns)
 
-	sink := cfg.ArtifactsSink
-	if sink == nil && cfg.ArtifactsDir != "" {
-		sink = artifacts.DirSink(cfg.ArtifactsDir)
-	}
-	if sink != nil {
+	if sink := r.artifactsSink(); sink != nil {
 		// The attempt's end is recorded even when ctx ended it (a canceled
 		// trial keeps its transcript), bounded so a dead store cannot hold
 		// the driver.

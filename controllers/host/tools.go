@@ -157,10 +157,7 @@ func (r *run) keepToolOutput(ctx context.Context, callID string, whole []byte) {
 // until the attempt's end, a long agent's outputs would sit in the
 // manager's memory. A failed write is logged, never the attempt's outcome.
 func (r *run) keepArtifact(ctx context.Context, name string, data []byte) {
-	sink := r.cfg.ArtifactsSink
-	if sink == nil && r.cfg.ArtifactsDir != "" {
-		sink = artifacts.DirSink(r.cfg.ArtifactsDir)
-	}
+	sink := r.artifactsSink()
 	if sink == nil {
 		return
 	}
@@ -169,6 +166,18 @@ func (r *run) keepArtifact(ctx context.Context, name string, data []byte) {
 	if err := sink.Put(wctx, name, data); err != nil {
 		r.log.Error(err, "writing an artifact", "artifact", name)
 	}
+}
+
+// artifactsSink is where the attempt's artifacts go: ArtifactsSink, else a
+// directory sink over ArtifactsDir, else nowhere (nil).
+func (r *run) artifactsSink() artifacts.Sink {
+	if r.cfg.ArtifactsSink != nil {
+		return r.cfg.ArtifactsSink
+	}
+	if r.cfg.ArtifactsDir != "" {
+		return artifacts.DirSink(r.cfg.ArtifactsDir)
+	}
+	return nil
 }
 
 // ToolOutputName is where a call's whole output lands in the artifacts.

@@ -35,6 +35,25 @@ func trialPhase(name string) func() evalv1.TrialPhase {
 	}
 }
 
+// grantNamespace creates namespace under Pod Security profile and grants it to
+// the manager with config/namespace-grant, as docs/install.md tells a user.
+func grantNamespace(namespace, profile string) {
+	GinkgoHelper()
+	mustKubectl("", "create", "namespace", namespace)
+	mustKubectl("", "label", "namespace", namespace, "pod-security.kubernetes.io/enforce="+profile)
+	dir := GinkgoT().TempDir()
+	for _, f := range []string{"role.yaml", "role_binding.yaml", "kustomization.yaml"} {
+		b, err := os.ReadFile(filepath.Join(root, "config", "namespace-grant", f))
+		Expect(err).NotTo(HaveOccurred())
+		s := string(b)
+		if f == "kustomization.yaml" {
+			s = strings.Replace(s, "namespace: tolokaforge-trials", "namespace: "+namespace, 1)
+		}
+		Expect(os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644)).To(Succeed())
+	}
+	mustKubectl("", "apply", "-k", dir)
+}
+
 func sample(name string) string {
 	GinkgoHelper()
 	b, err := os.ReadFile(filepath.Join(root, "config", "samples", name))
@@ -60,19 +79,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	})
 
 	It("grants a namespace that enforces the restricted Pod Security profile", func() {
-		mustKubectl("", "create", "namespace", ns)
-		mustKubectl("", "label", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
-		dir := GinkgoT().TempDir()
-		for _, f := range []string{"role.yaml", "role_binding.yaml", "kustomization.yaml"} {
-			b, err := os.ReadFile(filepath.Join(root, "config", "namespace-grant", f))
-			Expect(err).NotTo(HaveOccurred())
-			s := string(b)
-			if f == "kustomization.yaml" {
-				s = strings.Replace(s, "namespace: tolokaforge-trials", "namespace: "+ns, 1)
-			}
-			Expect(os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644)).To(Succeed())
-		}
-		mustKubectl("", "apply", "-k", dir)
+		grantNamespace(ns, "restricted")
 	})
 
 	It("runs the samples on runner and DB-service pods: the oracle Passes, the wrong golden path Fails", func() {

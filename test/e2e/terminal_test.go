@@ -94,19 +94,7 @@ func packBuild(dirs ...string) []string {
 // registry, pulled by containerd, the exec agent as their PID 1.
 func terminalSpecs() {
 	It("grants a namespace for terminal tasks that enforces the baseline Pod Security profile", func() {
-		mustKubectl("", "create", "namespace", termNS)
-		mustKubectl("", "label", "namespace", termNS, "pod-security.kubernetes.io/enforce=baseline")
-		dir := GinkgoT().TempDir()
-		for _, f := range []string{"role.yaml", "role_binding.yaml", "kustomization.yaml"} {
-			b, err := os.ReadFile(filepath.Join(root, "config", "namespace-grant", f))
-			Expect(err).NotTo(HaveOccurred())
-			s := string(b)
-			if f == "kustomization.yaml" {
-				s = strings.Replace(s, "namespace: tolokaforge-trials", "namespace: "+termNS, 1)
-			}
-			Expect(os.WriteFile(filepath.Join(dir, f), []byte(s), 0o644)).To(Succeed())
-		}
-		mustKubectl("", "apply", "-k", dir)
+		grantNamespace(termNS, "baseline")
 	})
 
 	It("builds a Harbor and a Terminal-Bench 1 task from their Dockerfiles, and the oracle Passes both in the tasks' own containers", func() {
