@@ -228,6 +228,7 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 	if d.Registered {
 		p.cond(evalv1.TrialRegistered, true, evalv1.ReasonRegistered,
 			fmt.Sprintf("attempt %d registered with its runner", a.Number))
+		p.confined(a.Number, d.Confinement)
 		st.Phase = evalv1.PhaseRunning
 		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonRunning,
 			fmt.Sprintf("attempt %d of %d is running", a.Number, maxAttempts(w.Trial)))
@@ -237,6 +238,25 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 		st.Phase = evalv1.PhaseStarting
 		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonStarting,
 			fmt.Sprintf("attempt %d of %d is starting", a.Number, maxAttempts(w.Trial)))
+	}
+}
+
+// confined records how the registered attempt's runner confines the pack's
+// code. The condition outlives the attempt: it says what the graded run had.
+func (p *plan) confined(n int32, c confinement) {
+	switch {
+	case !c.reported:
+		// An older runner image says nothing; the condition keeps what an
+		// earlier attempt's runner said, or stays absent.
+	case c.landlockABI > 0:
+		p.cond(evalv1.TrialConfined, true, evalv1.ReasonLandlock, fmt.Sprintf(
+			"attempt %d: the pack's Python tools, MCP servers and checks run under Landlock ABI %d, confined to this trial's files",
+			n, c.landlockABI))
+	default:
+		p.cond(evalv1.TrialConfined, false, evalv1.ReasonLandlockUnavailable, fmt.Sprintf(
+			"attempt %d: the runner's kernel has no Landlock, so the pack's Python tools, MCP servers and checks can read "+
+				"whatever the runner's user can in its pod (its judge key and token); run trials on nodes whose kernel enables Landlock (5.13 or later, lsm=landlock)",
+			n))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,12 +71,12 @@ type attemptInput struct {
 // Drive returns the DriveFunc of one attempt whose pods are ready.
 // envIP is the environment pod's (a terminal task), empty for other tasks.
 func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP, envIP string) driveFunc {
-	return func(ctx context.Context, registered func()) host.AttemptResult {
+	return func(ctx context.Context, registered func(confinement)) host.AttemptResult {
 		return d.run(ctx, in, runnerIP, dbIP, envIP, registered)
 	}
 }
 
-func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envIP string, registered func()) host.AttemptResult {
+func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envIP string, registered func(confinement)) host.AttemptResult {
 	t := in.Trial
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	log := d.Log.WithValues("trial", key.String(), "attempt", in.Number)
@@ -262,18 +263,20 @@ func keyFailure(err error) (evalv1.AttemptOutcome, string) {
 // runner accepted the trial.
 type observedRunner struct {
 	runnerpb.RunnerServiceClient
-	registered func()
+	registered func(confinement)
 	metrics    *Metrics
 }
 
 func (o *observedRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
 	start := time.Now()
-	resp, err := o.RunnerServiceClient.RegisterTrial(ctx, in, opts...)
+	var md metadata.MD
+	resp, err := o.RunnerServiceClient.RegisterTrial(ctx, in, append(opts[:len(opts):len(opts)], grpc.Trailer(&md))...)
 	if o.metrics != nil {
 		o.metrics.Registration.Observe(time.Since(start).Seconds())
 	}
 	if err == nil && resp.GetSuccess() && o.registered != nil {
-		o.registered()
+		abi, ok := runnerpb.ConfinementFromMD(md)
+		o.registered(confinement{reported: ok, landlockABI: abi})
 	}
 	return resp, err
 }

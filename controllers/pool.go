@@ -59,14 +59,27 @@ func (s driverState) String() string {
 }
 
 // driveFunc runs one attempt. It must return once ctx is done; registered is
-// called once RegisterTrial succeeded.
-type driveFunc func(ctx context.Context, registered func()) host.AttemptResult
+// called once RegisterTrial succeeded, with how the runner confines the
+// trial's tools and checks.
+type driveFunc func(ctx context.Context, registered func(confinement)) host.AttemptResult
+
+// confinement is what a runner said at registration about confining the
+// trial's tools and checks (runnerpb.ConfinementTrailer).
+type confinement struct {
+	// reported: the runner sent it (an older or foreign runner does not).
+	reported bool
+	// landlockABI is the Landlock ABI in force; 0: none, the pack's code
+	// reads whatever the runner's user can.
+	landlockABI int
+}
 
 // driverView is a copy of a pool entry for planning.
 type driverView struct {
 	AttemptID  string
 	State      driverState
 	Registered bool
+	// Confinement is what the runner reported at registration.
+	Confinement confinement
 	// Result is set in stateDone.
 	Result *host.AttemptResult
 	// Cause is why the driver was cancelled, if it was.
@@ -77,6 +90,7 @@ type poolEntry struct {
 	attemptID  string
 	state      driverState
 	registered bool
+	confined   confinement
 	result     *host.AttemptResult
 	cancel     context.CancelCauseFunc
 	cause      error
@@ -192,7 +206,7 @@ func (p *Pool) View(key types.NamespacedName) (driverView, bool) {
 	if e == nil {
 		return driverView{}, false
 	}
-	return driverView{AttemptID: e.attemptID, State: e.state, Registered: e.registered, Result: e.result, Cause: e.cause}, true
+	return driverView{AttemptID: e.attemptID, State: e.state, Registered: e.registered, Confinement: e.confined, Result: e.result, Cause: e.cause}, true
 }
 
 // MarkPodCreated records that this process created role's pod of the
@@ -289,10 +303,11 @@ func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry
 	p.gaugesLocked()
 	p.mu.Unlock()
 
-	registered := func() {
+	registered := func(c confinement) {
 		p.mu.Lock()
 		first := !e.registered
 		e.registered = true
+		e.confined = c
 		p.mu.Unlock()
 		if first {
 			p.notify(key)

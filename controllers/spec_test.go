@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -183,7 +184,7 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
 	in := &attemptInput{Trial: tr, Number: 1, Task: resolvedShop()}
-	res := d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func() {})
+	res := d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(confinement) {})
 	if gotKey != secretValue {
 		t.Errorf("actor got key %q", gotKey)
 	}
@@ -194,14 +195,14 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	// A missing key is an infrastructure fault (the Secret may appear),
 	// named without the value.
 	tr.Spec.Agent.APIKeySecretRef.Key = "absent"
-	res = d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func() {})
+	res = d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(confinement) {})
 	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonAPIKeyUnavailable ||
 		res.Message != `agent API key: secret ns/keys has no key "absent"` {
 		t.Errorf("result = %+v", res)
 	}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "k", Optional: ptr.To(true)}
 	gotKey = "unset"
-	d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func() {})
+	d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(confinement) {})
 	if gotKey != "" {
 		t.Errorf("optional missing secret gave key %q", gotKey)
 	}
@@ -213,21 +214,42 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 type fakeRunner struct {
 	runnerpb.RunnerServiceClient
 	ok bool
+	// trailer is what the fake runner sends after RegisterTrial.
+	trailer metadata.MD
 }
 
-func (f fakeRunner) RegisterTrial(context.Context, *runnerpb.RegisterTrialRequest, ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
+func (f fakeRunner) RegisterTrial(_ context.Context, _ *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
+	for _, o := range opts {
+		if tr, ok := o.(grpc.TrailerCallOption); ok {
+			*tr.TrailerAddr = f.trailer
+		}
+	}
 	return &runnerpb.RegisterTrialResponse{Success: f.ok}, nil
 }
 
 func TestObservedRunnerSignalsRegistrationOnlyOnSuccess(t *testing.T) {
 	for _, ok := range []bool{true, false} {
 		n := 0
-		o := &observedRunner{RunnerServiceClient: fakeRunner{ok: ok}, registered: func() { n++ }, metrics: newMetrics()}
+		var got confinement
+		o := &observedRunner{RunnerServiceClient: fakeRunner{ok: ok, trailer: runnerpb.ConfinementMD(6)},
+			registered: func(c confinement) { n++; got = c }, metrics: newMetrics()}
 		if _, err := o.RegisterTrial(context.Background(), &runnerpb.RegisterTrialRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		if want := map[bool]int{true: 1, false: 0}[ok]; n != want {
 			t.Errorf("success=%v: registered called %d times", ok, n)
 		}
+		if want := map[bool]confinement{true: {reported: true, landlockABI: 6}}[ok]; got != want {
+			t.Errorf("success=%v: confinement %+v, want %+v", ok, got, want)
+		}
+	}
+	// A runner that sends no trailer (an older image) reports nothing.
+	var got confinement
+	o := &observedRunner{RunnerServiceClient: fakeRunner{ok: true}, registered: func(c confinement) { got = c }}
+	if _, err := o.RegisterTrial(context.Background(), &runnerpb.RegisterTrialRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got.reported {
+		t.Errorf("confinement %+v from a runner that sent none", got)
 	}
 }

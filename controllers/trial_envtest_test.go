@@ -26,6 +26,7 @@ import (
 	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/gateway"
 	runnerclient "tolokaforge.io/operator/runner/client"
+	"tolokaforge.io/operator/runner/proc"
 )
 
 var _ = Describe("Trial", func() {
@@ -74,6 +75,17 @@ var _ = Describe("Trial", func() {
 		Expect(t.Status.TerminationReason).NotTo(BeEmpty())
 		Expect(t.Status.CompletionTime).NotTo(BeNil())
 		Expect(t.Status.ObservedGeneration).To(Equal(t.Generation))
+		// The runner said how it confined the pack's code: this kernel's Landlock.
+		conf := findCond(t.Status.Conditions, evalv1.TrialConfined)
+		Expect(conf).NotTo(BeNil(), describeTrial(t))
+		if abi, err := proc.LandlockABI(); err == nil && abi > 0 {
+			Expect(conf.Status).To(Equal(metav1.ConditionTrue))
+			Expect(conf.Reason).To(Equal(evalv1.ReasonLandlock))
+			Expect(conf.Message).To(ContainSubstring(fmt.Sprintf("Landlock ABI %d", abi)))
+		} else {
+			Expect(conf.Status).To(Equal(metav1.ConditionFalse))
+			Expect(conf.Reason).To(Equal(evalv1.ReasonLandlockUnavailable))
+		}
 		expectNoPods(key)
 
 		Expect(t.Status.ArtifactsPath).To(HavePrefix(filepath.Join(h.Work, "artifacts", ns, key.Name, "attempt-1")))

@@ -72,6 +72,10 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives structured logs (default logr.Discard()).
 	Logger logr.Logger
+	// LandlockABI says which Landlock ABI the kernel offers (nil:
+	// proc.LandlockABI); the runner reports it on every registration
+	// (runnerpb.ConfinementTrailer). Tests fake a kernel without Landlock.
+	LandlockABI func() (int, error)
 	// AuthToken is the trial's credential (package authn): every
 	// RunnerService call must present it; grpc.health.v1 stays open. Empty
 	// disables the check (a runner started by hand). Never logged.

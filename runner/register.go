@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"tolokaforge.io/operator/api/runnerpb"
@@ -36,6 +37,11 @@ func (s *Server) RegisterTrial(ctx context.Context, req *runnerpb.RegisterTrialR
 	if err != nil {
 		s.log.Info("registration refused", "trial", req.GetTrialId(), "error", err.Error())
 		return &runnerpb.RegisterTrialResponse{Success: false, Error: err.Error()}, nil
+	}
+	// How this trial's tools and checks are confined, for the Trial's
+	// Confined condition; a host that reads no trailer loses nothing.
+	if err := grpc.SetTrailer(ctx, runnerpb.ConfinementMD(s.landlockABI)); err != nil {
+		s.log.V(1).Info("confinement trailer not set", "trial", req.GetTrialId(), "error", err.Error())
 	}
 	return resp, nil
 }

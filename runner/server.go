@@ -42,6 +42,10 @@ type Server struct {
 	life    context.Context
 	endLife context.CancelFunc
 
+	// landlockABI is what registrations report (0: tools and checks run
+	// unconfined on this kernel).
+	landlockABI int
+
 	mu          sync.Mutex
 	trials      map[string]*trial
 	registering map[string]struct{}
@@ -51,9 +55,16 @@ type Server struct {
 // ConfinementWarning says what the runner cannot confine on this machine,
 // or is empty: where the kernel has no Landlock, Python tools and checks can
 // read whatever the runner's user can. The runner logs it at startup; an
-// embedding CLI (trial run) shows it to its user too.
-func ConfinementWarning() string {
-	if _, err := proc.LandlockABI(); err != nil {
+// embedding CLI (trial run) shows it to its user too. abi says what the
+// kernel offers (nil: proc.LandlockABI; tests fake a kernel without it).
+func ConfinementWarning(abi func() (int, error)) string {
+	if abi == nil {
+		abi = proc.LandlockABI
+	}
+	if v, err := abi(); err != nil || v <= 0 {
+		if err == nil {
+			err = errors.New("ABI version 0")
+		}
 		return fmt.Sprintf("this kernel has no Landlock (%v): Python tools and checks are not confined to their trial's files "+
 			"and can read whatever this runner's user can (other trials' files, the judge key, the auth token)", err)
 	}
@@ -86,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 		if err := proc.SetNotDumpable(); err != nil {
 			c.Logger.Error(err, "tools and checks can read this process's environment and memory through /proc")
 		}
-		if w := ConfinementWarning(); w != "" {
+		if w := ConfinementWarning(c.LandlockABI); w != "" {
 			c.Logger.Error(nil, "WARNING: "+w)
 		} else {
 			c.Logger.V(1).Info("Python tools and checks are confined with Landlock")
@@ -102,6 +113,13 @@ func New(cfg Config) (*Server, error) {
 		trials:      map[string]*trial{},
 		registering: map[string]struct{}{},
 		dbClients:   map[string]*client.Client{},
+	}
+	abi := c.LandlockABI
+	if abi == nil {
+		abi = proc.LandlockABI
+	}
+	if v, err := abi(); err == nil && v > 0 {
+		s.landlockABI = v
 	}
 	s.grpc = grpc.NewServer(
 		grpc.MaxRecvMsgSize(maxMessageBytes),

@@ -121,6 +121,13 @@ const (
 const (
 	TrialPodsReady  = "PodsReady"
 	TrialRegistered = "Registered"
+	// TrialConfined says how the runner of the latest registered attempt
+	// confines the pack's Python tools, MCP servers and checks: True (reason
+	// Landlock, the ABI in the message) or False (reason
+	// LandlockUnavailable: that kernel has no Landlock, so the pack's code
+	// can read whatever the runner's user can). Absent until an attempt
+	// registers with a runner that reports it.
+	TrialConfined = "Confined"
 	// TrialCompleted is terminal: True once the trial has its final outcome
 	// (its reason says which), so `kubectl wait --for=condition=Completed` works.
 	TrialCompleted = "Completed"

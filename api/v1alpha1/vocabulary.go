@@ -79,6 +79,10 @@ const (
 	ReasonRegistered    = "Registered"
 	ReasonNotRegistered = "NotRegistered"
 
+	// Confined.
+	ReasonLandlock            = "Landlock"
+	ReasonLandlockUnavailable = "LandlockUnavailable"
+
 	// Infrastructure faults the controller detects itself.
 	ReasonPodFailed         = "PodFailed"        // a pod's container exited
 	ReasonPodLost           = "PodLost"          // a pod vanished or is being deleted

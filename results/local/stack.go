@@ -40,6 +40,9 @@ type StackConfig struct {
 	// python-deps` provisions, else Debian's /usr/bin/python3 when that has it.
 	Python string
 	Log    logr.Logger
+	// LandlockABI says which Landlock ABI the kernel offers (nil:
+	// proc.LandlockABI); tests fake a kernel without it.
+	LandlockABI func() (int, error)
 }
 
 // python is the interpreter the stack's runner uses: --python, else
@@ -113,7 +116,7 @@ func StartStack(ctx context.Context, cfg StackConfig) (*Stack, error) {
 		return fail(err)
 	}
 	s := &Stack{DBServiceURL: dbURL, RunnerAddr: addr, Runner: c, Token: token, Python: cfg.Python}
-	if w := runner.ConfinementWarning(); w != "" {
+	if w := runner.ConfinementWarning(cfg.LandlockABI); w != "" {
 		s.Warnings = append(s.Warnings, w)
 	}
 	s.stop = func() error { return sv.shutdown(c) }
@@ -200,6 +203,7 @@ func (sv *services) serveRunner(cfg StackConfig, dbURL, token string, log logr.L
 		Logger:            log.WithName("runner"),
 		AuthToken:         token,
 		Python:            cfg.python(),
+		LandlockABI:       cfg.LandlockABI,
 	})
 	if err != nil {
 		return "", fmt.Errorf("start stack: %w", err)
