@@ -217,6 +217,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 
 	pythonPackSpecs()
 	tauRetailSpecs()
+	hostilePythonSpecs()
 	judgeSpecs()
 	terminalSpecs()
 

@@ -161,6 +161,95 @@ func tauRetailSpecs() {
 	})
 }
 
+// hostilePython is a pack whose tool tries the runner pod's secrets and
+// leaves a process behind (test/e2e/testdata/hostile-python).
+var hostilePython = filepath.Join("test", "e2e", "testdata", "hostile-python", "tasks", "probe_the_runner")
+
+// hostilePythonSpecs: issue 40's confinement on the real node. The Trial has a
+// judge, so its runner pod mounts the judge's gateway key (--secrets-dir) as
+// well as its auth token; the tool reads the runner's command line to find
+// both, tries them and /proc/1/environ, and leaves a setsid'd double-forked
+// child with an empty environment. The task's JSONPath checks pass only when
+// every read was refused, and the kept pod is left with the runner alone.
+func hostilePythonSpecs() {
+	It("confines a hostile Python tool on the node: its reads of the judge key, the auth token and the runner's environ are refused, and nothing of it outlives the trial", func() {
+		ctx := context.Background()
+		bin := os.Getenv("E2E_TOLOKAFORGE")
+		Expect(bin).NotTo(BeEmpty(), "E2E_TOLOKAFORGE names the tolokaforge binary (make build)")
+		stream, err := exec.Command(bin, "pack", "import", filepath.Join(root, hostilePython), "--namespace", ns).Output()
+		Expect(err).NotTo(HaveOccurred(), "pack import: %v", err)
+		applied := mustKubectl(string(stream), "apply", "--server-side", "-f", "-", "-o", "name")
+		var taskName string
+		for _, l := range strings.Fields(applied) {
+			if strings.HasPrefix(l, "task.eval.tolokaforge.io/") {
+				taskName = strings.TrimPrefix(l, "task.eval.tolokaforge.io/")
+			}
+		}
+		Expect(taskName).NotTo(BeEmpty(), "applied: %s", applied)
+		// A judge is configured (never called: the task has no llm_judge), so the
+		// runner pod holds the judge's gateway key for the tool to go after.
+		Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "hostile-judge", Namespace: ns,
+				Annotations: map[string]string{evalv1.AnnotationAllowedBaseURLs: "http://judge.invalid/v1"}},
+			Data: map[string][]byte{"api-key": []byte("sk-hostile-judge-key")},
+		})).To(Succeed())
+		key := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "hostile-judge"}, Key: "api-key"}
+		tr := &evalv1.Trial{
+			ObjectMeta: metav1.ObjectMeta{Name: "hostile-tool", Namespace: ns},
+			Spec: evalv1.TrialSpec{
+				TaskRef:               &evalv1.TaskReference{Name: taskName},
+				Agent:                 evalv1.ModelSpec{Provider: evalv1.ProviderOracle},
+				UserSimulator:         &evalv1.UserSimulatorSpec{Mode: evalv1.UserSimulatorScripted},
+				Judge:                 &evalv1.ModelSpec{Provider: evalv1.ProviderOpenAI, Model: "judge", BaseURL: "http://judge.invalid/v1", APIKeySecretRef: key},
+				RetryPolicy:           evalv1.RetryPolicy{MaxAttempts: 1},
+				KeepPodsAfterFinished: true,
+			},
+		}
+		Expect(k8s.Create(ctx, tr)).To(Succeed())
+		Eventually(trialPhase(tr.Name)).WithTimeout(4*time.Minute).WithPolling(time.Second).
+			Should(BeElementOf(evalv1.PhasePassed, evalv1.PhaseFailed, evalv1.PhaseGradingFailed, evalv1.PhaseInfraFailed, evalv1.PhaseInvalid),
+				func() string { return describe(getTrial(tr.Name)) })
+		t := getTrial(tr.Name)
+		GinkgoWriter.Printf("hostile tool trial: %s", describe(t))
+		// Passed at 1.0 = every JSONPath check held: the survivor was started and
+		// every read came back "denied".
+		Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), describe(t))
+		Expect(t.Status.Grade.Score).To(Equal(1.0), describe(t))
+		conf := condition(t, evalv1.TrialConfined)
+		Expect(conf).NotTo(BeNil(), describe(t))
+		Expect(conf.Reason).To(Equal(evalv1.ReasonLandlock), describe(t))
+
+		// The kept runner pod: its runner is PID 1 and the only process besides
+		// the one listing them (the tool's survivor and its Python host are gone).
+		pod := tr.Name + "-a1-" + evalv1.RoleRunner
+		var p corev1.Pod
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, &p)).To(Succeed())
+		python := ""
+		for _, a := range p.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(a, "--python="); ok {
+				python = v
+			}
+		}
+		Expect(python).NotTo(BeEmpty(), "the runner pod of a Python pack names its interpreter: %v", p.Spec.Containers[0].Args)
+		list := `import os
+me = os.getpid()
+for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+    if pid == me:
+        continue
+    try:
+        cmd = open("/proc/%d/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError as e:
+        cmd = "?" + str(e)
+    print(pid, cmd)
+`
+		out := mustKubectl("", "-n", ns, "exec", pod, "-c", evalv1.RoleRunner, "--", python, "-c", list)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(1), "processes left in %s:\n%s", pod, out)
+		Expect(lines[0]).To(MatchRegexp(`^1 \S*tolokaforge runner `), "processes left in %s:\n%s", pod, out)
+		mustKubectl("", "-n", ns, "delete", "trial", tr.Name, "--wait=true", "--timeout=2m")
+	})
+}
+
 // describe is a Trial's phase, conditions and attempts, for a failure message.
 func describe(t *evalv1.Trial) string {
 	var sb strings.Builder
