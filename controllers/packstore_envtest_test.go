@@ -22,7 +22,9 @@ func importPackToStore(ns, dir string, upload bool) *evalv1.Task {
 	store, err := blobstore.Open(ctx, "file://"+filepath.ToSlash(filepath.Join(h.Work, "artifacts")))
 	Expect(err).NotTo(HaveOccurred())
 	defer store.Close()
-	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: ns, FilesURL: store.ObjectURL}
+	// InlineLimit: the tables stay in the Task (food_delivery_2's dict tables, each
+	// record with the synthetic key column, pass the default limit).
+	opts := pack.Options{Builtins: builtin.Catalog{}, Namespace: ns, FilesURL: store.ObjectURL, InlineLimit: 1 << 20}
 	c, err := pack.Convert(dir, opts)
 	Expect(err).NotTo(HaveOccurred())
 	m, err := pack.Build(c, opts)

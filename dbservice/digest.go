@@ -10,7 +10,8 @@ import (
 )
 
 // A state's canonical form is a sequence of entries, one per chunk (or one empty entry
-// for a table without records), each preceded by fixed separator bytes:
+// for a table without records, or one for a dict table's records in key order, see
+// dicttable.go), each preceded by fixed separator bytes:
 //
 //	{"a":[<chunk a0>,<chunk a1>],"b":[<chunk b0>]}
 //
@@ -30,6 +31,10 @@ type digestEntry struct {
 	table string
 	pos   int
 	c     *chunk // nil for a table without records
+	// byKey marks a dict table's key-ordered records, streamed to sha256 rather than
+	// joined: a joined copy would keep a second copy of the table's bytes cached for
+	// as long as the table version lives (the initial state's, the whole trial).
+	byKey bool
 }
 
 func (e digestEntry) id() uint64 {
@@ -39,12 +44,20 @@ func (e digestEntry) id() uint64 {
 	return e.c.id
 }
 
-func (s *dbState) entries() []digestEntry {
+// entries lists the state's hash entries in canonical order. A dict table (s.dict) with
+// records is one entry, its records in key order (keyOrdered): a change anywhere in it
+// re-hashes it whole, since a record's place in the order depends on every other key.
+func (s *dbState) entries(stable bool) []digestEntry {
 	var out []digestEntry
 	for _, name := range s.names {
-		chunks := s.tables[name].chunks
+		t := s.tables[name]
+		chunks := t.chunks
 		if len(chunks) == 0 {
 			out = append(out, digestEntry{table: name, pos: -1})
+			continue
+		}
+		if useKey, ok := s.dict[name]; ok {
+			out = append(out, digestEntry{table: name, pos: 0, c: t.keyOrdered(stable, useKey || !stable), byKey: true})
 			continue
 		}
 		for i, c := range chunks {
@@ -75,7 +88,7 @@ func resumePoint(entries []digestEntry, base []hashCheckpoint) int {
 // digestFrom hashes the whole state in canonical form, resuming from base when it can,
 // and returns the hex digest with this state's checkpoints.
 func (s *dbState) digestFrom(stable bool, base []hashCheckpoint) (string, []hashCheckpoint) {
-	entries := s.entries()
+	entries := s.entries(stable)
 	h := sha256.New()
 	if len(entries) == 0 {
 		h.Write([]byte("{}"))
@@ -124,7 +137,16 @@ func (s *dbState) digestFrom(stable bool, base []hashCheckpoint) (string, []hash
 }
 
 func writeEntryData(h hash.Hash, e digestEntry, stable bool) {
-	if e.c != nil {
+	switch {
+	case e.c == nil:
+	case e.byKey:
+		for i, r := range e.c.recs {
+			if i > 0 {
+				h.Write(comma)
+			}
+			h.Write(r.bytes(stable))
+		}
+	default:
 		h.Write(e.c.joined(stable))
 	}
 }

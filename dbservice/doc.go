@@ -13,7 +13,12 @@
 // Snapshots, restore and reset swap state pointers, costing O(1) whatever the record
 // count. A hash never re-serializes: it feeds each chunk's cached, comma-joined bytes to
 // sha256, and resumes from the sha256 state saved before the first chunk that differs
-// from an earlier version, so it costs at most one pass (digest.go). Equality filters
+// from an earlier version, so it costs at most one pass (digest.go). A table whose
+// primary key is the importer's synthetic key column (__tolokaforge_key__) was authored
+// as a dict: the hash covers its records ordered by that key, so two states hash equal
+// when their dicts are equal whatever the records' list order, and such a table is
+// re-sorted and hashed whole when it changes (dicttable.go); its stored order, which
+// every state response keeps, is untouched. Equality filters
 // on the table's key field (its primary key, else "id") use per-chunk hash indexes; a
 // PATCH whose lookups have cost as much as the table's size indexes the whole table
 // once, so N operations cost O(rows + N), never O(rows * N).

@@ -13,6 +13,10 @@ import (
 type dbState struct {
 	tables map[string]*table
 	names  []string // sorted, the canonical key order
+	// dict is the trial's dict tables (dictKeyField is their primary key), shared by
+	// all its states and never modified; the value reports whether the key survives
+	// stable filtering. Their hash covers their records in key order (digest.go).
+	dict map[string]bool
 	// records and bytes total the tables' records and canonical record bytes.
 	records int
 	bytes   int64
@@ -25,8 +29,8 @@ type dbState struct {
 	fullBase, stableBase []hashCheckpoint
 }
 
-func newState(tables map[string]*table) *dbState {
-	s := &dbState{tables: tables, names: slices.Sorted(maps.Keys(tables))}
+func newState(tables map[string]*table, dict map[string]bool) *dbState {
+	s := &dbState{tables: tables, names: slices.Sorted(maps.Keys(tables)), dict: dict}
 	for _, t := range tables {
 		s.records += t.n
 		s.bytes += t.bytes
@@ -41,7 +45,7 @@ func (s *dbState) with(name string, t *table) *dbState {
 		tables = make(map[string]*table, 1)
 	}
 	tables[name] = t
-	ns := &dbState{tables: tables, names: s.names, fullBase: s.fullCP, stableBase: s.stableCP,
+	ns := &dbState{tables: tables, names: s.names, dict: s.dict, fullBase: s.fullCP, stableBase: s.stableCP,
 		records: s.records + t.n, bytes: s.bytes + t.bytes}
 	if old, ok := s.tables[name]; ok {
 		ns.records -= old.n

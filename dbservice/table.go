@@ -98,6 +98,8 @@ type table struct {
 	chunks []*chunk
 	n      int
 	bytes  int64 // canonical bytes of the records, for the trial's limits
+	// byKey caches a dict table's records in hash order, full and stable (dicttable.go).
+	byKey [2]atomic.Pointer[chunk]
 }
 
 var emptyTable = &table{}

@@ -3,6 +3,7 @@ package dbservice
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 
 	"tolokaforge.io/operator/api/canonical"
@@ -123,11 +124,29 @@ func newTrial(id string, req *initRequest) (*trial, *Error) {
 		}
 		tables[name] = newTable(recs)
 	}
-	t.initial = newState(tables)
+	t.initial = newState(tables, dictTables(req.schemas, t.unstableBy))
 	t.current = t.initial
 	t.pin(t.initial)
 	t.accounted = t.footprint(t.current)
 	return t, nil
+}
+
+// dictTables names the tables whose primary key is dictKeyField: the pack wrote them
+// as dicts keyed by id, so their records' order carries nothing the author wrote. The
+// value is false when the table declares the key itself unstable: the stable form
+// then holds no key to order by.
+func dictTables(schemas []tableSchema, unstableBy map[string][]string) map[string]bool {
+	var out map[string]bool
+	for _, s := range schemas {
+		if s.PrimaryKey != dictKeyField {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[s.Name] = !slices.Contains(unstableBy[s.Name], dictKeyField)
+	}
+	return out
 }
 
 // keyField is the field upsert matches on by default and the chunk indexes cover.

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 )
 
-// DictKeyField is the synthetic key column of a dict table whose records do not
-// carry their key (tau-bench's users, keyed by user id, a user record holding no
-// user-id field). The pack importer adds it to every record, holding the record's
-// dict key, and names it as the table's key field (extra.dict_tables) and primary
-// key, so the DB service keeps the table as a list of records it can address by key.
-// It is never author-facing: the Python tool host, JSONPath, custom checks and the
+// DictKeyField is the synthetic key column of a table the pack wrote as a dict of
+// records keyed by id, whether or not the records carry the key themselves
+// (tau-bench's users, keyed by user id, hold no user-id field; its orders repeat
+// order_id). The pack importer adds it to every record, holding the record's dict
+// key, and names it as the table's key field (extra.dict_tables) and primary key,
+// so the DB service keeps the table as a list of records it can address by key,
+// and knows it for a dict: its hash covers the records in key order. It is never
+// author-facing: the Python tool host, JSONPath, db_probes, custom checks and the
 // state diff see the author's dict, keyed by it and without it (StripDictKey).
 const DictKeyField = "__tolokaforge_key__"
 

@@ -11,19 +11,19 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
-// retailState is a tau-bench retail-shaped stable state as the DB service holds it:
-// users, keyed by user id, whose records do not carry it (the synthetic key column
-// holds it), and orders, which carry order_id.
+// retailState is a tau-bench retail-shaped stable state as the DB service holds it
+// after import: users, keyed by user id, whose records do not carry it, and orders,
+// which carry order_id; both hold their dict key in the synthetic key column.
 const retailState = `{
  "users": [
   {"__tolokaforge_key__": "noah_brown_6181", "name": "Noah Brown", "address": {"city": "Austin"}, "orders": ["#W2378156"]},
   {"__tolokaforge_key__": "mia_li_3668", "name": "Mia Li", "address": {"city": "Boston"}, "orders": []}
  ],
- "orders": [{"order_id": "#W2378156", "user_id": "noah_brown_6181", "status": "pending"}],
+ "orders": [{"__tolokaforge_key__": "#W2378156", "order_id": "#W2378156", "user_id": "noah_brown_6181", "status": "pending"}],
  "log": [{"n": 1}]
 }`
 
-var retailKeys = map[string]string{"users": task.DictKeyField, "orders": "order_id"}
+var retailKeys = map[string]string{"users": task.DictKeyField, "orders": task.DictKeyField}
 
 // TestJSONPathAddressesDictTablesByKey: a JSONPath written against the author's
 // dicts reads them by key, the synthetic key column invisible; a list table stays a list.
@@ -39,6 +39,8 @@ func TestJSONPathAddressesDictTablesByKey(t *testing.T) {
 		{path: "$.db.orders['#W2378156'].status", op: "equals", operand: `"pending"`, pass: true},
 		{path: "$.db.users['mia_li_3668'].name", op: "equals", operand: `"Mia Li"`, pass: true},
 		{path: "$.db.users['noah_brown_6181']." + task.DictKeyField, op: "absent", operand: `true`, pass: true},
+		{path: "$.db.orders['#W2378156']." + task.DictKeyField, op: "absent", operand: `true`, pass: true},
+		{path: "$.db.orders['#W2378156'].order_id", op: "equals", operand: `"#W2378156"`, pass: true},
 		{path: "$.db.users[*]", op: "count", operand: `2`, pass: true},
 		{path: "$.db.log[0].n", op: "equals", operand: `1`, pass: true},
 		{path: "$.db.users[0].name", op: "exists", operand: `true`, pass: false},
@@ -61,7 +63,7 @@ func TestJSONPathAddressesDictTablesByKey(t *testing.T) {
 	}
 	// A table whose records cannot be keyed (a duplicate key) stays a list, not a
 	// dict silently missing a record.
-	dup := stateOf(t, `{"orders":[{"order_id":"a","n":1},{"order_id":"a","n":2}]}`)
+	dup := stateOf(t, `{"orders":[{"__tolokaforge_key__":"a","n":1},{"__tolokaforge_key__":"a","n":2}]}`)
 	if _, ok := dup.jsonPathRoot(retailKeys).(map[string]any)["db"].(map[string]any)["orders"].([]any); !ok {
 		t.Fatalf("a table with a duplicate key was not kept as a list: %v", dup.jsonPathRoot(retailKeys))
 	}
@@ -77,7 +79,7 @@ func mustQuote(s string) string {
 // column, and diff_lines render the table as the author's dict.
 func TestStateDiffNamesDictRecordsByKey(t *testing.T) {
 	golden := stateOf(t, retailState)
-	trial := stateOf(t, strings.NewReplacer(`"city": "Austin"`, `"city": "Denver"`,
+	trial := stateOf(t, strings.NewReplacer(`"city": "Austin"`, `"city": "Denver"`, `"status": "pending"`, `"status": "cancelled"`,
 		`{"__tolokaforge_key__": "mia_li_3668", "name": "Mia Li", "address": {"city": "Boston"}, "orders": []}`,
 		`{"__tolokaforge_key__": "zoe_9", "name": "Zoe"}`).Replace(retailState))
 	pairing := func(table string, _ []canonical.Value) []string {
@@ -91,9 +93,12 @@ func TestStateDiffNamesDictRecordsByKey(t *testing.T) {
 	out := string(d.marshal(1000))
 	for _, want := range []string{
 		`"modified":[{"fields":[{"actual":{"city":"Denver"},"expected":{"city":"Austin"},"field":"address"}],"key":"noah_brown_6181"}]`,
+		`"modified":[{"fields":[{"actual":"cancelled","expected":"pending","field":"status"}],"key":"#W2378156"}]`,
+		`"   \"orders\": {"`,
+		`"     \"#W2378156\": {"`,
 		`"added":[{"name":"Zoe"}]`,
 		`"removed":[{"address":{"city":"Boston"},"name":"Mia Li","orders":[]}]`,
-		`"summary":"hash mismatch (users: 1 added, 1 removed, 1 modified)"`,
+		`"summary":"hash mismatch (orders: 0 added, 0 removed, 1 modified; users: 1 added, 1 removed, 1 modified)"`,
 		`"   \"users\": {"`,
 		`"     \"noah_brown_6181\": {"`,
 		`"+    \"zoe_9\": {"`,
@@ -117,13 +122,13 @@ func TestKeylessDictTableForCEL(t *testing.T) {
 		t.Fatalf("dictTableKeys = %v, want only users keyed by the synthetic column", got)
 	}
 	st := stateOf(t, retailState)
-	got := string(canonical.Marshal(authorTable(st.tables["users"])))
+	got := string(canonical.Marshal(authorTable(st.tables["users"], task.DictKeyField)))
 	want := `{"mia_li_3668":{"address":{"city":"Boston"},"name":"Mia Li","orders":[]},"noah_brown_6181":{"address":{"city":"Austin"},"name":"Noah Brown","orders":["#W2378156"]}}`
 	if got != want {
 		t.Fatalf("authorTable\n got %s\nwant %s", got, want)
 	}
 	dup := stateOf(t, `{"users":[{"__tolokaforge_key__":"a"},{"__tolokaforge_key__":"a"}]}`)
-	if got := string(canonical.Marshal(authorTable(dup.tables["users"]))); got != `[{"__tolokaforge_key__":"a"},{"__tolokaforge_key__":"a"}]` {
+	if got := string(canonical.Marshal(authorTable(dup.tables["users"], task.DictKeyField))); got != `[{"__tolokaforge_key__":"a"},{"__tolokaforge_key__":"a"}]` {
 		t.Fatalf("a repeated key: %s", got)
 	}
 }

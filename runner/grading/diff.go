@@ -355,17 +355,19 @@ func authorObject(s *stableState, keys map[string]string) canonical.Object {
 	for _, n := range s.names {
 		v := s.tables[n]
 		if keys[n] == task.DictKeyField {
-			v = authorTable(v)
+			v = authorTable(v, task.DictKeyField)
 		}
 		ms = append(ms, canonical.Member{Key: n, Value: v})
 	}
 	return canonical.NewObject(ms...)
 }
 
-// authorTable is a table held with the synthetic key column as the author's dict
-// {key: record without the column}; v unchanged when a record lacks a string key
-// or repeats one.
-func authorTable(v canonical.Value) canonical.Value {
+// authorTable is a dict table held as a list as the author's dict {key: record},
+// keyed by each record's key field (a string, or a number's text, as dictView and
+// the Python checks key it); the synthetic key column (key == task.DictKeyField) is
+// the DB service's, so the records are shown without it. v comes back unchanged
+// when a record lacks a key or repeats one.
+func authorTable(v canonical.Value, key string) canonical.Value {
 	recs, ok := v.(canonical.Array)
 	if !ok {
 		return v
@@ -377,13 +379,24 @@ func authorTable(v canonical.Value) canonical.Value {
 		if !ok {
 			return v
 		}
-		kv, ok := o.Get(task.DictKeyField)
-		ks, isStr := kv.(canonical.String)
-		if !ok || !isStr || seen[string(ks)] {
+		kv, _ := o.Get(key)
+		var ks string
+		switch k := kv.(type) {
+		case canonical.String:
+			ks = string(k)
+		case canonical.Int, canonical.Float:
+			ks = string(canonical.Marshal(k))
+		default:
 			return v
 		}
-		seen[string(ks)] = true
-		byKey = append(byKey, canonical.Member{Key: string(ks), Value: o.Without(task.DictKeyField)})
+		if seen[ks] {
+			return v
+		}
+		seen[ks] = true
+		if key == task.DictKeyField {
+			o = o.Without(task.DictKeyField)
+		}
+		byKey = append(byKey, canonical.Member{Key: ks, Value: o})
 	}
 	return canonical.NewObject(byKey...)
 }

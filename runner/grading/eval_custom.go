@@ -392,9 +392,10 @@ func celVars(ctx context.Context, g *gradeCtx, reads celProgram) (map[string]any
 		}
 		keys := dictTableKeys(g.task)
 		for name, v := range st.tables {
-			if keys[name] == task.DictKeyField {
-				// The synthetic key column is the DB service's: the author's dict.
-				v = authorTable(v)
+			if key := keys[name]; key != "" {
+				// Every table the pack wrote as a dict is the author's dict, as
+				// JSONPath reads it: db.orders['#W2378156'].status.
+				v = authorTable(v, key)
 			}
 			db[name] = celValue(v)
 		}

@@ -192,19 +192,25 @@ func (s *stableState) object() canonical.Object {
 // column (task.DictKeyField), so $.db.orders['#W2378156'].status reads as written.
 func (s *stableState) jsonPathRoot(keys map[string]string) any {
 	if s.root == nil {
-		db := make(map[string]any, len(s.tables))
-		for n, v := range s.tables {
-			plain := canonical.ToAny(v)
-			if key := keys[n]; key != "" {
-				if d, ok := dictView(plain, key); ok {
-					plain = d
-				}
-			}
-			db[n] = plain
-		}
-		s.root = map[string]any{"db": db}
+		s.root = authorRoot(s.tables, keys)
 	}
 	return s.root
+}
+
+// authorRoot is {db: tables} as plain Go values (canonical.ToAny), each dict table
+// (keys, dictTableKeys) rebuilt as the author's dict by dictView.
+func authorRoot(tables map[string]canonical.Value, keys map[string]string) map[string]any {
+	db := make(map[string]any, len(tables))
+	for n, v := range tables {
+		plain := canonical.ToAny(v)
+		if key := keys[n]; key != "" {
+			if d, ok := dictView(plain, key); ok {
+				plain = d
+			}
+		}
+		db[n] = plain
+	}
+	return map[string]any{"db": db}
 }
 
 // dictView is a list table's records as the dict they were authored as: keyed by

@@ -210,4 +210,16 @@ func TestDBProbes(t *testing.T) {
 	if !strings.HasPrefix(g.Reasons, "DB probes: ") {
 		t.Error("segment")
 	}
+	// A task without dict tables: every probe is the DB service's query.
+	db.faults.mu.Lock()
+	defer db.faults.mu.Unlock()
+	queries := 0
+	for _, r := range db.faults.seen {
+		if r == "POST /trials/"+env.id+"/query" {
+			queries++
+		}
+	}
+	if queries != 6 {
+		t.Errorf("%d probes went to the DB service, want 6: %v", queries, db.faults.seen)
+	}
 }

@@ -56,7 +56,9 @@ func pythonPackSpecs() {
 			switch {
 			case strings.HasPrefix(l, "task.eval.tolokaforge.io/"):
 				taskName = strings.TrimPrefix(l, "task.eval.tolokaforge.io/")
-			case strings.HasPrefix(l, "configmap/"):
+			case strings.HasPrefix(l, "configmap/") && !strings.HasSuffix(l, "-initial-state"):
+				// The tables, each dict record with the synthetic key column, pass
+				// the inline limit and travel in an initial-state ConfigMap too.
 				cmName = strings.TrimPrefix(l, "configmap/")
 			}
 		}

@@ -601,10 +601,11 @@ func (c *converter) filesystem(is *mapping) error {
 
 // tables reads a json_db: an object of table name to a list of records. A
 // tau-style dict of records ({"order_1": {"order_id": "order_1", ...}})
-// becomes the list of its values, as Tolokaforge's loader makes it, and the
-// field that carries each record's key becomes the table's primary key and
-// is remembered (dictTables) so Python tools get the dict back. Number
-// literals are kept as written.
+// becomes the list of its values in the dict's order, as Tolokaforge's loader
+// makes it, each record with its dict key in the synthetic column
+// task.DictKeyField, which becomes the table's primary key and is remembered
+// (dictTables) so Python tools get the dict back. Number literals are kept as
+// written.
 func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.TableSchema, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
@@ -657,9 +658,7 @@ func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.Ta
 				c.dictTables = map[string]string{}
 			}
 			c.dictTables[name] = keyField
-			if keyField != "" {
-				schemas = append(schemas, task.TableSchema{TableName: name, PrimaryKey: keyField})
-			}
+			schemas = append(schemas, task.TableSchema{TableName: name, PrimaryKey: keyField})
 		case allIDs:
 			schemas = append(schemas, task.TableSchema{TableName: name, PrimaryKey: task.DefaultPrimaryKey})
 		}
@@ -668,8 +667,8 @@ func (c *converter) tables(file string, data []byte) (json.RawMessage, []task.Ta
 	return b.Bytes(), schemas, nil
 }
 
-// tableRows reads one table: a list of records, a dict of records keyed by
-// a field each record carries (isDict, keyField; "" for an empty dict), or a
+// tableRows reads one table: a list of records, a dict of records keyed by id
+// (isDict; each record gets its key in task.DictKeyField, the keyField), or a
 // single record (a mapping whose values are not all records), which becomes a
 // one-record table as upstream's loader makes it.
 func (c *converter) tableRows(file, name string, raw json.RawMessage) (rows []json.RawMessage, keyField string, isDict bool, err error) {
@@ -703,67 +702,22 @@ func (c *converter) tableRows(file, name string, raw json.RawMessage) (rows []js
 			c.rep.add(file, name, "a single record (its values are not all records): the table holds it as its one record, as Tolokaforge's loader does")
 			return []json.RawMessage{raw}, "", false, nil
 		}
-		keyField, err := dictKeyField(keys, recs, objectKeysOf(byKey, keys))
-		if err != nil {
-			return nil, "", false, fmt.Errorf("%s: %s: %w", file, name, err)
-		}
 		rows = make([]json.RawMessage, 0, len(keys))
-		for _, k := range keys {
-			r := byKey[k]
-			if keyField == task.DictKeyField {
-				if _, taken := recs[len(rows)][task.DictKeyField]; taken {
-					return nil, "", false, fmt.Errorf("%s: %s[%q]: a record carries %s, the name of the synthetic key column the import keeps a dict table's keys in; rename that field", file, name, k, task.DictKeyField)
-				}
-				r, _ = task.WithDictKey(r, k)
+		for i, k := range keys {
+			if _, taken := recs[i][task.DictKeyField]; taken {
+				return nil, "", false, fmt.Errorf("%s: %s[%q]: a record carries %s, the name of the synthetic key column the import keeps a dict table's keys in; rename that field", file, name, k, task.DictKeyField)
 			}
+			r, _ := task.WithDictKey(byKey[k], k)
 			rows = append(rows, r)
 		}
-		if keyField == "" {
-			c.rep.add(file, name, "an empty dict of records: the table starts empty; Python tools get it back as a dict (extra.dict_tables), its key field unknown")
-		}
-		return rows, keyField, true, nil
+		// Every dict table keeps its keys in the synthetic column, even one whose
+		// records carry the key in a field of their own (orders' order_id), which
+		// stays as written: the column is how the DB service tells a dict (whose
+		// hash ignores the records' order) from a list, and how every author-facing
+		// view rebuilds the dict, one rule for all.
+		return rows, task.DictKeyField, true, nil
 	}
 	return nil, "", false, fmt.Errorf("%s: %s: want a list of records or a dict of records, got %s: the DB service holds tables of records", file, name, describeJSON(raw))
-}
-
-// objectKeysOf is the first record's keys in document order (the order
-// candidates for the key field are tried in).
-func objectKeysOf(byKey map[string]json.RawMessage, keys []string) []string {
-	if len(keys) == 0 {
-		return nil
-	}
-	fields, _ := objectKeys(byKey[keys[0]])
-	return fields
-}
-
-// dictKeyField is the field whose value equals the dict key in every record
-// ("id" preferred, then the first such field of the first record), or
-// task.DictKeyField when no field carries it.
-func dictKeyField(keys []string, recs []map[string]json.RawMessage, fields []string) (string, error) {
-	if len(keys) == 0 {
-		return "", nil
-	}
-	carries := func(f string) bool {
-		for i, k := range keys {
-			var v string
-			if json.Unmarshal(recs[i][f], &v) != nil || v != k {
-				return false
-			}
-		}
-		return true
-	}
-	if carries("id") {
-		return "id", nil
-	}
-	for _, f := range fields {
-		// "" cannot name a key field: dict_tables reads it as unknown.
-		if f != "" && carries(f) {
-			return f, nil
-		}
-	}
-	// No field carries the key (tau-bench's users): the key travels in a
-	// synthetic column the author never sees (task.DictKeyField).
-	return task.DictKeyField, nil
 }
 
 func describeJSON(raw json.RawMessage) string {

@@ -279,7 +279,7 @@ custom_checks: {enabled: true, file: checks.py, lang: py}
 	if len(d.InitializationActions) != 1 || d.InitializationActions[0].ToolName != "calculator" || d.InitializationActions[0].EnvType != task.EnvAssistant {
 		t.Fatalf("init actions %+v", d.InitializationActions)
 	}
-	if got := string(c.Tables); got != `{"users":[{"id":"u1","n":1.50}],"logs":[{"at":1}]}` {
+	if got := string(c.Tables); got != `{"users":[{"__tolokaforge_key__":"u1","id":"u1","n":1.50}],"logs":[{"at":1}]}` {
 		t.Fatalf("tables %s", got)
 	}
 	if len(d.InitialState.Schemas) != 1 || d.InitialState.Schemas[0].TableName != "users" {

@@ -12,8 +12,10 @@ import (
 // TestImportKeylessDictTable: a dict table whose records do not carry their key
 // (tau-bench's users) imports unchanged: each record gets the synthetic key column
 // holding its dict key, which is the table's primary key; a table whose records carry
-// their key keeps that field. The canonical hash of two imports is equal exactly when
-// the author's dicts are equal: the same records under other keys hash differently.
+// their key (orders' order_id) gets the column too, its own field kept as written, so
+// the DB service knows every dict table by its primary key. The canonical hash of two
+// imports is equal exactly when the author's dicts are equal: the same records under
+// other keys hash differently.
 func TestImportKeylessDictTable(t *testing.T) {
 	users := `{"noah_brown_6181": {"name": "Noah", "address": {"city": "Austin"}}, "mia_li_3668": {"name": "Mia", "address": {"city": "Boston"}}}`
 	orders := `{"#W1": {"order_id": "#W1", "status": "pending"}}`
@@ -37,14 +39,14 @@ func TestImportKeylessDictTable(t *testing.T) {
 	if got, want := string(st.Tables["users"]), `[{"__tolokaforge_key__":"noah_brown_6181","name":"Noah","address":{"city":"Austin"}},{"__tolokaforge_key__":"mia_li_3668","name":"Mia","address":{"city":"Boston"}}]`; got != want {
 		t.Fatalf("users\n got %s\nwant %s", got, want)
 	}
-	if got := string(st.Tables["orders"]); got != `[{"order_id":"#W1","status":"pending"}]` {
+	if got := string(st.Tables["orders"]); got != `[{"__tolokaforge_key__":"#W1","order_id":"#W1","status":"pending"}]` {
 		t.Fatalf("orders: %s", got)
 	}
 	pks := map[string]string{}
 	for _, s := range st.Schemas {
 		pks[s.TableName] = s.PrimaryKey
 	}
-	if pks["users"] != task.DictKeyField || pks["orders"] != "order_id" {
+	if pks["users"] != task.DictKeyField || pks["orders"] != task.DictKeyField {
 		t.Fatalf("primary keys %v", pks)
 	}
 	if h2, _ := imp(t, users); h2 != h1 {

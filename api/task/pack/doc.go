@@ -27,8 +27,9 @@
 // relative_imports, timeout_seconds, interface_version) is kept in the same
 // block and its files travel in tool_artifacts, as do a Python MCP server
 // script's .py tree and an explicit tool source's package; tables written as
-// dicts of records record their key field (TableSchema.PrimaryKey and the
-// Python tool sources' extra.dict_tables). What the runner cannot honour (a
+// dicts of records keep each record's key in the synthetic column
+// task.DictKeyField, their primary key (TableSchema.PrimaryKey) and key field
+// on the Python tool sources (extra.dict_tables). What the runner cannot honour (a
 // browser, env_assertions, an agentic judge) is refused by name.
 //
 // Conversion is pure: it reads the pack directory and writes manifests. The

@@ -151,10 +151,10 @@ custom_checks: {enabled: true, file: ../../checks/suite.py, relative_imports: ["
 	if d.SystemPrompt != "You are the agent." {
 		t.Fatalf("system prompt %q", d.SystemPrompt)
 	}
-	if got := string(c.Tables); got != `{"orders":[{"order_id":"o1","n":1.50},{"order_id":"o2","n":2}],"config":[{"mode":"strict","level":2}],"empty":[]}` {
+	if got := string(c.Tables); got != `{"orders":[{"__tolokaforge_key__":"o1","order_id":"o1","n":1.50},{"__tolokaforge_key__":"o2","order_id":"o2","n":2}],"config":[{"mode":"strict","level":2}],"empty":[]}` {
 		t.Fatalf("tables %s", got)
 	}
-	if !reflect.DeepEqual(d.InitialState.Schemas, []task.TableSchema{{TableName: "orders", PrimaryKey: "order_id"}}) {
+	if !reflect.DeepEqual(d.InitialState.Schemas, []task.TableSchema{{TableName: "orders", PrimaryKey: task.DictKeyField}, {TableName: "empty", PrimaryKey: task.DictKeyField}}) {
 		t.Fatalf("schemas %+v", d.InitialState.Schemas)
 	}
 	if !reflect.DeepEqual(d.InitialState.Filesystem, map[string]string{"notes.md": "hi", "in/shared.txt": "shared"}) {
@@ -185,7 +185,6 @@ custom_checks: {enabled: true, file: ../../checks/suite.py, relative_imports: ["
 	for _, w := range []string{
 		`proj/tasks/t/task.yaml: user_simulator.scripted_flow[3].default: the runner's scripted user says "Please continue." while a line waits for its if_assistant_contains, not "Go on."`,
 		`initial_state.json_db: config: a single record (its values are not all records): the table holds it as its one record`,
-		`empty: an empty dict of records: the table starts empty`,
 	} {
 		if !strings.Contains(all, w) {
 			t.Fatalf("diagnostics\n%s\nwant one containing %s", all, w)
@@ -228,7 +227,7 @@ func TestConvertExplicitPythonSource(t *testing.T) {
 	d := c.Description
 	s := d.AgentTools[0].Source
 	if s == nil || s.InvocationStyle != "mcp_async" || s.ModulePath != "tau_tools.cancel" || s.ClassName != "Cancel" || s.Toolset != "fd" ||
-		string(s.Extra["dict_tables"]) != `{"orders":"order_id"}` {
+		string(s.Extra["dict_tables"]) != `{"orders":"__tolokaforge_key__"}` {
 		t.Fatalf("source %+v", s)
 	}
 	if shipped, want := keys(d.ToolArtifacts), []string{"tau_tools/__init__.py", "tau_tools/cancel.py", "tau_tools/sub/x.py"}; !reflect.DeepEqual(shipped, want) {

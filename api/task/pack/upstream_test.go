@@ -39,7 +39,7 @@ func TestUpstreamPacks(t *testing.T) {
 			dir: fd + "order_modify_with_checks", taskID: "order_modify_with_checks",
 			toolSource: "mcp_server", script: "mcp_server.py",
 			tables:     []string{"cities", "menu_item_categories", "menu_items", "menu_items_per_cuisine", "money_back_requests", "orders", "restaurant_names_desc", "restaurant_rates", "restaurants", "users"},
-			pkeys:      map[string]string{"cities": "city_id", "menu_item_categories": "category_id", "menu_items": "menu_item_id", "orders": "order_id", "restaurant_rates": "rating_id", "restaurants": "restaurant_id", "users": "user_id"},
+			pkeys:      dictKeyed("cities", "menu_item_categories", "menu_items", "money_back_requests", "orders", "restaurant_rates", "restaurants", "users"),
 			components: []string{"state_checks", "custom_checks"},
 			artifacts:  []string{"mcp_server.py", "tau_tools/cancel_order.py", "tau_tools/data/schemas.py", "tools_helpers.py", "check_helpers.py", "tasks/order_modify_with_checks/checks.py"},
 			check: func(t *testing.T, c *converted) {
@@ -60,7 +60,9 @@ func TestUpstreamPacks(t *testing.T) {
 				if err := json.Unmarshal(d.AgentTools[0].Source.Extra["dict_tables"], &dt); err != nil {
 					t.Fatal(err)
 				}
-				want := map[string]string{"cities": "city_id", "menu_item_categories": "category_id", "menu_items": "menu_item_id", "money_back_requests": "", "orders": "order_id", "restaurant_rates": "rating_id", "restaurants": "restaurant_id", "users": "user_id"}
+				// Every dict table, its records carrying their key (city_id) or not, is
+				// keyed by the synthetic column; money_back_requests is an empty dict.
+				want := dictKeyed("cities", "menu_item_categories", "menu_items", "money_back_requests", "orders", "restaurant_rates", "restaurants", "users")
 				if !reflect.DeepEqual(dt, want) {
 					t.Fatalf("dict_tables %v\nwant %v", dt, want)
 				}
@@ -279,4 +281,13 @@ func TestConvertProject(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "2 of 9 tasks not converted") || !strings.Contains(err.Error(), `tool "browser" cannot be honoured`) {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// dictKeyed maps each table to task.DictKeyField, the key every dict table imports with.
+func dictKeyed(tables ...string) map[string]string {
+	out := make(map[string]string, len(tables))
+	for _, t := range tables {
+		out[t] = task.DictKeyField
+	}
+	return out
 }

@@ -18,3 +18,16 @@ func TestTablesKeylessDict(t *testing.T) {
 		t.Fatalf("Tables\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestTablesImportedDict: as the importer now holds every dict table (the synthetic
+// key column beside a field of the record's own that carries the key), a custom check
+// sees the dict keyed by the column, the record's own order_id kept as written.
+func TestTablesImportedDict(t *testing.T) {
+	got := Tables(map[string]json.RawMessage{
+		"orders": json.RawMessage(`[{"__tolokaforge_key__":"#W2","order_id":"#W2","status":"cancelled"},{"__tolokaforge_key__":"#W1","order_id":"#W1","status":"pending"}]`),
+	}, map[string]string{"orders": "__tolokaforge_key__"})
+	want := `{"orders":{"#W2":{"order_id":"#W2","status":"cancelled"},"#W1":{"order_id":"#W1","status":"pending"}}}`
+	if string(got) != want {
+		t.Fatalf("Tables\n got %s\nwant %s", got, want)
+	}
+}
