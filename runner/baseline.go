@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"tolokaforge.io/operator/dbservice/client"
 	"tolokaforge.io/operator/runner/proc"
@@ -34,24 +35,18 @@ func (s *Server) baseline(ctx context.Context, id string, db *client.Client) []s
 	owned := s.ownedDirs(id)
 	var out []string
 
-	if procs, err := proc.Below(trialTagKey); err != nil {
+	if procs, err := strays(owned); err != nil {
 		out = append(out, fmt.Sprintf("the processes below the runner cannot be listed: %v", err))
-	} else {
-		var strays []string
-		sort.Slice(procs, func(i, j int) bool { return procs[i].PID < procs[j].PID })
-		for _, p := range procs {
-			if _, ok := owned[p.Owner]; ok && p.Owner != "" {
-				continue
-			}
-			strays = append(strays, fmt.Sprintf("%d (%s)", p.PID, p.Comm))
+	} else if len(procs) > 0 {
+		names := make([]string, len(procs))
+		for i, p := range procs {
+			names[i] = fmt.Sprintf("%d (%s)", p.PID, p.Comm)
 		}
-		if len(strays) > 0 {
-			what := "1 process below the runner belongs"
-			if len(strays) > 1 {
-				what = fmt.Sprintf("%d processes below the runner belong", len(strays))
-			}
-			out = append(out, fmt.Sprintf("%s to no registered trial: %s", what, named(strays)))
+		what := "1 process below the runner belongs"
+		if len(procs) > 1 {
+			what = fmt.Sprintf("%d processes below the runner belong", len(procs))
 		}
+		out = append(out, fmt.Sprintf("%s to no registered trial: %s", what, named(names)))
 	}
 
 	work := filepath.Clean(s.cfg.WorkDir)
@@ -81,6 +76,40 @@ func (s *Server) baseline(ctx context.Context, id string, db *client.Client) []s
 		}
 	}
 	return out
+}
+
+// strayRecheck is how long a process that looks like a stray is given to
+// stop being one before the strays are read again and reported: a process a
+// runner goroutine just forked for another trial has the runner's
+// environment, without any tag, until it execs, and a process just killed
+// may not have exited yet.
+const strayRecheck = 250 * time.Millisecond
+
+// strays are the live processes below the runner that no owned folder's
+// trial owns: those of a second scan strayRecheck after a first that found
+// any. The second scan's, whoever they are: a stray that keeps forking and
+// exiting has another pid each time, and is still one.
+func strays(owned map[string]struct{}) ([]proc.Process, error) {
+	scan := func() ([]proc.Process, error) {
+		procs, err := proc.Below(trialTagKey)
+		if err != nil {
+			return nil, err
+		}
+		var out []proc.Process
+		for _, p := range procs {
+			if _, ok := owned[p.Owner]; !ok || p.Owner == "" {
+				out = append(out, p)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+		return out, nil
+	}
+	first, err := scan()
+	if err != nil || len(first) == 0 {
+		return nil, err
+	}
+	time.Sleep(strayRecheck)
+	return scan()
 }
 
 // ownedDirs are the folders of every trial registered, being registered or

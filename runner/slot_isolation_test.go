@@ -390,9 +390,23 @@ func TestSlotCleanupNamesWhatRemained(t *testing.T) {
 
 // A process below the runner that no trial started (here: a child of the
 // test process, which is the in-process runner's) is named by a slot's
-// CleanupTrial; once it is gone the slot is clean.
+// CleanupTrial; once it is gone the slot is clean. One that is gone within
+// the recheck (a process just forked for another trial, before its exec
+// tags it; one just killed) is not named.
 func TestSlotCleanupNamesAStrayProcess(t *testing.T) {
 	h := startRunner(t, nil, func(c *runner.Config) { c.Slot, c.TempDir = true, t.TempDir() })
+	doc := baseTask([]any{tool("db_insert")}, nil, obj{"items": []any{}})
+
+	h.mustRegister(t, "p0", doc)
+	brief := exec.Command("sleep", "0.05")
+	if err := brief.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = brief.Wait() }()
+	if resp := h.cleanup(t, "p0"); !resp.GetSuccess() || resp.GetError() != "" {
+		t.Errorf("CleanupTrial beside a process gone within the recheck: success=%v error %q, want success", resp.GetSuccess(), resp.GetError())
+	}
+
 	stray := exec.Command("sleep", "60")
 	if err := stray.Start(); err != nil {
 		t.Fatal(err)
@@ -400,7 +414,6 @@ func TestSlotCleanupNamesAStrayProcess(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { _ = stray.Wait(); close(exited) }()
 	t.Cleanup(func() { _ = stray.Process.Kill(); <-exited })
-	doc := baseTask([]any{tool("db_insert")}, nil, obj{"items": []any{}})
 
 	h.mustRegister(t, "p1", doc)
 	want := fmt.Sprintf("trial 'p1' was cleaned up but the slot is not back to its baseline: 1 process below the runner belongs to no registered trial: %d (sleep)", stray.Process.Pid)
