@@ -11,35 +11,71 @@ import (
 	"tolokaforge.io/operator/runner/proc"
 )
 
+// trialTagKey is the variable of trialTag.
+const trialTagKey = "TOLOKAFORGE_TRIAL_DIR"
+
 // trialTag is the environment entry every MCP server of a trial (and what it
 // starts) carries, so teardown finds them all: the trial's own directory.
-func trialTag(dir string) string { return "TOLOKAFORGE_TRIAL_DIR=" + dir }
+func trialTag(dir string) string { return trialTagKey + "=" + dir }
 
 // teardownTimeout bounds one trial's cleanup (process kills, a DB delete).
 const teardownTimeout = 30 * time.Second
 
 // CleanupTrial implements RunnerService.CleanupTrial. It is idempotent: an
-// unknown trial is already clean.
+// unknown trial is already clean. A slot's runner (Config.Slot) then checks
+// it is back to its baseline (baseline) and answers success = false naming
+// what remained, so the host replaces the slot rather than reuse it; it checks
+// after an unknown trial too, since the host asks after every trial, one
+// whose registration failed included.
 func (s *Server) CleanupTrial(ctx context.Context, req *runnerpb.CleanupTrialRequest) (*runnerpb.CleanupTrialResponse, error) {
 	id := req.GetTrialId()
 	if id == "" {
 		return &runnerpb.CleanupTrialResponse{Success: false, Error: "trial_id is required"}, nil
 	}
-	t := s.unregister(id)
-	if t == nil {
-		return &runnerpb.CleanupTrialResponse{Success: true}, nil
-	}
-	defer s.release(id)
 	// A host that gives up on the RPC must not leave half a cleanup behind.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
+	t := s.unregister(id)
+	if t == nil {
+		if !s.cfg.Slot {
+			return &runnerpb.CleanupTrialResponse{Success: true}, nil
+		}
+		var db *client.Client
+		if s.cfg.DBServiceURL != "" {
+			db = s.dbClient(s.cfg.DBServiceURL)
+		}
+		if remained := s.baseline(ctx, id, db); len(remained) > 0 {
+			s.log.Info("slot not back to its baseline", "trial", id, "registered", false, "remained", remained)
+			return &runnerpb.CleanupTrialResponse{Success: false, Error: fmt.Sprintf("trial '%s' was not registered, and %s", id, notBaseline(remained))}, nil
+		}
+		return &runnerpb.CleanupTrialResponse{Success: true}, nil
+	}
+	defer s.release(id)
 	t.mu.Lock()
 	t.closed = true
 	err := s.teardown(ctx, t, true, true)
+	// The host's judge key was this trial's alone.
+	t.judgeKey = ""
 	t.mu.Unlock()
+	var remained []string
+	if s.cfg.Slot {
+		var db *client.Client
+		if t.db != nil {
+			db = t.db.c
+		}
+		remained = s.baseline(ctx, id, db)
+	}
 	if err != nil {
 		t.log.Error(err, "cleanup incomplete")
-		return &runnerpb.CleanupTrialResponse{Success: false, Error: fmt.Sprintf("trial '%s' was forgotten but cleanup was incomplete: %v", id, err)}, nil
+		msg := fmt.Sprintf("trial '%s' was forgotten but cleanup was incomplete: %v", id, err)
+		if len(remained) > 0 {
+			msg += "; " + notBaseline(remained)
+		}
+		return &runnerpb.CleanupTrialResponse{Success: false, Error: msg}, nil
+	}
+	if len(remained) > 0 {
+		t.log.Info("slot not back to its baseline", "remained", remained)
+		return &runnerpb.CleanupTrialResponse{Success: false, Error: fmt.Sprintf("trial '%s' was cleaned up but %s", id, notBaseline(remained))}, nil
 	}
 	t.log.Info("trial cleaned up")
 	return &runnerpb.CleanupTrialResponse{Success: true}, nil
@@ -56,6 +92,7 @@ func (s *Server) unregister(id string) *trial {
 	}
 	delete(s.trials, id)
 	s.registering[id] = struct{}{}
+	s.pendingDirs[id] = t.dir
 	return t
 }
 
@@ -121,6 +158,7 @@ func (s *Server) cleanupAll(ctx context.Context) int {
 		if err := s.teardown(ctx, t, true, true); err != nil {
 			t.log.Error(err, "cleanup at shutdown incomplete")
 		}
+		t.judgeKey = ""
 		t.mu.Unlock()
 	}
 	return len(all)

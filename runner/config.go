@@ -25,6 +25,17 @@ type Config struct {
 	MinEngineProtocol int32
 	// WorkDir holds one directory per trial (default os.TempDir()).
 	WorkDir string
+	// Slot makes the runner a warm slot's (`--slot`): it serves many trials
+	// one after another, so CleanupTrial, after the trial's teardown, also
+	// checks the runner is back to its baseline (no process below it, no
+	// folder in WorkDir and, with no trial left, nothing in TempDir that a
+	// registered trial does not own; the trial gone from its DB service) and
+	// answers success = false naming what remained: such a slot is replaced,
+	// never reused.
+	Slot bool
+	// TempDir is the runner's temp directory the slot check wants empty once
+	// no trial is registered (default os.TempDir(): /tmp in a pod).
+	TempDir string
 	// SelfExecutable replaces an MCP command's argv[0] "tolokaforge"
 	// (default os.Executable()).
 	SelfExecutable string
@@ -134,6 +145,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if err := os.MkdirAll(out.WorkDir, 0o755); err != nil {
 		return out, fmt.Errorf("work dir: %w", err)
+	}
+	if out.TempDir == "" {
+		out.TempDir = os.TempDir()
 	}
 	if out.SelfExecutable == "" {
 		exe, err := os.Executable()

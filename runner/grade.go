@@ -102,6 +102,10 @@ func (e *trialEnv) Records() []task.RecordedToolCall { return e.t.recordsCopy() 
 func (e *trialEnv) DB() *client.Client               { return e.t.db.c }
 func (e *trialEnv) WorkDir() string                  { return e.t.filesDir }
 
+// JudgeKey is the judge's key the host gave for this trial (grading.JudgeKeyHolder);
+// "" when it gave none.
+func (e *trialEnv) JudgeKey() string { return e.t.judgeKey }
+
 // Environment is the trial's own container, nil without one (an untyped
 // nil, so the grader's nil check holds).
 func (e *trialEnv) Environment() grading.EnvironmentExec {

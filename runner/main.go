@@ -27,8 +27,9 @@ import (
 // judge.DefaultSecretsDir: the judge's key files), --auth-token-file (the
 // trial's credential, package authn; default none), --environment-token-env
 // (the variable holding a terminal task's exec agent token, read and unset
-// at start; default DefaultEnvironmentTokenEnv), --log-level (error, info, debug or a
-// verbosity number; default info). GradeTrial uses grading.New unless MainWith
+// at start; default DefaultEnvironmentTokenEnv), --slot (a warm slot's runner:
+// CleanupTrial checks the baseline, Config.Slot), --log-level (error, info,
+// debug or a verbosity number; default info). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
 func Main(ctx context.Context, args []string) error {
 	return MainWith(ctx, args, Config{})
@@ -55,6 +56,7 @@ type flags struct {
 	launcher     string
 	python       string
 	envTokenEnv  string
+	slot         bool
 }
 
 // FlagSet is the set of flags Main parses, for the binary's help and its
@@ -93,6 +95,7 @@ func newFlagSet(f *flags, out io.Writer) (*flag.FlagSet, *string) {
 	fs.StringVar(&f.python, "python", "python3", "the Python interpreter that runs a pack's Python tools, .py MCP servers and Python custom checks (a name on PATH or a path)")
 	fs.StringVar(&f.envTokenFile, "environment-token-file", "", "file holding the bearer token of a terminal task's exec agent (the manager mounts it from the attempt's Secret; it wins over --environment-token-env); never logged")
 	fs.StringVar(&f.envTokenEnv, "environment-token-env", DefaultEnvironmentTokenEnv, "environment variable holding the bearer token of a terminal task's exec agent (its own container); read once at start and unset, never logged")
+	fs.BoolVar(&f.slot, "slot", false, "serve many trials one after another (a warm slot): CleanupTrial then also checks the runner is back to its baseline (no process below it but other registered trials', no folder in --work-dir but theirs, the temp dir empty when none is left, the trial gone from its DB service) and answers success=false naming what remained")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	return fs, level
 }
@@ -139,6 +142,7 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	cfg.DBServiceURL = f.dbURL
 	cfg.MinEngineProtocol = int32(f.minProtocol)
 	cfg.WorkDir = f.workDir
+	cfg.Slot = cfg.Slot || f.slot
 	cfg.DrainTimeout = f.drainTimeout
 	cfg.MaxToolTimeout = f.maxTool
 	cfg.ToolLimits = f.limits

@@ -18,11 +18,11 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.listen != "127.0.0.1:50051" || f.minProtocol != 2 || f.drainTimeout != 10*time.Second || f.maxTool != 10*time.Minute || f.logLevel != 0 || f.dbURL != "" || f.workDir != "" {
+	if f.listen != "127.0.0.1:50051" || f.minProtocol != 2 || f.drainTimeout != 10*time.Second || f.maxTool != 10*time.Minute || f.logLevel != 0 || f.dbURL != "" || f.workDir != "" || f.slot {
 		t.Fatalf("defaults: %+v", f)
 	}
-	f, err = parseFlags([]string{"--listen", ":0", "--db-service-url", "http://db:8000", "--min-engine-protocol", "3", "--work-dir", "/w", "--drain-timeout", "2s", "--log-level", "debug", "--tool-launcher", "/opt/toolexec"}, io.Discard)
-	if err != nil || f.listen != ":0" || f.dbURL != "http://db:8000" || f.minProtocol != 3 || f.workDir != "/w" || f.drainTimeout != 2*time.Second || f.logLevel != 1 || f.launcher != "/opt/toolexec" {
+	f, err = parseFlags([]string{"--listen", ":0", "--db-service-url", "http://db:8000", "--min-engine-protocol", "3", "--work-dir", "/w", "--drain-timeout", "2s", "--log-level", "debug", "--tool-launcher", "/opt/toolexec", "--slot"}, io.Discard)
+	if err != nil || f.listen != ":0" || f.dbURL != "http://db:8000" || f.minProtocol != 3 || f.workDir != "/w" || f.drainTimeout != 2*time.Second || f.logLevel != 1 || f.launcher != "/opt/toolexec" || !f.slot {
 		t.Fatalf("parsed %+v, %v", f, err)
 	}
 	var help strings.Builder

@@ -83,8 +83,12 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	if err := grading.CheckTestExecution(spec); err != nil {
 		return nil, wiref("Invalid trial_spec_json: %v", err)
 	}
+	// A slot's host sends the trial's judge key with the call (no per-Trial
+	// file can be mounted into a pod that outlives the Trial). It lives in
+	// this trial's memory only: never logged, never written, never in an error.
+	judgeKey, _ := runnerpb.JudgeKeyFromIncoming(ctx)
 	if jc, ok := s.cfg.Grader.(grading.JudgeChecker); ok {
-		if err := jc.CheckJudge(spec); err != nil {
+		if err := jc.CheckJudge(spec, judgeKey); err != nil {
 			return nil, wiref("Invalid trial_spec_json: %v", err)
 		}
 	}
@@ -113,10 +117,11 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	if err != nil {
 		return nil, fmt.Errorf("create trial directory: %w", err)
 	}
+	s.setPendingDir(id, dir)
 	lay := newLayout(dir)
 	t := &trial{
 		id: id, spec: spec, log: s.log.WithValues("trial", id),
-		dir: dir, filesDir: lay.files, defaultTimeout: def,
+		dir: dir, filesDir: lay.files, defaultTimeout: def, judgeKey: judgeKey,
 		agent: tools.NewRegistry(), user: tools.NewRegistry(),
 		calls: map[string]*callEntry{},
 	}
@@ -193,6 +198,14 @@ func (s *Server) reserve(id string) error {
 func (s *Server) release(id string) {
 	s.mu.Lock()
 	delete(s.registering, id)
+	delete(s.pendingDirs, id)
+	s.mu.Unlock()
+}
+
+// setPendingDir records the directory of a trial id in registering.
+func (s *Server) setPendingDir(id, dir string) {
+	s.mu.Lock()
+	s.pendingDirs[id] = dir
 	s.mu.Unlock()
 }
 

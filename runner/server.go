@@ -49,6 +49,11 @@ type Server struct {
 	mu          sync.Mutex
 	trials      map[string]*trial
 	registering map[string]struct{}
+	// pendingDirs are the directories of trials in registering: being
+	// registered (made, not yet published) or being cleaned up. A slot's
+	// baseline check counts them as owned, as it counts a registered trial's:
+	// their own registration or cleanup answers for them.
+	pendingDirs map[string]string
 	dbClients   map[string]*client.Client
 }
 
@@ -112,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 		health:      health.NewServer(),
 		trials:      map[string]*trial{},
 		registering: map[string]struct{}{},
+		pendingDirs: map[string]string{},
 		dbClients:   map[string]*client.Client{},
 	}
 	abi := c.LandlockABI
@@ -191,7 +197,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		s.log.Error(err, "no limits wrapper: tools with limits will not start")
 	}
 	s.log.Info("serving", "address", lis.Addr().String(), "min_engine_protocol", s.cfg.MinEngineProtocol,
-		"authenticated", s.cfg.AuthToken != "", "tool_limits", s.cfg.ToolLimits.String(), "tool_launcher", launcher)
+		"authenticated", s.cfg.AuthToken != "", "tool_limits", s.cfg.ToolLimits.String(), "tool_launcher", launcher,
+		"slot", s.cfg.Slot)
 
 	var serveErr error
 	select {

@@ -24,6 +24,10 @@ type trial struct {
 	dir      string // the trial's directory (removed on cleanup)
 	filesDir string // file-tool root, inside dir
 
+	// judgeKey is the judge's key the host gave with RegisterTrial ("" none:
+	// the grader reads its secrets directory). Dropped at cleanup.
+	judgeKey string
+
 	agent, user    *tools.Registry
 	sessions       []*mcpSession
 	py             *pySession // the Python tool host, nil without Python tools

@@ -57,6 +57,11 @@ func (judgeEvaluator) Evaluate(ctx context.Context, g *gradeCtx) (verdict, error
 	g.ledger.evaluated(keys...)
 	jo := g.opts.judge
 	jo.Models = g.opts.judgeModels()
+	if kh, ok := g.env.(JudgeKeyHolder); ok {
+		// The host's key for this trial wins over the secrets directory's file:
+		// on a slot the file is not there, or is another Trial's.
+		jo.Key = kh.JudgeKey()
+	}
 	run := &judgeToolRun{g: g}
 	defer func() {
 		if p := recover(); p != nil {
@@ -118,13 +123,22 @@ func (g *gradeCtx) judgeHasShare() bool {
 // JudgeChecker is implemented by the Grader New returns: RegisterTrial asks it, so a
 // trial whose judge could never run is refused before the agent spends a token.
 type JudgeChecker interface {
-	CheckJudge(spec *task.TrialSpec) error
+	// CheckJudge checks spec's judge; key is the judge's key the host gave for
+	// this trial ("" none: the secrets directory's file must be there).
+	CheckJudge(spec *task.TrialSpec, key string) error
+}
+
+// JudgeKeyHolder is implemented by an Env whose trial was given its judge's key by
+// the host (a slot's runner: RegisterTrial metadata); JudgeKey is "" when it was not,
+// and the secrets directory's file is read as before.
+type JudgeKeyHolder interface {
+	JudgeKey() string
 }
 
 // CheckJudge reports what keeps spec's llm_judge from running (judge.Check), reading
-// key files from the grader's secrets directory.
-func (gr *grader) CheckJudge(spec *task.TrialSpec) error {
-	return judge.Check(spec, gr.opts.judge.SecretsDir)
+// key files from the grader's secrets directory unless key is given.
+func (gr *grader) CheckJudge(spec *task.TrialSpec, key string) error {
+	return judge.Check(spec, gr.opts.judge.SecretsDir, key)
 }
 
 // judgeSnapshotName holds the trial's state while the judge's tools run.

@@ -1,6 +1,7 @@
 package grading
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"math"
@@ -312,6 +313,7 @@ func TestCheckJudgeRefusesBeforeTheRun(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		edit func(s *task.TrialSpec)
+		key  string // the host's key for the trial (RegisterTrial metadata)
 		err  string
 	}{
 		{name: "a usable judge", edit: func(*task.TrialSpec) {}},
@@ -324,11 +326,15 @@ func TestCheckJudgeRefusesBeforeTheRun(t *testing.T) {
 			err: `judge model: provider "oracle" is not "openai"`},
 		{name: "missing key file", edit: func(s *task.TrialSpec) { s.Judge.APIKeyEnv = "OPENAI_API_KEY" },
 			err: `judge.api_key_env names key file "OPENAI_API_KEY", which is not in the secrets directory`},
+		{name: "missing key file, but the host gave the trial a key", edit: func(s *task.TrialSpec) { s.Judge.APIKeyEnv = "OPENAI_API_KEY" },
+			key: "sk-host"},
+		{name: "a host's key does not make an oracle judge usable", edit: func(s *task.TrialSpec) { s.Judge.Provider = task.ProviderOracle },
+			key: "sk-host", err: `judge model: provider "oracle" is not "openai"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := judge()
 			c.edit(s)
-			err := gr.CheckJudge(s)
+			err := gr.CheckJudge(s, c.key)
 			if c.err == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -368,4 +374,61 @@ func TestFailedJudgeErrorCarriesItsSpend(t *testing.T) {
 	if _, err := r.grade(t); err == nil || JudgeReportOf(err) != nil {
 		t.Fatalf("err = %v, report %v: a judge that made no call spent nothing", err, JudgeReportOf(err))
 	}
+}
+
+// keyedEnv is a trial the host gave its judge's key at registration (a slot's
+// runner: RegisterTrial metadata).
+type keyedEnv struct {
+	*testEnv
+	key string
+}
+
+func (e keyedEnv) JudgeKey() string { return e.key }
+
+// The host's key for the trial is the judge's key, whatever the secrets directory
+// holds (on a slot its file is absent or another Trial's); without one the file is
+// read as before.
+func TestJudgeUsesTheHostsKeyForTheTrial(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		hostKey  string
+		fileKey  string
+		wantAuth string
+		wantErr  string // "" : graded
+	}{
+		{name: "the host's key wins over a stale file", hostKey: judgeKey, fileKey: "sk-another-trials-key",
+			wantAuth: "Bearer " + judgeKey},
+		{name: "no host key: the file", hostKey: "", fileKey: "sk-another-trials-key",
+			wantAuth: "Bearer sk-another-trials-key", wantErr: "Incorrect API key provided"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newJudgeRig(t, nil)
+			if err := os.WriteFile(filepath.Join(r.secrets, "judge-api-key"), []byte(c.fileKey), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.llm.Enqueue(judgeModel, fakellm.Reply{Content: answer(t, 1, 1)}); err != nil {
+				t.Fatal(err)
+			}
+			g, err := New(WithSecretsDir(r.secrets), WithJudgeModels(judge.LLMModels(fastRetries))).Grade(context.Background(),
+				keyedEnv{testEnv: r.env, key: c.hostKey}, Request{Transcript: r.transcript, TerminationReason: "agent_done"})
+			if c.wantErr == "" {
+				if err != nil || g.GetJudgeStatus() != runnerpb.JudgeStatus_JUDGE_STATUS_COMPLETED {
+					t.Fatalf("Grade: %v, judge %v; want a completed judge", err, g.GetJudgeStatus())
+				}
+			} else if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("Grade: %v, want an error containing %q", err, c.wantErr)
+			}
+			reqs := r.llm.RequestsFor(judgeModel)
+			if len(reqs) == 0 || reqs[0].Authorization != c.wantAuth {
+				t.Fatalf("provider requests %d, first Authorization %q; want %q", len(reqs), authOf(reqs), c.wantAuth)
+			}
+		})
+	}
+}
+
+func authOf(reqs []fakellm.Request) string {
+	if len(reqs) == 0 {
+		return ""
+	}
+	return reqs[0].Authorization
 }

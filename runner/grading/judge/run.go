@@ -20,7 +20,12 @@ type Options struct {
 	// LLMModels with its logger).
 	Models     ModelFactory
 	SecretsDir string
-	Timeout    time.Duration
+	// Key is the judge's key the host gave for this one trial (RegisterTrial
+	// metadata on a slot, where no per-Trial file can be mounted); when set it
+	// is the key, whatever api_key_env names, and SecretsDir is not read.
+	// Never logged, never in an error.
+	Key     string
+	Timeout time.Duration
 }
 
 // DefaultOptions are the judge's options before any grader option.
@@ -72,9 +77,12 @@ func Run(ctx context.Context, tl *timeline.Timeline, j *task.LLMJudge, cfg *task
 		return fail(fmt.Errorf("llm_judge.max_calls %d leaves no call for the judge's tools %v (a tool call and the answer each take one after the first call)",
 			maxCalls, tools.names))
 	}
-	key, err := readJudgeKey(o.SecretsDir, cfg)
-	if err != nil {
-		return fail(err)
+	key := o.Key
+	if key == "" {
+		var err error
+		if key, err = readJudgeKey(o.SecretsDir, cfg); err != nil {
+			return fail(err)
+		}
 	}
 	model, err := o.Models(cfg, key)
 	if err != nil {
@@ -219,11 +227,11 @@ func clipReason(s string) string {
 }
 
 // Check reports what keeps spec's llm_judge from running: no TrialSpec.judge, no judge
-// client, or a key file that is not in secretsDir (llm_judge.tools is checked against
-// the task's agent tools when the spec decodes, and against the registered tools when
-// the judge runs). The key is read and dropped; grading reads it again (a rotated
-// Secret is picked up).
-func Check(spec *task.TrialSpec, secretsDir string) error {
+// client, or, when the host gave no key for the trial (key ""), a key file that is not
+// in secretsDir (llm_judge.tools is checked against the task's agent tools when the
+// spec decodes, and against the registered tools when the judge runs). The key is read
+// and dropped; grading reads it again (a rotated Secret is picked up).
+func Check(spec *task.TrialSpec, secretsDir, key string) error {
 	if spec == nil || spec.Task == nil || spec.Task.Grading == nil {
 		return nil
 	}
@@ -237,6 +245,9 @@ func Check(spec *task.TrialSpec, secretsDir string) error {
 	}
 	if err := llm.CheckConfig("judge", spec.Judge); err != nil {
 		return err
+	}
+	if key != "" {
+		return nil
 	}
 	if _, err := readJudgeKey(secretsDir, spec.Judge); err != nil {
 		return err
