@@ -246,7 +246,30 @@ func (s *Server) PID() int {
 // err is reserved for failures of the session itself: a closed or dead connection,
 // or ctx ending — after which the caller should Restart before the next call.
 // args must be a JSON object; empty means {}.
+//
+// A result over Config.MaxOutput is not returned: output is a message naming
+// its size and the limit, isError is true, and the session keeps serving.
 func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error) {
+	out, isErr, err := s.call(ctx, name, args)
+	if err != nil {
+		return "", false, err
+	}
+	if limit := s.cfg.maxOutput(); len(out) > limit {
+		return OverLimit(len(out), limit), true, nil
+	}
+	return out, isErr, nil
+}
+
+// OverLimit is the tool error for a result of size bytes over limit: the
+// Python tool host's words, so an agent reads one message whatever served
+// the tool.
+func OverLimit(size, limit int) string {
+	return fmt.Sprintf("the tool's result is %d bytes, over the limit of %d bytes; it was not returned", size, limit)
+}
+
+// call is Call without the output bound: the state-convention tools carry
+// whole tables, which the runner needs however large.
+func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error) {
 	sess, err := s.current()
 	if err != nil {
 		return "", false, err
