@@ -95,3 +95,37 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A supervised tool runs under its limits and the supervisor does not: a
+// tight RLIMIT_AS (256 MiB, where a Go supervisor's threads failed to start
+// and it aborted) and RLIMIT_NOFILE reach the tool, confined or not, and the
+// tool's output and status come back.
+func TestSuperviseAppliesLimitsToTheToolOnly(t *testing.T) {
+	l, wantAS := proc.Limits{AddressSpace: 256 << 20, OpenFiles: 64}, "262144"
+	if raceEnabled {
+		// The wrapper (this binary) is started under the limits too.
+		l.AddressSpace, wantAS = 0, "unlimited"
+	}
+	for _, tc := range []struct {
+		name string
+		c    *proc.Confinement
+	}{
+		{"unconfined", nil},
+		{"confined", &proc.Confinement{ReadWrite: []string{t.TempDir()}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("/bin/sh", "-c", `echo "$(ulimit -v) $(ulimit -n)"; exit 4`)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			if err := proc.Supervise(cmd, l, tc.c); err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.CombinedOutput()
+			if got, want := string(out), wantAS+" 64\n"; got != want {
+				t.Errorf("the tool saw limits %.500q, want %q", got, want)
+			}
+			if got := errString(err); got != "exit status 4" {
+				t.Errorf("Wait = %q, want the tool's exit status 4", got)
+			}
+		})
+	}
+}
