@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/builtin"
 	"tolokaforge.io/operator/runner/tools/envtools"
@@ -276,12 +278,38 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 	cfg := mcpclient.Config{Command: argv, URL: url, Env: s.mcpEnv(lay, env), Limits: s.cfg.ToolLimits}
 	if url == "" {
 		cfg.Dir = dir
+		cfg.Confine = s.mcpConfinement(lay, argv)
 	}
 	key := url
 	if url == "" {
 		key = strings.Join(argv, "\x00") + "\x01" + dir + "\x01" + strings.Join(cfg.Env, "\x00")
 	}
 	return &mcpLaunch{key: key, cfg: cfg}, nil
+}
+
+// mcpConfinement is the file system a trial's stdio MCP server may use, as
+// the Python tool host's (startPython): read-only the pack's files (and the
+// folder of an absolute script), read-write only this trial's artifacts and
+// files folders; not the trial's own folder (the checks' read-only pack copy
+// and the verifier's sandbox live there), another trial, the secrets or the
+// auth token. The runner's binary is readable (and executable) so a
+// wrapper script can exec `tolokaforge mcp ...`; the system's runtime and
+// the server's installation are added by package proc.
+func (s *Server) mcpConfinement(lay layout, argv []string) *proc.Confinement {
+	c := &proc.Confinement{ReadOnly: []string{lay.artifacts}, ReadWrite: []string{lay.artifacts, lay.files}}
+	for _, a := range argv[1:] {
+		// An absolute script (mcp_server_script outside the pack): its folder.
+		if filepath.IsAbs(a) && !strings.HasPrefix(a, lay.dir+string(filepath.Separator)) {
+			if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
+				c.ReadOnly = append(c.ReadOnly, filepath.Dir(a))
+			}
+		}
+	}
+	if s.cfg.SelfExecutable != "" {
+		c.ReadOnlyFiles = append(c.ReadOnlyFiles, s.cfg.SelfExecutable)
+	}
+	c.ReadWrite = append(c.ReadWrite, s.cfg.testToolReadWrite...)
+	return c
 }
 
 // mcpEnv is what an MCP server gets on top of mcpclient's minimal

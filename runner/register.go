@@ -239,6 +239,13 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 		}
 		cfg := p.mcp.cfg
 		cfg.Logger = t.log.WithName("mcp")
+		// The Python tools' bound, for every tool: a result over it is
+		// a tool error naming its size and the limit.
+		maxOutput, err := maxToolOutput(t.spec.Task.Metadata)
+		if err != nil {
+			return err
+		}
+		cfg.MaxOutput = maxOutput
 		sess, err := startSession(ctx, p.mcp.key, cfg, t.db, t.log)
 		if err != nil {
 			return fmt.Errorf("%s (%s): start MCP server %s: %w", p.path, p.schema.Name, describeLaunch(cfg.Command, cfg.URL), err)
