@@ -229,3 +229,48 @@ func TestMCPToolOutputOverLimitIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A builtin's result is bounded too: db_find over a table larger than the
+// task's max_tool_output_bytes is refused as a tool error naming its size
+// and the limit, recorded as such, and a smaller answer still comes back;
+// under the default (1 MiB) the same listing is returned.
+func TestBuiltinToolOutputOverLimitIsRefused(t *testing.T) {
+	pg := &probeGrader{}
+	h := startRunner(t, nil, withGrader(pg))
+	tables := obj{"items": []any{obj{"id": "a", "v": strings.Repeat("x", 300)}, obj{"id": "b", "v": "y"}}}
+	for _, tc := range []struct {
+		name     string
+		metadata obj
+		wantErr  string // "": the listing comes back
+	}{
+		{name: "over a task's 200 bytes", metadata: obj{"max_tool_output_bytes": 200},
+			wantErr: "the tool's result is 338 bytes, over the limit of 200 bytes; it was not returned"},
+		{name: "under the default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "builtin-big-" + strings.NewReplacer(" ", "-", "'", "").Replace(tc.name)
+			doc := baseTask([]any{tool("db_find")}, nil, tables)
+			if tc.metadata != nil {
+				doc["metadata"] = tc.metadata
+			}
+			h.mustRegister(t, id, doc)
+			r := h.exec(t, id, call{tool: "db_find", args: `{"table":"items"}`, callID: "c1"})
+			if tc.wantErr == "" {
+				if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS || len(r.GetOutput()) != 338 {
+					t.Fatalf("db_find: %s, %d bytes, %q; want SUCCESS with 338 bytes", r.GetStatus(), len(r.GetOutput()), r.GetErrorMessage())
+				}
+				return
+			}
+			if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_ERROR || r.GetErrorMessage() != tc.wantErr || r.GetOutput() != "" {
+				t.Fatalf("db_find: %s, %d bytes of output, error %q; want ERROR %q", r.GetStatus(), len(r.GetOutput()), r.GetErrorMessage(), tc.wantErr)
+			}
+			if out := h.mustExec(t, id, call{tool: "db_find", args: `{"table":"items","filter":{"id":"b"}}`, callID: "c2"}); out != `[{"id":"b","v":"y"}]` {
+				t.Errorf("the call after a refused result = %q", out)
+			}
+			recs := recordsOf(t, h, pg, id)
+			if len(recs) != 2 || recs[0].Status != "error" || recs[0].Output != tc.wantErr {
+				t.Errorf("history = %+v, want the refused call recorded as an error %q", recs, tc.wantErr)
+			}
+		})
+	}
+}
