@@ -58,6 +58,9 @@ type mcpLaunch struct {
 // it, so no file tool's path reaches it.
 type layout struct {
 	dir, files, artifacts, verifier string
+	// tmp is the tools' TMPDIR: writable to them (their confinement
+	// reaches neither the trial's own folder nor the machine's /tmp).
+	tmp string
 	// pack is a read-only copy of the tool_artifacts taken at RegisterTrial:
 	// the Python checks import from it, never from artifacts (the tools'
 	// working directory and HOME, which they can write).
@@ -72,7 +75,7 @@ type layout struct {
 
 func newLayout(dir string) layout {
 	return layout{dir: dir, files: filepath.Join(dir, "files"), artifacts: filepath.Join(dir, "artifacts"),
-		verifier: filepath.Join(dir, "verifier"), pack: filepath.Join(dir, "pack")}
+		verifier: filepath.Join(dir, "verifier"), pack: filepath.Join(dir, "pack"), tmp: filepath.Join(dir, "tmp")}
 }
 
 // planTools resolves both actors' tools.
@@ -290,13 +293,13 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 // mcpConfinement is the file system a trial's stdio MCP server may use, as
 // the Python tool host's (startPython): read-only the pack's files (and the
 // folder of an absolute script), read-write only this trial's artifacts and
-// files folders; not the trial's own folder (the checks' read-only pack copy
+// files folders and its TMPDIR; not the trial's own folder (the checks' read-only pack copy
 // and the verifier's sandbox live there), another trial, the secrets or the
 // auth token. The runner's binary is readable (and executable) so a
 // wrapper script can exec `tolokaforge mcp ...`; the system's runtime and
 // the server's installation are added by package proc.
 func (s *Server) mcpConfinement(lay layout, argv []string) *proc.Confinement {
-	c := &proc.Confinement{ReadOnly: []string{lay.artifacts}, ReadWrite: []string{lay.artifacts, lay.files}}
+	c := &proc.Confinement{ReadOnly: []string{lay.artifacts}, ReadWrite: []string{lay.artifacts, lay.files, lay.tmp}}
 	for _, a := range argv[1:] {
 		// An absolute script (mcp_server_script outside the pack): its folder.
 		if filepath.IsAbs(a) && !strings.HasPrefix(a, lay.dir+string(filepath.Separator)) {
@@ -318,7 +321,7 @@ func (s *Server) mcpConfinement(lay layout, argv []string) *proc.Confinement {
 // MCPEnv and the tool source's env, later entries winning.
 func (s *Server) mcpEnv(lay layout, extra map[string]string) []string {
 	env := []string{
-		"TMPDIR=" + lay.dir,
+		"TMPDIR=" + lay.tmp,
 		trialTag(lay.dir),
 		"TOLOKAFORGE_FILES_DIR=" + lay.files,
 	}

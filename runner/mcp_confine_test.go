@@ -18,7 +18,8 @@ import (
 // setsid()s, forks again and execs a shell loop with an empty environment
 // that appends its pid to loop in the trial's files folder every 20 ms;
 // read answers a file's contents or the error opening it, and lists a
-// folder; big answers n bytes; echo answers its text.
+// folder; big answers n bytes; echo answers its text; temp makes a
+// temporary file (tempfile.mkstemp) and answers its path.
 const hostileMCP = `
 import json, os, sys
 def detach():
@@ -51,8 +52,14 @@ def call(name, a):
         return read(a)
     if name == 'big':
         return 'x' * a['n']
+    if name == 'temp':
+        import tempfile
+        fd, p = tempfile.mkstemp()
+        os.write(fd, b'scratch')
+        os.close(fd)
+        return p
     return a.get('text', '')
-LISTING = [{"name": n, "inputSchema": {"type": "object"}} for n in ("detach", "read", "big", "echo")]
+LISTING = [{"name": n, "inputSchema": {"type": "object"}} for n in ("detach", "read", "big", "echo", "temp")]
 for line in sys.stdin:
     msg = json.loads(line)
     if "id" not in msg:
@@ -77,7 +84,7 @@ for line in sys.stdin:
 // starts it as a stdio server, not a registry) with the given metadata.
 func hostileMCPTask(metadata obj) obj {
 	var tools []any
-	for _, n := range []string{"detach", "read", "big", "echo"} {
+	for _, n := range []string{"detach", "read", "big", "echo", "temp"} {
 		tools = append(tools, obj{"name": n, "description": "x", "parameters": obj{"type": "object"},
 			"source": obj{"toolset": "hostile", "module_path": "", "class_name": n, "invocation_style": "mcp_server",
 				"mcp_server_script": "server.py"}})
@@ -272,5 +279,25 @@ func TestBuiltinToolOutputOverLimitIsRefused(t *testing.T) {
 				t.Errorf("history = %+v, want the refused call recorded as an error %q", recs, tc.wantErr)
 			}
 		})
+	}
+}
+
+// A confined MCP server still has somewhere to put temporary files: its
+// TMPDIR is the trial's tmp folder, which it may write (it may write neither
+// the trial's own folder nor the machine's /tmp).
+func TestMCPServerHasAWritableTMPDIR(t *testing.T) {
+	needPython(t)
+	h := startRunner(t, nil, withPython(), withToolLimits(proc.DefaultLimits))
+	h.mustRegister(t, "mcp-temp", hostileMCPTask(nil))
+	r := h.exec(t, "mcp-temp", call{tool: "temp", args: `{}`, callID: "c1"})
+	if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS {
+		t.Fatalf("temp: %s %q, want SUCCESS", r.GetStatus(), r.GetErrorMessage())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(h.work, "trial-mcp-temp-*"))
+	if len(dirs) != 1 || filepath.Dir(r.GetOutput()) != filepath.Join(dirs[0], "tmp") {
+		t.Fatalf("the temporary file is %q, want it in the trial's tmp folder (trial %v)", r.GetOutput(), dirs)
+	}
+	if b, err := os.ReadFile(r.GetOutput()); err != nil || string(b) != "scratch" {
+		t.Errorf("the temporary file holds %q (%v), want scratch", b, err)
 	}
 }

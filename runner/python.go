@@ -199,7 +199,7 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 			Env: s.mcpEnv(lay, nil), Limits: s.cfg.ToolLimits, Logger: t.log.WithName("pyhost"), MaxOutput: maxOutput,
 			// This trial's folders and nothing else of the runner's: not
 			// another trial, the secrets, the auth token.
-			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files}}},
+			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files, lay.tmp}}},
 		specs: specs, db: t.db, log: t.log, dictTables: dictTables, pks: pks, inSyncAt: -1,
 	}
 	t.py = sess
