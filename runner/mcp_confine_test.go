@@ -301,3 +301,33 @@ func TestMCPServerHasAWritableTMPDIR(t *testing.T) {
 		t.Errorf("the temporary file holds %q (%v), want scratch", b, err)
 	}
 }
+
+// A stateful MCP tool whose result is refused for its size has its changes
+// dropped, as a Python tool's are: the server is reloaded from the DB before
+// the next call, so a later successful call does not write them back. Under
+// a 1-byte limit testkit's incr answers 1 to 9 for key k; the tenth answer,
+// "10", is refused; an incr of key j then succeeds and its write-back holds
+// k at 9.
+func TestMCPToolOverLimitDropsItsChanges(t *testing.T) {
+	h := startRunner(t, nil)
+	doc := baseTask([]any{testkitTool("incr", nil)}, nil, obj{"counters": []any{}})
+	doc["metadata"] = obj{"max_tool_output_bytes": 1}
+	h.mustRegister(t, "mcp-drop", doc)
+	for i := 1; i <= 9; i++ {
+		if got := h.mustExec(t, "mcp-drop", call{tool: "incr", args: `{"key":"k"}`, callID: fmt.Sprintf("c%d", i)}); got != strconv.Itoa(i) {
+			t.Fatalf("incr %d = %q", i, got)
+		}
+	}
+	const refused = "the tool's result is 2 bytes, over the limit of 1 bytes; it was not returned"
+	r := h.exec(t, "mcp-drop", call{tool: "incr", args: `{"key":"k"}`, callID: "c10"})
+	if r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_ERROR || r.GetErrorMessage() != refused {
+		t.Fatalf("incr c10: %s %q, want ERROR %q", r.GetStatus(), r.GetErrorMessage(), refused)
+	}
+	if got := h.mustExec(t, "mcp-drop", call{tool: "incr", args: `{"key":"j"}`, callID: "c11"}); got != "1" {
+		t.Fatalf("incr j = %q", got)
+	}
+	const want = `{"counters":[{"id":"k","n":9},{"id":"j","n":1}]}`
+	if got := h.state(t, "mcp-drop", false, "counters").GetStateJson(); got != want {
+		t.Errorf("the DB holds %s, want %s (the refused call's change dropped)", got, want)
+	}
+}

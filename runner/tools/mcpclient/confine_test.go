@@ -247,3 +247,21 @@ func TestCallOverMaxOutputIsAToolError(t *testing.T) {
 		})
 	}
 }
+
+// IsOverLimit knows Call's refusal and nothing else.
+func TestIsOverLimit(t *testing.T) {
+	for _, tc := range []struct {
+		msg  string
+		want bool
+	}{
+		{OverLimit(5<<20, 1<<20), true},
+		{OverLimit(2, 1), true},
+		{"card declined", false},
+		{OverLimit(2, 1) + " (and more)", false},
+		{"", false},
+	} {
+		if got := IsOverLimit(tc.msg); got != tc.want {
+			t.Errorf("IsOverLimit(%q) = %v, want %v", tc.msg, got, tc.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,6 +267,14 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (o
 func OverLimit(size, limit int) string {
 	return fmt.Sprintf("the tool's result is %d bytes, over the limit of %d bytes; it was not returned", size, limit)
 }
+
+// overLimit matches OverLimit's message.
+var overLimit = regexp.MustCompile(`^the tool's result is \d+ bytes, over the limit of \d+ bytes; it was not returned$`)
+
+// IsOverLimit reports whether a tool error is Call's refusal of a result
+// over the limit (a tool could say the same itself; a caller that reloads
+// the server's state on it loses nothing).
+func IsOverLimit(msg string) bool { return overLimit.MatchString(msg) }
 
 // call is Call without the output bound: the state-convention tools carry
 // whole tables, which the runner needs however large.
