@@ -184,6 +184,27 @@ func Stop(ctx context.Context, pid int, exited <-chan struct{}) error {
 	return fmt.Errorf("proc: the supervisor %d did not end its tree in time; killed it and %d processes below it %v: %w", pid, len(below), below, ctx.Err())
 }
 
+// SignalTool sends sig to the tool a supervisor (Supervise) runs: its
+// direct children, not the supervisor, which would end the whole tree at
+// once on SIGTERM. It lets a caller ask the tool to exit on its own first
+// (an MCP server's SIGTERM before its grace runs out). Nothing to signal is
+// not an error.
+func SignalTool(pid int, sig syscall.Signal) error {
+	if pid <= 1 {
+		return fmt.Errorf("proc: signal the tool of supervisor %d: not a process a caller starts", pid)
+	}
+	kids, err := childrenOf(pid)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := syscall.Kill(k, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("proc: signal the tool %d of supervisor %d: %w", k, pid, err)
+		}
+	}
+	return nil
+}
+
 // descendants lists every live process below pid.
 func descendants(pid int) []int {
 	var out []int

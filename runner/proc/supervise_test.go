@@ -129,3 +129,49 @@ func TestSuperviseAppliesLimitsToTheToolOnly(t *testing.T) {
 		})
 	}
 }
+
+// SignalTool reaches the tool, not its supervisor: a tool that traps
+// SIGTERM runs its handler and exits with its own status, which the
+// supervisor passes on (a SIGTERM to the supervisor would end the tree with
+// 143).
+func TestSignalToolReachesTheToolOnly(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	cmd := exec.Command("/bin/sh", "-c", `trap 'echo got TERM; exit 7' TERM; : > "$0"; while :; do sleep 0.01; done`, ready)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if err := proc.Supervise(cmd, proc.DefaultLimits, &proc.Confinement{ReadWrite: []string{dir}}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool never set its trap")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := proc.SignalTool(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatalf("SignalTool: %v", err)
+	}
+	select {
+	case err := <-exited:
+		if got := errString(err); got != "exit status 7" || out.String() != "got TERM\n" {
+			t.Errorf("Wait = %q, output %q; want the tool's own exit status 7 and %q", got, out.String(), "got TERM\n")
+		}
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatal("the tool did not exit on SIGTERM")
+	}
+	if err := proc.SignalTool(1, syscall.SIGTERM); err == nil {
+		t.Error("SignalTool(1) = nil, want a refusal")
+	}
+}
