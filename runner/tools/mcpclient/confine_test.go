@@ -265,3 +265,23 @@ func TestIsOverLimit(t *testing.T) {
 		}
 	}
 }
+
+// Close asks a supervised server to exit on its own first (stdin closed and
+// SIGTERM to the server, not its supervisor): a server that ignores stdin's
+// end but exits on SIGTERM is gone well within its grace.
+func TestSupervisedCloseSignalsTheServer(t *testing.T) {
+	s := startShop(t, func(c *Config) {
+		// The shop exits at stdin's end; the shell then loops until a
+		// SIGTERM, which its trap ends it on.
+		c.Command = []string{"sh", "-c", `trap 'exit 0' TERM; "$0"; while :; do sleep 0.01; done`, shopServer}
+		c.KillGrace = 10 * time.Second
+		c.Confine = &proc.Confinement{ReadOnlyFiles: []string{shopServer}, ReadWrite: []string{c.Dir}}
+	})
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Close took %s: the server was not asked to exit before its 10s grace ran out", d)
+	}
+}

@@ -229,14 +229,20 @@ func (p *process) stop(grace time.Duration) {
 // left itself (proc.Stop).
 const stopSupervisorWait = 5 * time.Second
 
-// stopSupervised ends a supervised server the MCP way: stdin is closed and
-// the server gets grace to exit on its own (its supervisor then kills and
-// reaps whatever it left below); after that the supervisor gets SIGTERM and
-// ends the whole subtree, detached descendants included. It returns once the
+// stopSupervised ends a supervised server as stop does an unsupervised one:
+// stdin is closed and the server itself (not its supervisor) gets SIGTERM,
+// with grace to exit on its own (its supervisor then kills and reaps
+// whatever it left below); after that the supervisor gets SIGTERM and ends
+// the whole subtree, detached descendants included. It returns once the
 // supervisor is reaped and the stderr reader has stopped.
 func (p *process) stopSupervised(grace time.Duration) {
 	p.stdin.Close()
 	if grace > 0 {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGCONT} {
+			if err := proc.SignalTool(p.pid, sig); err != nil {
+				p.log.Error(err, "signal the mcp server", "signal", sig.String())
+			}
+		}
 		t := time.NewTimer(grace)
 		select {
 		case <-p.exited:
