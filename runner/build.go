@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools"
 	"tolokaforge.io/operator/runner/tools/builtin"
 	"tolokaforge.io/operator/runner/tools/envtools"
@@ -56,6 +58,9 @@ type mcpLaunch struct {
 // it, so no file tool's path reaches it.
 type layout struct {
 	dir, files, artifacts, verifier string
+	// tmp is the tools' TMPDIR: writable to them (their confinement
+	// reaches neither the trial's own folder nor the machine's /tmp).
+	tmp string
 	// pack is a read-only copy of the tool_artifacts taken at RegisterTrial:
 	// the Python checks import from it, never from artifacts (the tools'
 	// working directory and HOME, which they can write).
@@ -70,7 +75,7 @@ type layout struct {
 
 func newLayout(dir string) layout {
 	return layout{dir: dir, files: filepath.Join(dir, "files"), artifacts: filepath.Join(dir, "artifacts"),
-		verifier: filepath.Join(dir, "verifier"), pack: filepath.Join(dir, "pack")}
+		verifier: filepath.Join(dir, "verifier"), pack: filepath.Join(dir, "pack"), tmp: filepath.Join(dir, "tmp")}
 }
 
 // planTools resolves both actors' tools.
@@ -276,6 +281,7 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 	cfg := mcpclient.Config{Command: argv, URL: url, Env: s.mcpEnv(lay, env), Limits: s.cfg.ToolLimits}
 	if url == "" {
 		cfg.Dir = dir
+		cfg.Confine = s.mcpConfinement(lay, argv)
 	}
 	key := url
 	if url == "" {
@@ -284,13 +290,38 @@ func (s *Server) planMCP(src *task.ToolSource, lay layout) (*mcpLaunch, error) {
 	return &mcpLaunch{key: key, cfg: cfg}, nil
 }
 
+// mcpConfinement is the file system a trial's stdio MCP server may use, as
+// the Python tool host's (startPython): read-only the pack's files (and the
+// folder of an absolute script), read-write only this trial's artifacts and
+// files folders and its TMPDIR; not the trial's own folder (the checks' read-only pack copy
+// and the verifier's sandbox live there), another trial, the secrets or the
+// auth token. The runner's binary is readable (and executable) so a
+// wrapper script can exec `tolokaforge mcp ...`; the system's runtime and
+// the server's installation are added by package proc.
+func (s *Server) mcpConfinement(lay layout, argv []string) *proc.Confinement {
+	c := &proc.Confinement{ReadOnly: []string{lay.artifacts}, ReadWrite: []string{lay.artifacts, lay.files, lay.tmp}}
+	for _, a := range argv[1:] {
+		// An absolute script (mcp_server_script outside the pack): its folder.
+		if filepath.IsAbs(a) && !strings.HasPrefix(a, lay.dir+string(filepath.Separator)) {
+			if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
+				c.ReadOnly = append(c.ReadOnly, filepath.Dir(a))
+			}
+		}
+	}
+	if s.cfg.SelfExecutable != "" {
+		c.ReadOnlyFiles = append(c.ReadOnlyFiles, s.cfg.SelfExecutable)
+	}
+	c.ReadWrite = append(c.ReadWrite, s.cfg.testToolReadWrite...)
+	return c
+}
+
 // mcpEnv is what an MCP server gets on top of mcpclient's minimal
 // environment (PATH, HOME, LANG; never the runner's own, which holds keys): a
 // temp dir inside the trial, where the trial's directories are, the runner's
 // MCPEnv and the tool source's env, later entries winning.
 func (s *Server) mcpEnv(lay layout, extra map[string]string) []string {
 	env := []string{
-		"TMPDIR=" + lay.dir,
+		"TMPDIR=" + lay.tmp,
 		trialTag(lay.dir),
 		"TOLOKAFORGE_FILES_DIR=" + lay.files,
 	}

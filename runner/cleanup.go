@@ -96,7 +96,7 @@ func (s *Server) unregister(id string) *trial {
 	return t
 }
 
-// teardown stops a trial's MCP servers (their whole process groups), deletes
+// teardown stops a trial's MCP servers (each its supervisor's whole subtree), deletes
 // its DB state and removes its directory, collecting every failure.
 func (s *Server) teardown(ctx context.Context, t *trial, db, dir bool) error {
 	var errs []error

@@ -78,6 +78,11 @@ type Config struct {
 	// MCPEnv is added to every MCP server's minimal environment (KEY=VALUE),
 	// before the tool source's own env.
 	MCPEnv []string
+	// testToolReadWrite are folders outside any trial that every stdio MCP
+	// server may also write: set only by this package's tests
+	// (export_test.go), whose fixtures report pids through a file that
+	// must outlive a failed registration's trial folder.
+	testToolReadWrite []string
 	// HTTPClient talks to DB services (default: a pooled client sized for many
 	// concurrent trials).
 	HTTPClient *http.Client

@@ -20,8 +20,9 @@ func TestCleanupKillsDetachedDescendants(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("no setsid(1) here")
 	}
-	h := startRunner(t, nil)
-	pidfile := filepath.Join(t.TempDir(), "detached")
+	scratch := t.TempDir()
+	h := startRunner(t, nil, withToolRW(scratch))
+	pidfile := filepath.Join(scratch, "detached")
 	script := `(setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "$DETACHED_PIDFILE"); exec "$SELF" mcp testkit`
 	tl := tool("echo")
 	tl["source"] = obj{"toolset": "testkit", "module_path": "", "class_name": "echo", "invocation_style": "mcp_server",

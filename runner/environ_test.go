@@ -51,17 +51,24 @@ func TestToolsFindNoProviderKeyInAnyEnviron(t *testing.T) {
 		"--work-dir=" + filepath.Join(dir, "work"), "--log-level=error", "--drain-timeout=1s"},
 		"OPENAI_API_KEY="+fakeKey, "ANTHROPIC_API_KEY="+fakeKey, "JUDGE_KEY="+fakeKey)
 
-	out := filepath.Join(dir, "environs")
-	script := `for p in 1 $PPID self; do echo "== $p"; tr '\0' '\n' < /proc/$p/environ 2>&1; done > "$ENVIRON_OUT"; exec "$SELF" mcp testkit`
+	// The tool's parent is its supervisor, the runner the supervisor's
+	// parent. It writes where it may (its trial's files folder) and execs
+	// what it may: the runner's binary, this test binary, which serves
+	// `mcp testkit`.
+	script := `pp=$(cut -d' ' -f4 /proc/$PPID/stat); for p in 1 $pp self; do echo "== $p"; tr '\0' '\n' < /proc/$p/environ 2>&1; done > "$TOLOKAFORGE_FILES_DIR/environs"; exec "$SELF" mcp testkit`
 	tl := tool("echo")
 	tl["source"] = obj{"toolset": "testkit", "module_path": "", "class_name": "echo", "invocation_style": "mcp_server",
-		"extra": obj{"command": []any{"sh", "-c", script}, "env": obj{"ENVIRON_OUT": out, "SELF": selfBin}}}
+		"extra": obj{"command": []any{"sh", "-c", script}, "env": obj{"SELF": self}}}
 	spec := specJSON(t, "env", baseTask([]any{tl}, nil, nil))
 	resp, err := c.RegisterTrial(ctxT(t), &runnerpb.RegisterTrialRequest{TrialId: "env", TrialSpecJson: spec, EngineProtocolVersion: task.EngineProtocolVersion})
 	if err != nil || !resp.GetSuccess() {
 		t.Fatalf("RegisterTrial: %v %s", err, resp.GetError())
 	}
-	raw, err := os.ReadFile(out)
+	outs, _ := filepath.Glob(filepath.Join(dir, "work", "trial-env-*", "files", "environs"))
+	if len(outs) != 1 {
+		t.Fatalf("the tool's environ dump: %v, want one file", outs)
+	}
+	raw, err := os.ReadFile(outs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/tools"
+	"tolokaforge.io/operator/runner/tools/mcpclient"
 )
 
 var statusOf = map[task.ToolCallStatus]runnerpb.ExecutionStatus{
@@ -173,6 +174,12 @@ func (s *Server) execute(ctx context.Context, t *trial, req *runnerpb.ExecuteToo
 	}
 	if out.Status == task.ToolCallInvalidArguments {
 		rec.Arguments = json.RawMessage("{}")
+	}
+	if out.Status == task.ToolCallSuccess && t.maxOutput > 0 && len(out.Output) > t.maxOutput {
+		// Every tool's result is bounded as the Python and MCP tools' are
+		// (they refuse theirs before it gets here): a builtin's listing of
+		// a huge table or folder must not flood the model's context.
+		out = tools.Outcome{Status: task.ToolCallError, Message: mcpclient.OverLimit(len(out.Output), t.maxOutput)}
 	}
 	return finish(out, t.db.Version()-v0)
 }

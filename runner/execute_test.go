@@ -183,8 +183,9 @@ func TestExecuteToolBudgetIsCapped(t *testing.T) {
 }
 
 func TestExecuteMCPTimeoutRebuildsServer(t *testing.T) {
-	h := startRunner(t, nil)
-	pidfile := filepath.Join(t.TempDir(), "pids")
+	scratch := t.TempDir()
+	h := startRunner(t, nil, withToolRW(scratch))
+	pidfile := filepath.Join(scratch, "pids")
 	env := obj{"TESTKIT_PIDFILE": pidfile}
 	h.mustRegister(t, "mcp-timeout", baseTask([]any{testkitTool("incr", env), testkitTool("pid", env), testkitTool("sleep", env)}, nil, obj{"counters": []any{}}))
 

@@ -22,7 +22,7 @@ import (
 // made read-only (files 0444, folders 0555) for the Python checks to import
 // from.
 func provision(lay layout, artifacts map[string]string, filesystem map[string]string) error {
-	for _, d := range []string{lay.files, lay.artifacts, lay.pack} {
+	for _, d := range []string{lay.files, lay.artifacts, lay.pack, lay.tmp} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", d, err)
 		}

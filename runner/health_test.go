@@ -132,8 +132,9 @@ func gate(entered chan<- struct{}, release <-chan struct{}) builtin.Builtin {
 
 func TestDrainFinishesInFlightCallsThenCleansUp(t *testing.T) {
 	entered, release := make(chan struct{}, 1), make(chan struct{})
-	h := startRunner(t, nil, withExtra(gate(entered, release)), withDrainTimeout(30*time.Second))
-	pidfile := filepath.Join(t.TempDir(), "pids")
+	scratch := t.TempDir()
+	h := startRunner(t, nil, withExtra(gate(entered, release)), withDrainTimeout(30*time.Second), withToolRW(scratch))
+	pidfile := filepath.Join(scratch, "pids")
 	h.mustRegister(t, "drain", baseTask([]any{tool("gate"), testkitTool("echo", obj{"TESTKIT_PIDFILE": pidfile})}, nil, nil))
 	h.mustExec(t, "drain", call{tool: "echo", args: `{"text":"x"}`, callID: "0"})
 	pids := readPids(t, pidfile)

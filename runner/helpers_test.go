@@ -25,6 +25,7 @@ import (
 	"tolokaforge.io/operator/runner"
 	"tolokaforge.io/operator/runner/client"
 	"tolokaforge.io/operator/runner/grading"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/test/mcpstandin"
 	"tolokaforge.io/operator/test/toollauncher"
 )
@@ -47,6 +48,9 @@ func runTests(m *testing.M) int {
 		// (environ_test.go): scrub, then serve until SIGTERM.
 		return asRunnerBinary(os.Args[2:])
 	}
+	// Started as `<this binary> mcp testkit` by an in-process runner's
+	// tool, whose runner binary (SelfExecutable) this is.
+	mcpstandin.ServeIfAsked()
 	if len(os.Args) > 1 && os.Args[1] == "inprocess-runner" {
 		// A CLI embedding the runner (trial run, pack validate, regrade):
 		// no scrub, the caller's whole environment (python_confine_test.go).
@@ -120,6 +124,13 @@ func withDrainTimeout(d time.Duration) harnessOpt {
 
 func withDBConnectWait(d time.Duration) harnessOpt {
 	return func(c *runner.Config) { c.DBConnectWait = d }
+}
+
+// withToolRW lets the trials' stdio MCP servers also write dir, outside
+// every trial (they run confined to their trial's folders): a fixture's
+// pid file that must outlive a trial folder.
+func withToolRW(dir string) harnessOpt {
+	return func(c *runner.Config) { runner.WithToolReadWriteForTests(c, dir) }
 }
 
 func withExtra(b ...builtinTool) harnessOpt {
@@ -483,3 +494,5 @@ func startRunnerProcess(t *testing.T, addr string, argv []string, env ...string)
 	}
 	return c, cmd.Process.Pid
 }
+
+func withToolLimits(l proc.Limits) harnessOpt { return func(c *runner.Config) { c.ToolLimits = l } }

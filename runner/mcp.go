@@ -68,6 +68,13 @@ func startSession(ctx context.Context, key string, cfg mcpclient.Config, db *tri
 	return &mcpSession{key: key, cfg: cfg, db: db, log: log, srv: srv, stateful: srv.HasStateTools(), inSyncAt: -1}, nil
 }
 
+// markStale makes the next call reload the server from the DB.
+func (s *mcpSession) markStale() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inSyncAt, s.synced = -1, nil
+}
+
 // invalidate marks the server for a rebuild before its next use: a call that
 // overran its budget may have left the stream mid-message.
 func (s *mcpSession) invalidate() { s.broken.Store(true) }
@@ -291,6 +298,12 @@ func (t *mcpTool) Call(ctx context.Context, args json.RawMessage) (string, error
 		return "", fmt.Errorf("MCP server call %s: %w", t.remote, err)
 	}
 	if isError {
+		if mcpclient.IsOverLimit(out) {
+			// The call may have changed the server's tables; like a Python
+			// tool's refused result, its changes are dropped: the server is
+			// reloaded from the DB before its next call.
+			t.sess.markStale()
+		}
 		if strings.TrimSpace(out) == "" {
 			out = "tool reported an error without a message"
 		}

@@ -199,7 +199,7 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 			Env: s.mcpEnv(lay, nil), Limits: s.cfg.ToolLimits, Logger: t.log.WithName("pyhost"), MaxOutput: maxOutput,
 			// This trial's folders and nothing else of the runner's: not
 			// another trial, the secrets, the auth token.
-			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files}}},
+			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files, lay.tmp}}},
 		specs: specs, db: t.db, log: t.log, dictTables: dictTables, pks: pks, inSyncAt: -1,
 	}
 	t.py = sess
@@ -223,8 +223,9 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 	return infos, nil
 }
 
-// MetaMaxToolOutput is the task metadata key that bounds one Python tool
-// result in bytes (default pyhost.DefaultMaxOutput, 1 MiB): a larger result is
+// MetaMaxToolOutput is the task metadata key that bounds one tool result in
+// bytes, whatever serves the tool: the Python tool host, an MCP server or a
+// builtin (default pyhost.DefaultMaxOutput, 1 MiB). A larger result is
 // refused to the agent as a tool error naming its size and the limit.
 const MetaMaxToolOutput = "max_tool_output_bytes"
 

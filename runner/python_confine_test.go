@@ -254,11 +254,14 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 		"            if pid == runner:\n                break\n" +
 		"            pid = ppid(pid)\n" +
 		"        return out[-1]\n"
-	out := filepath.Join(dir, "sh-environ")
-	script := `{ echo "$PPID"; tr '\0' ' ' < /proc/$PPID/environ; echo " rc=$?"; } > "$ENVIRON_OUT" 2>&1; exec "$SELF" mcp testkit`
+	// The shell's parent is its supervisor; the runner is the supervisor's
+	// parent. The shell writes where it may (its trial's files folder) and
+	// execs what it may: the runner's binary, this test binary, which
+	// serves `mcp testkit`.
+	script := `pp=$(cut -d' ' -f4 /proc/$PPID/stat); { echo "$pp"; tr '\0' ' ' < /proc/$pp/environ; echo " rc=$?"; } > "$TOLOKAFORGE_FILES_DIR/sh-environ" 2>&1; exec "$SELF" mcp testkit`
 	sh := tool("echo")
 	sh["source"] = obj{"toolset": "testkit", "module_path": "", "class_name": "echo", "invocation_style": "mcp_server",
-		"extra": obj{"command": []any{"sh", "-c", script}, "env": obj{"ENVIRON_OUT": out, "SELF": selfBin}}}
+		"extra": obj{"command": []any{"sh", "-c", script}, "env": obj{"SELF": self}}}
 	doc := baseTask([]any{pyTool("peek", "peek.tools", "Peek"), sh}, nil, nil)
 	doc["tool_artifacts"] = obj{"peek/__init__.py": "", "peek/tools.py": b64(peek)}
 	spec := specJSON(t, "peek", doc)
@@ -271,7 +274,11 @@ func TestInProcessRunnerEnvironIsUnreadableToTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shRaw, err := os.ReadFile(out)
+	outs, _ := filepath.Glob(filepath.Join(dir, "work", "trial-peek-*", "files", "sh-environ"))
+	if len(outs) != 1 {
+		t.Fatalf("the shell tool's report: %v, want one file", outs)
+	}
+	shRaw, err := os.ReadFile(outs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

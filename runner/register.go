@@ -247,6 +247,16 @@ func (s *Server) initDB(ctx context.Context, c *client.Client, id string, st *ta
 // that every declared MCP tool exists on its server, pushes the initial tables
 // into stateful servers, and fills both registries in declaration order.
 func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlans, userPlans []toolPlan, initial map[string]json.RawMessage) error {
+	// The Python tools' bound, for every tool: a result over it is a tool
+	// error naming its size and the limit.
+	maxOutput, err := maxToolOutput(t.spec.Task.Metadata)
+	if err != nil {
+		return err
+	}
+	t.maxOutput = maxOutput
+	if t.maxOutput == 0 {
+		t.maxOutput = pyhost.DefaultMaxOutput
+	}
 	sessions := map[string]*mcpSession{}
 	remoteTools := map[string]map[string]json.RawMessage{}
 	for _, p := range append(append([]toolPlan(nil), agentPlans...), userPlans...) {
@@ -258,6 +268,7 @@ func (s *Server) buildTools(ctx context.Context, t *trial, lay layout, agentPlan
 		}
 		cfg := p.mcp.cfg
 		cfg.Logger = t.log.WithName("mcp")
+		cfg.MaxOutput = t.maxOutput
 		sess, err := startSession(ctx, p.mcp.key, cfg, t.db, t.log)
 		if err != nil {
 			return fmt.Errorf("%s (%s): start MCP server %s: %w", p.path, p.schema.Name, describeLaunch(cfg.Command, cfg.URL), err)

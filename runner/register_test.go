@@ -210,8 +210,9 @@ func TestRegisterRefusesUnrunnableTools(t *testing.T) {
 }
 
 func TestRegisterMCPToolMissingOnServerCleansUp(t *testing.T) {
-	h := startRunner(t, nil)
-	pidfile := filepath.Join(t.TempDir(), "pids")
+	scratch := t.TempDir()
+	h := startRunner(t, nil, withToolRW(scratch))
+	pidfile := filepath.Join(scratch, "pids")
 	resp := h.register(t, "missing", baseTask([]any{
 		testkitTool("echo", obj{"TESTKIT_PIDFILE": pidfile}),
 		testkitTool("fly", obj{"TESTKIT_PIDFILE": pidfile}),
@@ -266,8 +267,9 @@ func TestRegisterReplacesOrphanDBTrial(t *testing.T) {
 }
 
 func TestRegisterFailureAfterDBInitRemovesEverything(t *testing.T) {
-	h := startRunner(t, nil)
-	pidfile := filepath.Join(t.TempDir(), "pids")
+	scratch := t.TempDir()
+	h := startRunner(t, nil, withToolRW(scratch))
+	pidfile := filepath.Join(scratch, "pids")
 	taskDoc := baseTask([]any{tool("db_get"), testkitTool("echo", obj{"TESTKIT_PIDFILE": pidfile})}, nil, obj{"items": []any{}})
 	taskDoc["initialization_actions"] = []any{
 		obj{"env_type": "assistant", "tool_name": "echo", "arguments": obj{"text": "hi"}},

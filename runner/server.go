@@ -70,7 +70,7 @@ func ConfinementWarning(abi func() (int, error)) string {
 		if err == nil {
 			err = errors.New("ABI version 0")
 		}
-		return fmt.Sprintf("this kernel has no Landlock (%v): Python tools and checks are not confined to their trial's files "+
+		return fmt.Sprintf("this kernel has no Landlock (%v): a trial's tools (Python and stdio MCP), its checks and its verifier are not confined to their trial's files "+
 			"and can read whatever this runner's user can (other trials' files, the judge key, the auth token)", err)
 	}
 	return ""
@@ -105,7 +105,7 @@ func New(cfg Config) (*Server, error) {
 		if w := ConfinementWarning(c.LandlockABI); w != "" {
 			c.Logger.Error(nil, "WARNING: "+w)
 		} else {
-			c.Logger.V(1).Info("Python tools and checks are confined with Landlock")
+			c.Logger.V(1).Info("a trial's tools, checks and verifier are confined with Landlock")
 		}
 	})
 	life, endLife := context.WithCancel(context.Background())

@@ -129,8 +129,9 @@ func TestResetTrial(t *testing.T) {
 }
 
 func TestCleanupTrial(t *testing.T) {
-	h := startRunner(t, nil)
-	pidfile := filepath.Join(t.TempDir(), "pids")
+	scratch := t.TempDir()
+	h := startRunner(t, nil, withToolRW(scratch))
+	pidfile := filepath.Join(scratch, "pids")
 	h.mustRegister(t, "clean", baseTask([]any{testkitTool("incr", obj{"TESTKIT_PIDFILE": pidfile}), tool("write_file")}, nil, obj{"counters": []any{}}))
 	h.mustExec(t, "clean", call{tool: "incr", args: `{"key":"k"}`, callID: "1"})
 	h.mustExec(t, "clean", call{tool: "write_file", args: `{"path":"a.txt","content":"x"}`, callID: "2"})

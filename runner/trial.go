@@ -32,6 +32,9 @@ type trial struct {
 	sessions       []*mcpSession
 	py             *pySession // the Python tool host, nil without Python tools
 	defaultTimeout time.Duration
+	// maxOutput bounds one tool result in bytes (the task's
+	// max_tool_output_bytes, else 1 MiB), whatever serves the tool.
+	maxOutput int
 	// env is the task's own container (nil without an environment);
 	// agentDone is set when grading began: its tools are no longer served.
 	env       *trialEnvironment

@@ -91,7 +91,10 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 	// trial that holds someone else's file.
 	rewardAbs := filepath.Join(outside, "logs", "verifier", "reward.txt")
 	rewardInFiles := strings.TrimPrefix(rewardAbs, "/") // where it lands in the sandbox, and in the agent's files
-	childPid := filepath.Join(outside, "child.pid")
+	// The verifier's background children are told apart by their
+	// arguments: the verifier writes nothing outside its sandbox (Landlock),
+	// so it cannot leave their pids where the test would read them.
+	const child4, child4b = "600.0404", "600.0405"
 	_, err := os.Lstat("/logs")
 	logsBefore := err == nil
 
@@ -216,46 +219,32 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 		},
 		{
 			name: "(4) a verifier that leaves a child running: the reward counts, the child dies, the grade is prompt",
-			run: `sleep 600 & echo $! > ` + strconv.Quote(childPid) + `
+			run: `sleep ` + child4 + ` &
 ` + oracleRun,
 			rewardFile: rewardAbs,
 			agent:      func(t *testing.T, id, _ string) { write(t, id, "answer.txt", "42") },
 			score:      1, reasons: "Test execution: score=1 (reward 1 from " + rewardInFiles + ", verifier exit code 0)",
 			after: func(t *testing.T, _ string) {
-				raw, err := os.ReadFile(childPid)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if alive(pid) {
-					t.Errorf("the verifier's background child %d is still running after the grade", pid)
+				// The verifier forked it before it went on to score 1.
+				if pids := running("sleep", child4); len(pids) > 0 {
+					t.Errorf("the verifier's background child %v is still running after the grade", pids)
 				}
 			},
 		},
 		{
 			name: "(4b) a child that left the verifier's group holding its output does not delay the grade, and dies with the trial",
-			run: `setsid sleep 600 & echo $! > ` + strconv.Quote(childPid) + `
+			run: `setsid sleep ` + child4b + ` &
 ` + oracleRun,
 			rewardFile: rewardAbs, needs: "setsid",
 			agent: func(t *testing.T, id, _ string) { write(t, id, "answer.txt", "42") },
 			score: 1, reasons: "Test execution: score=1 (reward 1 from " + rewardInFiles + ", verifier exit code 0)",
 			after: func(t *testing.T, id string) {
-				raw, err := os.ReadFile(childPid)
-				if err != nil {
-					t.Fatal(err)
-				}
-				pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-				if err != nil {
-					t.Fatal(err)
+				// Under its supervisor it is gone with the grade already.
+				if pids := running("sleep", child4b); len(pids) > 0 {
+					t.Errorf("the verifier's detached child %v is still running after the grade", pids)
 				}
 				if resp := h.cleanup(t, id); !resp.GetSuccess() {
 					t.Fatalf("CleanupTrial: %s", resp.GetError())
-				}
-				if alive(pid) {
-					t.Errorf("the verifier's detached child %d survived CleanupTrial", pid)
 				}
 			},
 		},
@@ -278,7 +267,6 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 					t.Skipf("no %s here", c.needs)
 				}
 			}
-			_ = os.Remove(childPid)
 			canaries := []canary{
 				plantCanary(t, rewardAbs),
 				plantCanary(t, filepath.Join(outside, "tests", "run.sh")),
@@ -328,4 +316,21 @@ func TestVerifierResistsTheAgent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// running lists the live processes whose command line is exactly argv.
+func running(argv ...string) []int {
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(cmd) == want && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -91,15 +91,28 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 	// A minimal environment: the runner's own (which may carry service settings) is
 	// none of the verifier's business. TEST_DIR is where Terminal-Bench's verifiers
 	// look for their tests; REWARD_FILE is where the runner reads the verdict.
+	// Its temporary files go beside the sandbox, not into it (the verifier
+	// may list its files) and not into the machine's /tmp, which its
+	// confinement does not reach.
+	tmp, err := os.MkdirTemp(site.Dir, "tmp-")
+	if err != nil {
+		return nil, gradingError(fmt.Errorf("test_execution: create the verifier's temporary folder: %w", err))
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
 	env := append([]string{
 		"PATH=" + envOr("PATH", "/usr/local/bin:/usr/bin:/bin"),
 		"HOME=" + sb.dir,
 		"LANG=C.UTF-8",
+		"TMPDIR=" + tmp,
 		"TRIAL_ID=" + g.id,
 		"REWARD_FILE=" + rewardAbs,
 		"TEST_DIR=" + sb.abs(verifierTestDir),
 	}, site.Env...)
-	res, err := runVerifier(ctx, sb.dir, te.Command, env, timeout, g.opts.verifier)
+	// The verifier writes its sandbox and its temporary folder and reads
+	// the system's runtime (package proc adds it): not the trial's tools'
+	// folders, another trial, the runner's secrets or its auth token.
+	confine := &proc.Confinement{ReadWrite: []string{sb.dir, tmp}}
+	res, err := runVerifier(ctx, sb.dir, te.Command, env, timeout, g.opts.verifier, confine)
 	if err != nil {
 		return nil, gradingError(err)
 	}
@@ -134,21 +147,28 @@ type verifierResult struct {
 	out      *cappedBuffer
 }
 
-// runVerifier runs argv in dir as its own process group. Its verdict is final when
-// the main process exits: the group (a background child included) is then killed and
-// reaped, and the output is read only as long as that takes. The output goes through
-// a pipe the runner reads itself, not through exec's copying, so a child that still
-// holds it can neither delay the grade nor lose it.
-func runVerifier(ctx context.Context, dir string, argv, env []string, timeout time.Duration, vo verifierOptions) (verifierResult, error) {
+// runVerifier runs argv in dir under a supervisor (proc.Supervise) confined to c, in
+// its own process group. Its verdict is final when the main process exits: the
+// supervisor then kills and reaps everything below it (a background child that
+// called setsid or cleared its environment included), and the output is read only
+// as long as that takes. The output goes through a pipe the runner reads itself, not
+// through exec's copying, so a child that still holds it can neither delay the grade
+// nor lose it.
+func runVerifier(ctx context.Context, dir string, argv, env []string, timeout time.Duration, vo verifierOptions, c *proc.Confinement) (verifierResult, error) {
 	vctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(vctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
-	// Its own process group, so every process the verifier started goes with it.
+	// Its own process group: the supervisor and the verifier, so the group
+	// kill below is a backstop for both.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	if err := proc.Apply(cmd, vo.limits); err != nil {
+	// A timeout asks the supervisor to end the verifier's whole tree
+	// (SIGKILL would leave its setsid children to the runner); WaitDelay
+	// kills the supervisor itself if that takes too long.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = verifierReapTimeout
+	if err := proc.Supervise(cmd, vo.limits, c); err != nil {
 		return verifierResult{}, fmt.Errorf("test_execution: start the verifier command %q under %s: %w", argv, vo.limits, err)
 	}
 	pr, pw, err := os.Pipe()

@@ -11,7 +11,12 @@
 // starts stays below it, whatever it does to its environment, group or
 // session; when the tool exits, or Stop sends SIGTERM, the supervisor kills
 // and reaps everything below it and exits with the tool's status. The
-// Python tool host and the Python checks run under one. SetNotDumpable
+// supervisor itself runs outside the tool's limits (a Go runtime needs more
+// room than a tight RLIMIT_AS leaves, and must outlive a tool that hits
+// one): its child, this wrapper again, sets them and Landlock before it
+// execs the tool. The Python tool host, the Python checks, a trial's stdio
+// MCP servers, the test_execution verifier and pack import's describe run
+// under one. SetNotDumpable
 // keeps same-user processes out of the caller's /proc files (environ, mem).
 //
 // Limits are applied by a wrapper the child starts as: this package's init

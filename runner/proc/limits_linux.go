@@ -27,6 +27,20 @@ func init() {
 	if err != nil {
 		fail(err)
 	}
+	if os.Getenv(envSupervise) != "" {
+		// The supervisor runs outside the tool's limits: a Go runtime
+		// starts threads and reserves address space a tight RLIMIT_AS or
+		// RLIMIT_NPROC would refuse, and it must outlive a tool that hits
+		// them. Its child sets them (below) before it execs the tool.
+		var c *Confinement
+		if spec := os.Getenv(envConfine); spec != "" {
+			c = &Confinement{}
+			if err := json.Unmarshal([]byte(spec), c); err != nil {
+				fail(fmt.Errorf("decode the confinement: %w", err))
+			}
+		}
+		os.Exit(supervise(path, os.Args, withoutMarkers(os.Environ()), l, c))
+	}
 	for _, r := range []struct {
 		res int
 		v   uint64
@@ -54,16 +68,6 @@ func init() {
 			fail(err)
 		}
 		fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
-	}
-	if os.Getenv(envSupervise) != "" {
-		var c *Confinement
-		if spec := os.Getenv(envConfine); spec != "" {
-			c = &Confinement{}
-			if err := json.Unmarshal([]byte(spec), c); err != nil {
-				fail(fmt.Errorf("decode the confinement: %w", err))
-			}
-		}
-		os.Exit(supervise(path, os.Args, withoutMarkers(os.Environ()), c))
 	}
 	fail(syscall.Exec(path, os.Args, withoutMarkers(os.Environ())))
 }

@@ -19,7 +19,7 @@ import (
 // supervise runs the tool at path as a child of this process, a child
 // subreaper, and returns the exit code to leave with once the tool and
 // everything below this process are gone (see Supervise).
-func supervise(path string, argv, env []string, c *Confinement) int {
+func supervise(path string, argv, env []string, l Limits, c *Confinement) int {
 	say := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "tolokaforge supervisor of %s: "+format+"\n", append([]any{path}, a...)...)
 	}
@@ -27,24 +27,26 @@ func supervise(path string, argv, env []string, c *Confinement) int {
 		say("PR_SET_CHILD_SUBREAPER: %v", err)
 		return 127
 	}
-	// Confined, the child is this binary again: it applies Landlock to
-	// itself alone and execs the tool (see envConfineExec), so the
-	// supervisor stays outside the tool's domain.
+	// With limits or a confinement, the child is this binary again: it
+	// sets the limits and applies Landlock to itself alone, then execs the
+	// tool (see envConfineExec), so the supervisor stays outside both.
 	exe, childEnv := path, env
-	if c != nil {
+	if c != nil || !l.IsZero() {
 		self, err := os.Executable()
 		if err != nil {
 			say("resolve the wrapper binary: %v", err)
 			return 127
 		}
-		spec, err := json.Marshal(c)
-		if err != nil {
-			say("encode the confinement: %v", err)
-			return 127
-		}
 		exe = self
-		// The limits are set already (inherited): none to set again.
-		childEnv = append(append([]string(nil), env...), envLimits+"="+(Limits{}).encode(), envPath+"="+path, envConfineExec+"="+string(spec))
+		childEnv = append(append([]string(nil), env...), envLimits+"="+l.encode(), envPath+"="+path)
+		if c != nil {
+			spec, err := json.Marshal(c)
+			if err != nil {
+				say("encode the confinement: %v", err)
+				return 127
+			}
+			childEnv = append(childEnv, envConfineExec+"="+string(spec))
+		}
 	}
 	// SIGTERM (Stop) and the signals a terminal sends end the tree.
 	sigs := make(chan os.Signal, 1)
@@ -180,6 +182,27 @@ func Stop(ctx context.Context, pid int, exited <-chan struct{}) error {
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	return fmt.Errorf("proc: the supervisor %d did not end its tree in time; killed it and %d processes below it %v: %w", pid, len(below), below, ctx.Err())
+}
+
+// SignalTool sends sig to the tool a supervisor (Supervise) runs: its
+// direct children, not the supervisor, which would end the whole tree at
+// once on SIGTERM. It lets a caller ask the tool to exit on its own first
+// (an MCP server's SIGTERM before its grace runs out). Nothing to signal is
+// not an error.
+func SignalTool(pid int, sig syscall.Signal) error {
+	if pid <= 1 {
+		return fmt.Errorf("proc: signal the tool of supervisor %d: not a process a caller starts", pid)
+	}
+	kids, err := childrenOf(pid)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := syscall.Kill(k, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("proc: signal the tool %d of supervisor %d: %w", k, pid, err)
+		}
+	}
+	return nil
 }
 
 // descendants lists every live process below pid.

@@ -95,3 +95,83 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A supervised tool runs under its limits and the supervisor does not: a
+// tight RLIMIT_AS (256 MiB, where a Go supervisor's threads failed to start
+// and it aborted) and RLIMIT_NOFILE reach the tool, confined or not, and the
+// tool's output and status come back.
+func TestSuperviseAppliesLimitsToTheToolOnly(t *testing.T) {
+	l, wantAS := proc.Limits{AddressSpace: 256 << 20, OpenFiles: 64}, "262144"
+	if raceEnabled {
+		// The wrapper (this binary) is started under the limits too.
+		l.AddressSpace, wantAS = 0, "unlimited"
+	}
+	for _, tc := range []struct {
+		name string
+		c    *proc.Confinement
+	}{
+		{"unconfined", nil},
+		{"confined", &proc.Confinement{ReadWrite: []string{t.TempDir()}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command("/bin/sh", "-c", `echo "$(ulimit -v) $(ulimit -n)"; exit 4`)
+			cmd.Env = []string{"PATH=/usr/bin:/bin"}
+			if err := proc.Supervise(cmd, l, tc.c); err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.CombinedOutput()
+			if got, want := string(out), wantAS+" 64\n"; got != want {
+				t.Errorf("the tool saw limits %.500q, want %q", got, want)
+			}
+			if got := errString(err); got != "exit status 4" {
+				t.Errorf("Wait = %q, want the tool's exit status 4", got)
+			}
+		})
+	}
+}
+
+// SignalTool reaches the tool, not its supervisor: a tool that traps
+// SIGTERM runs its handler and exits with its own status, which the
+// supervisor passes on (a SIGTERM to the supervisor would end the tree with
+// 143).
+func TestSignalToolReachesTheToolOnly(t *testing.T) {
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	cmd := exec.Command("/bin/sh", "-c", `trap 'echo got TERM; exit 7' TERM; : > "$0"; while :; do sleep 0.01; done`, ready)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	if err := proc.Supervise(cmd, proc.DefaultLimits, &proc.Confinement{ReadWrite: []string{dir}}); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool never set its trap")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := proc.SignalTool(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatalf("SignalTool: %v", err)
+	}
+	select {
+	case err := <-exited:
+		if got := errString(err); got != "exit status 7" || out.String() != "got TERM\n" {
+			t.Errorf("Wait = %q, output %q; want the tool's own exit status 7 and %q", got, out.String(), "got TERM\n")
+		}
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatal("the tool did not exit on SIGTERM")
+	}
+	if err := proc.SignalTool(1, syscall.SIGTERM); err == nil {
+		t.Error("SignalTool(1) = nil, want a refusal")
+	}
+}

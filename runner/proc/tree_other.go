@@ -36,6 +36,18 @@ func Stop(_ context.Context, pid int, exited <-chan struct{}) error {
 	return nil
 }
 
+// SignalTool signals pid itself where there is no supervisor (Supervise
+// started the tool directly).
+func SignalTool(pid int, sig syscall.Signal) error {
+	if pid <= 1 {
+		return errors.New("proc: signal a tool: not a process a caller starts")
+	}
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
 // LandlockABI is 0 where there is no Landlock.
 func LandlockABI() (int, error) {
 	return 0, errors.New("proc: Landlock needs Linux")

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"tolokaforge.io/operator/api/task/pack"
+	"tolokaforge.io/operator/runner/proc"
 	"tolokaforge.io/operator/runner/tools/mcpclient"
 	"tolokaforge.io/operator/runner/tools/pyhost"
 )
@@ -50,11 +51,19 @@ func Describer(python string, timeout time.Duration) pack.Describer {
 			}
 		}
 		script := filepath.Join(files, filepath.FromSlash(req.Script))
+		// The pack author's code runs here, on the importing user's machine
+		// (or the operator's): confined to the scratch copy and the Python
+		// runtime (Landlock, where the kernel has it), under the tools'
+		// default limits, and under a supervisor, so nothing it starts at
+		// import outlives the describe.
+		confine := &proc.Confinement{ReadOnly: []string{files}, ReadWrite: []string{work}}
+		env := []string{"TMPDIR=" + work}
 		if req.Stdio {
-			return listTools(ctx, python, files, script, timeout)
+			return listTools(ctx, python, files, script, timeout, mcpclient.Config{Env: env, Limits: proc.DefaultLimits, Confine: confine})
 		}
 		h, err := pyhost.Start(pyhost.Config{Python: python, Dir: files, ScriptDir: work,
-			Paths: []string{filepath.Dir(script), files}, Logger: logr.Discard()})
+			Paths: []string{filepath.Dir(script), files}, Logger: logr.Discard(),
+			Env: env, Limits: proc.DefaultLimits, Confine: confine})
 		if err != nil {
 			return nil, fmt.Errorf("start the Python tool host (%s): %w", python, err)
 		}
@@ -82,10 +91,11 @@ func Describer(python string, timeout time.Duration) pack.Describer {
 	}
 }
 
-// listTools starts script as a stdio MCP server under python and answers its
-// tools/list.
-func listTools(ctx context.Context, python, dir, script string, timeout time.Duration) (map[string]pack.DescribedTool, error) {
-	srv, err := mcpclient.Start(ctx, mcpclient.Config{Command: []string{python, "-I", "-B", script}, Dir: dir, Logger: logr.Discard()})
+// listTools starts script as a stdio MCP server under python (with cfg's
+// environment, limits and confinement) and answers its tools/list.
+func listTools(ctx context.Context, python, dir, script string, timeout time.Duration, cfg mcpclient.Config) (map[string]pack.DescribedTool, error) {
+	cfg.Command, cfg.Dir, cfg.Logger = []string{python, "-I", "-B", script}, dir, logr.Discard()
+	srv, err := mcpclient.Start(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("the MCP server did not answer within %s: %w", timeout, ctx.Err())

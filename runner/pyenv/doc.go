@@ -15,7 +15,11 @@
 // tool host (runner/tools/pyhost) once, under a time bound, and answers what each
 // tool says about itself (get_info()), or asks a stdio MCP server script for its
 // tools/list (runner/tools/mcpclient), for pack import (api/task/pack.Describer).
+// The pack author's code runs there as a trial's tools do: under a supervisor
+// (nothing it starts outlives the describe), proc.DefaultLimits, and Landlock
+// (read-only the scratch copy of the files and the Python runtime, read-write
+// only the scratch folder).
 //
-// Imports: api/task/pack, runner/tools/mcpclient, runner/tools/pyhost, the
-// standard library and github.com/go-logr/logr.
+// Imports: api/task/pack, runner/proc, runner/tools/mcpclient,
+// runner/tools/pyhost, the standard library and github.com/go-logr/logr.
 package pyenv

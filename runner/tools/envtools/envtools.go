@@ -37,8 +37,13 @@ const (
 	// and tail): both together stay well inside gRPC's 16 MiB trailer limit
 	// once base64-encoded.
 	KeptStreamBytes = 3 << 20
-	// MaxReadBytes is what read_file returns of a file.
+	// MaxReadBytes bounds what read_file returns: the file's first bytes
+	// and, when cut, a note saying so, together within the runner's default
+	// bound on any tool's result (1 MiB), so a big file is cut, not refused.
 	MaxReadBytes = 1 << 20
+	// readNoteRoom is what read_file keeps free of content for its note (a
+	// path is at most 4 KiB).
+	readNoteRoom = 8 << 10
 	// callMargin is kept between a command's kill and the call's deadline,
 	// so the answer (killed, output) still arrives in time.
 	callMargin = time.Second
@@ -315,13 +320,24 @@ func (s *Set) readFile(ctx context.Context, args json.RawMessage) (string, error
 	if err != nil {
 		return "", err
 	}
-	resp, err := s.env.Agent.ReadFile(ctx, &pb.ReadFileRequest{Path: p, MaxBytes: MaxReadBytes})
+	budget := MaxReadBytes - readNoteRoom
+	resp, err := s.env.Agent.ReadFile(ctx, &pb.ReadFileRequest{Path: p, MaxBytes: int64(budget)})
 	if err != nil {
 		return "", s.callError(ctx, "read_file "+p, err)
 	}
 	text := strings.ToValidUTF8(string(resp.GetContent()), "\uFFFD")
-	if resp.GetTruncated() {
-		text += fmt.Sprintf("\n[truncated: %s is %d bytes; the first %d are shown]", p, resp.GetSize(), len(resp.GetContent()))
+	truncated, shown := resp.GetTruncated(), len(resp.GetContent())
+	if len(text) > budget {
+		// Invalid bytes became U+FFFD (three bytes each): cut the text
+		// again, on a character boundary, so the answer stays in bounds.
+		cut := budget
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text, truncated, shown = text[:cut], true, cut
+	}
+	if truncated {
+		text += fmt.Sprintf("\n[truncated: %s is %d bytes; the first %d are shown]", p, resp.GetSize(), shown)
 	}
 	return text, nil
 }

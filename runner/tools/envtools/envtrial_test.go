@@ -1,6 +1,7 @@
 package envtools_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -106,12 +107,16 @@ func TestFilesGoThroughTheEnvironment(t *testing.T) {
 	if got := w.mustCall(t, "files", "list_dir", map[string]any{}); !strings.Contains(got, "sub/") {
 		t.Errorf("list_dir of the workdir: %q", got)
 	}
-	// A big file is cut with a note.
-	if err := os.WriteFile(filepath.Join(w.work, "big"), []byte(strings.Repeat("y", envtools.MaxReadBytes+10)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if got := w.mustCall(t, "files", "read_file", map[string]any{"path": "big"}); !strings.Contains(got, "[truncated:") || len(got) > envtools.MaxReadBytes+200 {
-		t.Errorf("read_file of a big file: %d bytes, ends %q", len(got), got[max(0, len(got)-100):])
+	// A big file is cut with a note, within the runner's bound on a tool's
+	// result (1 MiB) so it is not refused; invalid UTF-8 (each byte shown
+	// as a three-byte U+FFFD) too.
+	for name, b := range map[string]byte{"big": 'y', "binary": 0xff} {
+		if err := os.WriteFile(filepath.Join(w.work, name), bytes.Repeat([]byte{b}, envtools.MaxReadBytes+10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := w.mustCall(t, "files", "read_file", map[string]any{"path": name}); !strings.Contains(got, "[truncated: ") || len(got) > envtools.MaxReadBytes {
+			t.Errorf("read_file of %s: %d bytes, ends %q; want at most %d with a note", name, len(got), got[max(0, len(got)-100):], envtools.MaxReadBytes)
+		}
 	}
 	// A missing file is the tool's answer, not the environment's failure.
 	resp := w.call(t, "files", "read_file", map[string]any{"path": "nope"})

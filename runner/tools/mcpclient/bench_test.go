@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"tolokaforge.io/operator/runner/proc"
 )
 
 // BenchmarkShopCall measures a tool call round trip to the shop server over stdio
@@ -62,4 +64,50 @@ func percentile(d []time.Duration, p int) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100]
+}
+
+// BenchmarkShopSupervision is what the supervisor and Landlock
+// (Config.Confine) cost an MCP server, in the same run: per server (start,
+// initialize, tools/list, Close: once per trial) and per call (list_products
+// on a running server), unsupervised in its process group and supervised
+// and confined.
+func BenchmarkShopSupervision(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		confine bool
+	}{{"group", false}, {"supervised+landlock", true}} {
+		mutate := func(c *Config) {
+			c.KillGrace = time.Second
+			if bc.confine {
+				c.Confine = &proc.Confinement{ReadWrite: []string{c.Dir}}
+			}
+		}
+		b.Run("lifecycle/"+bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cfg := Config{Command: []string{shopServer}, Dir: b.TempDir()}
+				mutate(&cfg)
+				s, err := Start(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("call/"+bc.name, func(b *testing.B) {
+			s := startShop(b, mutate)
+			ctx := context.Background()
+			if err := s.SetState(ctx, initialTables(b)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, isErr, err := s.Call(ctx, "list_products", json.RawMessage(`{}`)); err != nil || isErr {
+					b.Fatalf("list_products: isError=%v err=%v", isErr, err)
+				}
+			}
+		})
+	}
 }

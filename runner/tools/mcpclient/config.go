@@ -46,6 +46,29 @@ type Config struct {
 	// Limits are the stdio server's rlimits (package proc), inherited by
 	// everything it starts; zero: the runner's own.
 	Limits proc.Limits
+	// Confine, when set, starts a stdio server under a supervisor
+	// (proc.Supervise) confined to it (Landlock, where the kernel has it):
+	// whatever the server starts stays below the supervisor, whatever it
+	// does to its group, session or environment, and Close or Restart end
+	// that whole subtree. nil: the server runs in its own process group
+	// with Limits only (callers outside a trial, and tests that signal the
+	// server's own pid).
+	Confine *proc.Confinement
+	// MaxOutput bounds one tool result (its text joined) in bytes; zero:
+	// DefaultMaxOutput. A larger result is answered as a tool error naming
+	// its size and the limit (isError), and the session keeps serving.
+	MaxOutput int
+}
+
+// DefaultMaxOutput is Config.MaxOutput's default: 1 MiB, the Python tool
+// host's.
+const DefaultMaxOutput = 1 << 20
+
+func (c *Config) maxOutput() int {
+	if c.MaxOutput > 0 {
+		return c.MaxOutput
+	}
+	return DefaultMaxOutput
 }
 
 func (c *Config) validate() error {

@@ -5,7 +5,14 @@
 // A stdio server runs in its own process group, in the trial's directory, with a
 // minimal environment (never the runner's own, which holds provider keys); its
 // stderr is drained line by line into the runner's logger. Close and Restart kill the
-// whole group, so a server that forked helpers leaves nothing behind.
+// whole group, so a server that forked helpers leaves nothing behind. With
+// Config.Confine (the runner sets it for every trial) the server runs under a
+// supervisor (proc.Supervise) and Landlock: Close and Restart end the
+// supervisor's whole subtree, a helper that left the group or the session
+// included, and the server sees only the folders it was given.
+//
+// A tool result over Config.MaxOutput (default 1 MiB) is not returned: Call
+// answers a tool error naming its size and the limit, and the session serves on.
 //
 // Tolokaforge's state convention is exposed as GetState / SetState over the hidden
 // tools _tolokaforge_get_state_ / _tolokaforge_set_state_; table contents pass

@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -31,12 +32,15 @@ const (
 // of three os.Pipes; exec gets the other ends directly, so Wait never races the
 // readers and closing our ends unblocks them.
 type process struct {
-	pid    int
-	cmd    *exec.Cmd
-	log    logr.Logger
-	stdin  *os.File // our write end
-	stdout *os.File // our read end
-	stderr *os.File // our read end
+	pid int
+	// supervised: pid is the server's supervisor (Config.Confine), which
+	// ends the server's whole subtree when it exits or is stopped.
+	supervised bool
+	cmd        *exec.Cmd
+	log        logr.Logger
+	stdin      *os.File // our write end
+	stdout     *os.File // our read end
+	stderr     *os.File // our read end
 
 	exited  chan struct{} // closed once Wait has returned
 	waitErr error         // valid after exited
@@ -57,7 +61,16 @@ func spawn(cfg *Config) (*process, error) {
 	cmd.Dir = cfg.Dir
 	cmd.Env = cfg.childEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := proc.Apply(cmd, cfg.Limits); err != nil {
+	supervised := cfg.Confine != nil
+	if supervised {
+		// The supervisor's child is the server: it keeps the pipes (the
+		// supervisor passes fds 0-2 on and drops its own copies), so the
+		// transport is the same as unsupervised.
+		c := *cfg.Confine
+		if err := proc.Supervise(cmd, cfg.Limits, &c); err != nil {
+			return nil, fmt.Errorf("mcpclient: start %q under a supervisor (%s; %s): %w", cfg.Command[0], cfg.Limits, &c, err)
+		}
+	} else if err := proc.Apply(cmd, cfg.Limits); err != nil {
 		return nil, fmt.Errorf("mcpclient: start %q under %s: %w", cfg.Command[0], cfg.Limits, err)
 	}
 
@@ -101,14 +114,15 @@ func spawn(cfg *Config) (*process, error) {
 	closeAll(theirs)
 
 	p := &process{
-		pid:     cmd.Process.Pid,
-		cmd:     cmd,
-		log:     cfg.Logger.WithValues("pid", cmd.Process.Pid, "command", cfg.Command[0]),
-		stdin:   stdinW,
-		stdout:  stdoutR,
-		stderr:  stderrR,
-		exited:  make(chan struct{}),
-		drained: make(chan struct{}),
+		pid:        cmd.Process.Pid,
+		supervised: supervised,
+		cmd:        cmd,
+		log:        cfg.Logger.WithValues("pid", cmd.Process.Pid, "command", cfg.Command[0]),
+		stdin:      stdinW,
+		stdout:     stdoutR,
+		stderr:     stderrR,
+		exited:     make(chan struct{}),
+		drained:    make(chan struct{}),
 	}
 	go p.drain()
 	go func() {
@@ -179,6 +193,10 @@ func (p *process) signalGroup(sig syscall.Signal) {
 // (helpers it forked, a leader ignoring SIGTERM) gets SIGKILL. It returns once the
 // leader is reaped.
 func (p *process) stop(grace time.Duration) {
+	if p.supervised {
+		p.stopSupervised(grace)
+		return
+	}
 	p.stdin.Close()
 	p.signalGroup(syscall.SIGTERM)
 	p.signalGroup(syscall.SIGCONT)
@@ -199,6 +217,53 @@ func (p *process) stop(grace time.Duration) {
 	case <-t.C:
 		// A descendant that left the group still holds stderr; stop reading it.
 		p.log.Info("mcp server stderr still open after the process group was killed; abandoning it")
+	}
+	t.Stop()
+	p.stderr.Close()
+	<-p.drained
+	p.log.V(1).Info("mcp server stopped", "status", exitStatus(p.waitErr))
+}
+
+// stopSupervisorWait bounds how long stopSupervised waits for the
+// supervisor to end the server's tree after SIGTERM before it kills what is
+// left itself (proc.Stop).
+const stopSupervisorWait = 5 * time.Second
+
+// stopSupervised ends a supervised server as stop does an unsupervised one:
+// stdin is closed and the server itself (not its supervisor) gets SIGTERM,
+// with grace to exit on its own (its supervisor then kills and reaps
+// whatever it left below); after that the supervisor gets SIGTERM and ends
+// the whole subtree, detached descendants included. It returns once the
+// supervisor is reaped and the stderr reader has stopped.
+func (p *process) stopSupervised(grace time.Duration) {
+	p.stdin.Close()
+	if grace > 0 {
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGCONT} {
+			if err := proc.SignalTool(p.pid, sig); err != nil {
+				p.log.Error(err, "signal the mcp server", "signal", sig.String())
+			}
+		}
+		t := time.NewTimer(grace)
+		select {
+		case <-p.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopSupervisorWait)
+	defer cancel()
+	if err := proc.Stop(ctx, p.pid, p.exited); err != nil {
+		p.log.Error(err, "stop the mcp server's supervisor")
+	}
+	<-p.exited
+	p.stdout.Close()
+	// The tree is gone, so nothing holds stderr open any more: the reader
+	// reaches EOF.
+	t := time.NewTimer(drainWait)
+	select {
+	case <-p.drained:
+	case <-t.C:
+		p.log.Info("mcp server stderr still open after its supervisor ended its tree; abandoning it")
 	}
 	t.Stop()
 	p.stderr.Close()

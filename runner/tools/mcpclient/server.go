@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -246,7 +247,38 @@ func (s *Server) PID() int {
 // err is reserved for failures of the session itself: a closed or dead connection,
 // or ctx ending — after which the caller should Restart before the next call.
 // args must be a JSON object; empty means {}.
+//
+// A result over Config.MaxOutput is not returned: output is a message naming
+// its size and the limit, isError is true, and the session keeps serving.
 func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error) {
+	out, isErr, err := s.call(ctx, name, args)
+	if err != nil {
+		return "", false, err
+	}
+	if limit := s.cfg.maxOutput(); len(out) > limit {
+		return OverLimit(len(out), limit), true, nil
+	}
+	return out, isErr, nil
+}
+
+// OverLimit is the tool error for a result of size bytes over limit: the
+// Python tool host's words, so an agent reads one message whatever served
+// the tool.
+func OverLimit(size, limit int) string {
+	return fmt.Sprintf("the tool's result is %d bytes, over the limit of %d bytes; it was not returned", size, limit)
+}
+
+// overLimit matches OverLimit's message.
+var overLimit = regexp.MustCompile(`^the tool's result is \d+ bytes, over the limit of \d+ bytes; it was not returned$`)
+
+// IsOverLimit reports whether a tool error is Call's refusal of a result
+// over the limit (a tool could say the same itself; a caller that reloads
+// the server's state on it loses nothing).
+func IsOverLimit(msg string) bool { return overLimit.MatchString(msg) }
+
+// call is Call without the output bound: the state-convention tools carry
+// whole tables, which the runner needs however large.
+func (s *Server) call(ctx context.Context, name string, args json.RawMessage) (output string, isError bool, err error) {
 	sess, err := s.current()
 	if err != nil {
 		return "", false, err

@@ -16,7 +16,7 @@ func (s *Server) GetState(ctx context.Context) (map[string]json.RawMessage, erro
 	if !s.HasStateTools() {
 		return nil, errNoStateTools
 	}
-	out, isErr, err := s.Call(ctx, getStateTool, nil)
+	out, isErr, err := s.call(ctx, getStateTool, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (s *Server) SetState(ctx context.Context, tables map[string]json.RawMessage
 	if err != nil {
 		return fmt.Errorf("mcpclient: set state: %w", err)
 	}
-	out, isErr, err := s.Call(ctx, setStateTool, args)
+	out, isErr, err := s.call(ctx, setStateTool, args)
 	if err != nil {
 		return err
 	}
