@@ -90,7 +90,7 @@ func (s *Server) connectEnvironment(ctx context.Context, t *trial) error {
 	if dl, ok := ctx.Deadline(); ok {
 		// Give up a little before the registration's deadline, so the
 		// refusal (and its reason) still reaches the host.
-		margin := min(time.Second, time.Until(dl)/10)
+		margin := min(time.Second, time.Until(dl)/4)
 		ctx, cancel = context.WithDeadline(ctx, dl.Add(-margin))
 	} else {
 		ctx, cancel = context.WithTimeout(ctx, s.cfg.EnvironmentWait)

@@ -138,7 +138,9 @@ func TestEnvironmentTokenEnv(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+			// The runner gives up on the exec agent a second before this
+			// deadline, so its refusal arrives even on a loaded machine.
+			rctx, rcancel := context.WithTimeout(context.Background(), 4*time.Second)
 			defer rcancel()
 			resp, err := c.RegisterTrial(rctx, &runnerpb.RegisterTrialRequest{TrialId: "x", TrialSpecJson: spec("x"), EngineProtocolVersion: 2})
 			if err != nil || resp.GetSuccess() || !strings.Contains(resp.GetError(), tc.want) || strings.Contains(resp.GetError(), "s3cret") {
