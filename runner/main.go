@@ -13,8 +13,8 @@ import (
 
 	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/logging"
-	"tolokaforge.io/operator/api/telemetry"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/api/telemetry"
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/runner/proc"

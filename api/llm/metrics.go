@@ -123,10 +123,10 @@ func ServerAddress(baseURL string) string {
 type series struct {
 	m                   *Metrics
 	model, server, role string
-	retries       prometheus.Counter
-	wait          prometheus.Observer
-	cost          prometheus.Counter
-	tokens        [4]prometheus.Counter // input, output, cached_input, reasoning
+	retries             prometheus.Counter
+	wait                prometheus.Observer
+	cost                prometheus.Counter
+	tokens              [4]prometheus.Counter // input, output, cached_input, reasoning
 }
 
 func newSeries(m *Metrics, model, server, role string) *series {
