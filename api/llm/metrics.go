@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"tolokaforge.io/operator/api/task"
 )
 
 // Label names. The GenAI ones are the OpenTelemetry semantic conventions'
@@ -189,4 +192,41 @@ func tryOutcome(ctx context.Context, err error, resp *http.Response, ok bool) st
 	default:
 		return OutcomeTransport
 	}
+}
+
+// StatusOutcome is the outcome of a try that got an HTTP answer with status.
+func StatusOutcome(status int) string {
+	switch {
+	case status >= 200 && status < 300:
+		return OutcomeOK
+	case status == http.StatusTooManyRequests:
+		return Outcome429
+	case status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict:
+		return Outcome5xx
+	case status >= 400:
+		return Outcome4xx
+	default:
+		return OutcomeBadResponse
+	}
+}
+
+// Proxied records one try that another process's client made through a
+// proxy (the manager's gateway, for the runner's judge): its outcome and
+// duration, and for an answer with choices the usage in body, priced with
+// pricing (nil: no cost). Retries and limiter waits are the client's to
+// count, in its own process.
+func (m *Metrics) Proxied(model, server, role, outcome string, took time.Duration, body []byte, pricing *task.Pricing) {
+	m.Requests.WithLabelValues(model, server, role, outcome).Inc()
+	m.Duration.WithLabelValues(model, server, role, outcome).Observe(took.Seconds())
+	if outcome != OutcomeOK || len(body) == 0 {
+		return
+	}
+	var resp chatResponse
+	if json.Unmarshal(body, &resp) != nil || len(resp.Choices) == 0 {
+		return
+	}
+	u := Usage{Calls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens,
+		ReasoningTokens: resp.Usage.CompletionTokensDetails.ReasoningTokens, CachedTokens: resp.Usage.PromptTokensDetails.CachedTokens}
+	u.CostUSD = cost(pricing, u.PromptTokens, u.CachedTokens, u.CompletionTokens)
+	newSeries(m, model, server, role).billed(u)
 }
