@@ -3,6 +3,7 @@ package llm_test
 import (
 	"errors"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -185,5 +186,52 @@ func TestServerAddressKeepsNoSecrets(t *testing.T) {
 		if got := llm.ServerAddress(tc.in); got != tc.want {
 			t.Errorf("ServerAddress(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestMetricsOutcomesWithoutAnAnswer: a provider nobody serves is
+// transport_error on every try; a caller that gives up mid-try is canceled,
+// not a provider timeout.
+func TestMetricsOutcomesWithoutAnAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/v1"
+	_ = ln.Close()
+	slow := startFake(t, fakellm.Config{Scripts: map[string][]fakellm.Reply{"slow": {{Content: "late", Delay: 10 * time.Second}}}})
+	for _, tc := range []struct {
+		name    string
+		baseURL string
+		model   string
+		ctxFor  time.Duration
+		outcome string
+		tries   float64
+	}{
+		{"nobody serves the provider", dead, "dead", 30 * time.Second, llm.OutcomeTransport, 3},
+		{"the caller gives up", slow.URL(), "slow", 200 * time.Millisecond, llm.OutcomeCanceled, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms := llm.NewMetrics()
+			opts := testOpts(&sleeps{})
+			opts.Metrics, opts.Retry = ms, &llm.RetryPolicy{MaxRetries: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}
+			m, err := llm.New(&task.ModelConfig{Provider: task.ProviderOpenAI, Model: tc.model, BaseURL: tc.baseURL}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := contextWithTimeout(t, tc.ctxFor)
+			defer cancel()
+			if _, err := next(ctx, m, conv(), nil); err == nil {
+				t.Fatal("the call succeeded")
+			}
+			fams := scrape(t, ms)
+			l := map[string]string{llm.LabelModel: tc.model, llm.LabelOutcome: tc.outcome}
+			if got := value(fams, "tolokaforge_llm_requests_total", l); got != tc.tries {
+				t.Fatalf("requests{outcome=%s} = %v, want %v", tc.outcome, got, tc.tries)
+			}
+			if n := len(fams["tolokaforge_llm_requests_total"].GetMetric()); n != 1 {
+				t.Fatalf("%d outcome series, want only %s", n, tc.outcome)
+			}
+		})
 	}
 }
