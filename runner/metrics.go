@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"tolokaforge.io/operator/api/llm"
+	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/telemetry"
 )
 
@@ -68,7 +69,17 @@ func newMetrics() *metrics {
 	return m
 }
 
+// toolUnknown labels calls of a tool the trial does not hold: the name is
+// the model's, and a model inventing names must not invent series.
+const toolUnknown = "unknown"
+
 func (m *metrics) toolCall(tool, executor, status string, took time.Duration) {
+	if status == string(task.ToolCallToolNotFound) || (executor != task.ExecutorAgent && executor != task.ExecutorUser) {
+		tool = toolUnknown
+	}
+	if executor != task.ExecutorAgent && executor != task.ExecutorUser {
+		executor = "invalid"
+	}
 	m.toolCalls.WithLabelValues(tool, executor, status).Inc()
 	m.toolDuration.WithLabelValues(tool).Observe(took.Seconds())
 }

@@ -81,6 +81,13 @@ func TestRunnerMetricsCountToolCallsAndGrading(t *testing.T) {
 	if r := h.exec(t, "m1", call{tool: "calculator", args: `{"nope":1}`, callID: "c3"}); r.GetStatus() != runnerpb.ExecutionStatus_EXECUTION_STATUS_INVALID_ARGUMENTS {
 		t.Fatalf("bad arguments: status %s", r.GetStatus())
 	}
+	// Names a model invents, and an executor nobody defines, make no series of their own.
+	for i, c := range []call{{tool: "made_up_1", args: `{}`, callID: "c4"}, {tool: "made_up_2", args: `{}`, callID: "c5"},
+		{tool: "calculator", args: `{"expression":"1"}`, callID: "c6", executor: "robot"}} {
+		if r := h.exec(t, "m1", c); r.GetStatus() == runnerpb.ExecutionStatus_EXECUTION_STATUS_SUCCESS {
+			t.Fatalf("call %d succeeded", i)
+		}
+	}
 	if r := grade(t, h, &runnerpb.GradeTrialRequest{TrialId: "m1", LlmMessagesJson: "[]"}); !r.GetSuccess() {
 		t.Fatalf("grade: %s", r.GetError())
 	}
@@ -103,7 +110,10 @@ func TestRunnerMetricsCountToolCallsAndGrading(t *testing.T) {
 		{"tolokaforge_runner_tool_calls_total", map[string]string{"tool": "calculator", "executor": "agent", "status": "success"}, 1},
 		{"tolokaforge_runner_tool_calls_total", map[string]string{"tool": "calculator", "executor": "user", "status": "success"}, 1},
 		{"tolokaforge_runner_tool_calls_total", map[string]string{"tool": "calculator", "executor": "agent", "status": "invalid_arguments"}, 1},
+		{"tolokaforge_runner_tool_calls_total", map[string]string{"tool": "unknown", "executor": "agent", "status": "tool_not_found"}, 2},
+		{"tolokaforge_runner_tool_calls_total", map[string]string{"tool": "unknown", "executor": "invalid", "status": "invalid_arguments"}, 1},
 		{"tolokaforge_runner_tool_call_duration_seconds", map[string]string{"tool": "calculator"}, 3},
+		{"tolokaforge_runner_tool_call_duration_seconds", map[string]string{"tool": "unknown"}, 3},
 		{"tolokaforge_runner_grading_duration_seconds", map[string]string{"outcome": "ok"}, 1},
 		{"tolokaforge_runner_grading_duration_seconds", map[string]string{"outcome": "error"}, 1},
 		{"tolokaforge_runner_python_host_restarts_total", map[string]string{}, 0},
