@@ -45,6 +45,12 @@ func TestTracedRunnerJoinsTheCallersTrace(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	h := startRunner(t, nil, withGrader(g), func(c *runner.Config) { c.TracerProvider = tp })
+	// startRunner waited on grpc.health.v1 probes, as a kubelet does: untraced.
+	for _, s := range exp.GetSpans() {
+		if strings.HasPrefix(s.Name, "grpc.health.v1.") {
+			t.Fatalf("a health probe was traced: %s", s.Name)
+		}
+	}
 
 	// A model name of this test's own: the judge's series are process-wide.
 	spec := strings.ReplaceAll(judgeSpec(t, "tr", llmSrv.URL(), "judge-api-key"), `"judge-m"`, `"judge-traced"`)

@@ -72,7 +72,7 @@ func TestAttemptTrace(t *testing.T) {
 	ac := attempt(s, specFor(s, calcTask(t), cfg), agent, nil)
 	ac.TracerProvider = tp
 	ac.ArtifactsDir = t.TempDir()
-	exp.Reset() // the stack's readiness probes are traces of their own
+	exp.Reset()
 	res := host.RunAttempt(ctxT(t), ac)
 	if res.GradedBy != host.GradedByRunner || res.Turns != 2 {
 		t.Fatalf("attempt: %s: %s", res, res.Message)
