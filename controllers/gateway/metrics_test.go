@@ -3,12 +3,14 @@ package gateway_test
 import (
 	"context"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,5 +104,48 @@ func TestGatewayMetersTheJudge(t *testing.T) {
 		if math.Abs(tc.got-tc.want) > 1e-12 {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestGatewayMetersAnUnreachableProvider: a provider that does not answer
+// is a transport_error try for the judge's model, with no tokens.
+func TestGatewayMetersAnUnreachableProvider(t *testing.T) {
+	f := newFixture(t)
+	ms := llm.NewMetrics()
+	f.gw.Metrics = ms
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/v1"
+	_ = ln.Close()
+	tr := &evalv1.Trial{}
+	if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(f.trial), tr); err != nil {
+		t.Fatal(err)
+	}
+	tr.Spec.Judge.BaseURL = dead
+	if err := f.c.Update(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := f.call(t, "Bearer "+f.token, "judge-1"); status != http.StatusBadGateway {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	for _, tc := range []struct {
+		outcome string
+		want    float64
+	}{{llm.OutcomeTransport, 1}, {llm.OutcomeOK, 0}} {
+		var m dto.Metric
+		if err := ms.Requests.WithLabelValues("judge-1", llm.ServerAddress(dead), "judge", tc.outcome).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.GetCounter().GetValue(); got != tc.want {
+			t.Errorf("requests{outcome=%s} = %v, want %v", tc.outcome, got, tc.want)
+		}
+	}
+	ch := make(chan prometheus.Metric, 16)
+	ms.Tokens.Collect(ch)
+	close(ch)
+	if n := len(ch); n != 0 {
+		t.Errorf("%d token series after a call that got no answer", n)
 	}
 }
