@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"tolokaforge.io/operator/api/llm"
 )
 
 // Metrics are the operator's own series beside controller-runtime's, on the
@@ -38,6 +40,8 @@ func DefaultMetrics() *Metrics {
 			metrics.PoolCapacity, metrics.PoolRunning, metrics.PoolQueued,
 			metrics.Registration, metrics.Grading,
 		)
+		// The chat calls of every actor (and of the judge through the gateway).
+		crmetrics.Registry.MustRegister(llm.DefaultMetrics.Collectors()...)
 	})
 	return metrics
 }

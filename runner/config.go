@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/runner/grading"
@@ -88,6 +89,11 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives structured logs (default logr.Discard()).
 	Logger logr.Logger
+	// TracerProvider, when set, traces every RPC: a server span per call,
+	// the child of the caller's span when the call's metadata carries W3C
+	// trace context (the host sends it), and the judge's model calls under
+	// GradeTrial's. Nil: no tracing and no per-call cost.
+	TracerProvider trace.TracerProvider
 	// LandlockABI says which Landlock ABI the kernel offers (nil:
 	// proc.LandlockABI); the runner reports it on every registration
 	// (runnerpb.ConfinementTrailer). Tests fake a kernel without Landlock.

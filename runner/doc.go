@@ -41,12 +41,24 @@
 // container through grading.Env.Environment; ResetTrial is refused (the
 // container cannot be reset in place).
 //
-// Imports: api/authn, api/canonical, api/execagentpb, api/logging,
-// api/runnerpb, api/task, dbservice/client, runner/execagent/client,
+// Observability (metrics.go, tracing.go): MetricsHandler serves the runner's
+// Prometheus series (tool calls by tool, executor and status, tool and
+// grading durations, Python host restarts, and the judge's api/llm series)
+// on --metrics-bind-address, behind the auth token; with a TracerProvider
+// (Main: OTEL_EXPORTER_OTLP_ENDPOINT, package api/telemetry) every RPC is a
+// server span joined to the caller's trace.
+//
+// Imports: api/authn, api/canonical, api/execagentpb, api/llm (the judge's
+// series), api/logging, api/runnerpb, api/task, api/telemetry,
+// dbservice/client, runner/execagent/client,
 // runner/grading (the Env/Grader contract; Main's default Grader),
 // runner/grading/judge (the default --secrets-dir), runner/proc,
 // runner/pyenv (an ImportError's pip advice rewritten), runner/tools,
 // runner/tools/builtin, runner/tools/envtools, runner/tools/mcpclient,
 // runner/tools/pyhost, the
-// standard library, github.com/go-logr/logr and google.golang.org/grpc.
+// standard library, github.com/go-logr/logr,
+// github.com/prometheus/client_golang,
+// go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc,
+// go.opentelemetry.io/otel, go.opentelemetry.io/otel/metric (its no-op),
+// go.opentelemetry.io/otel/trace and google.golang.org/grpc.
 package runner

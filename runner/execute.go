@@ -66,11 +66,13 @@ func (s *Server) ExecuteTool(ctx context.Context, req *runnerpb.ExecuteToolReque
 	start := time.Now()
 	rec, resp, infra := s.execute(ctx, t, req)
 	if infra != "" {
+		s.metrics.toolCall(req.GetToolName(), executor, statusInfra, time.Since(start))
 		// Not the tool's result: the call is not recorded, so the host's retry under
 		// the same call_id runs it again, and the agent never reads a transport error.
 		t.log.Error(errors.New(infra), "DB service unavailable during a tool call", "tool", req.GetToolName(), "call_id", callID)
 		return nil, status.Errorf(codes.Unavailable, "DB service unavailable during tool '%s': %s", req.GetToolName(), infra)
 	}
+	s.metrics.toolCall(req.GetToolName(), executor, string(rec.Status), time.Since(start))
 	rec.CallID = callID
 	rec.Sequence = len(t.records)
 	rec.Timestamp = start.UTC()

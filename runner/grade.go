@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 
@@ -45,11 +46,13 @@ func (s *Server) GradeTrial(ctx context.Context, req *runnerpb.GradeTrialRequest
 			t.log.Error(err, "read the DB version after grading")
 		}
 	}()
+	start := time.Now()
 	grade, err := s.gradeSafely(ctx, t, grading.Request{
 		Transcript:        []byte(req.GetLlmMessagesJson()),
 		TerminationReason: req.GetTerminationReason(),
 		Components:        req.GetGradingComponents(),
 	})
+	s.metrics.graded(err == nil, time.Since(start))
 	if err != nil {
 		t.log.Info("grading failed", "error", err.Error())
 		if jr := grading.JudgeReportOf(err); jr != nil {

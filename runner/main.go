@@ -14,6 +14,7 @@ import (
 	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/logging"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/api/telemetry"
 	"tolokaforge.io/operator/runner/grading"
 	"tolokaforge.io/operator/runner/grading/judge"
 	"tolokaforge.io/operator/runner/proc"
@@ -28,8 +29,11 @@ import (
 // trial's credential, package authn; default none), --environment-token-env
 // (the variable holding a terminal task's exec agent token, read and unset
 // at start; default DefaultEnvironmentTokenEnv), --slot (a warm slot's runner:
-// CleanupTrial checks the baseline, Config.Slot), --log-level (error, info,
-// debug or a verbosity number; default info). GradeTrial uses grading.New unless MainWith
+// CleanupTrial checks the baseline, Config.Slot), --metrics-bind-address
+// (Prometheus metrics at /metrics, behind the auth token when there is one;
+// default not served), --log-level (error, info, debug or a verbosity number;
+// default info). OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on (package
+// telemetry). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
 func Main(ctx context.Context, args []string) error {
 	return MainWith(ctx, args, Config{})
@@ -57,6 +61,7 @@ type flags struct {
 	python       string
 	envTokenEnv  string
 	slot         bool
+	metricsAddr  string
 }
 
 // FlagSet is the set of flags Main parses, for the binary's help and its
@@ -96,6 +101,7 @@ func newFlagSet(f *flags, out io.Writer) (*flag.FlagSet, *string) {
 	fs.StringVar(&f.envTokenFile, "environment-token-file", "", "file holding the bearer token of a terminal task's exec agent (the manager mounts it from the attempt's Secret; it wins over --environment-token-env); never logged")
 	fs.StringVar(&f.envTokenEnv, "environment-token-env", DefaultEnvironmentTokenEnv, "environment variable holding the bearer token of a terminal task's exec agent (its own container); read once at start and unset, never logged")
 	fs.BoolVar(&f.slot, "slot", false, "serve many trials one after another (a warm slot): CleanupTrial then also checks the runner is back to its baseline (no process below it but other registered trials', no folder in --work-dir but theirs, the temp dir empty when none is left, the trial gone from its DB service) and answers success=false naming what remained")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "", "address to serve Prometheus metrics on at /metrics (host:port; default: not served); with --auth-token-file a scrape must carry the same bearer token")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	return fs, level
 }
@@ -182,9 +188,27 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 	if cfg.Grader == nil {
 		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir), grading.WithVerifierLimits(f.limits))
 	}
+	if cfg.TracerProvider == nil {
+		// OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on; unset, nothing is traced.
+		tp, shutdown, err := telemetry.Tracing(ctx, "tolokaforge-runner")
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		defer flushTraces(shutdown, cfg.Logger)
+		if tp != nil {
+			cfg.TracerProvider = tp
+		}
+	}
 	srv, err := New(cfg)
 	if err != nil {
 		return fmt.Errorf("runner: %w", err)
+	}
+	if f.metricsAddr != "" {
+		stop, err := serveMetrics(f.metricsAddr, srv.MetricsHandler(), cfg.Logger)
+		if err != nil {
+			return fmt.Errorf("runner: %w", err)
+		}
+		defer stop()
 	}
 	lis, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/dbservice/client"
@@ -130,6 +131,8 @@ type pySession struct {
 	log   logr.Logger
 
 	broken atomic.Bool
+	// restarts counts the host's restarts (the runner's series).
+	restarts prometheus.Counter
 
 	mu         sync.Mutex
 	host       *pyhost.Host
@@ -201,6 +204,7 @@ func (s *Server) startPython(ctx context.Context, t *trial, lay layout, plans []
 			// another trial, the secrets, the auth token.
 			Confine: &proc.Confinement{ReadOnly: paths, ReadWrite: []string{lay.artifacts, lay.files, lay.tmp}}},
 		specs: specs, db: t.db, log: t.log, dictTables: dictTables, pks: pks, inSyncAt: -1,
+		restarts: s.metrics.pyRestarts,
 	}
 	t.py = sess
 	sess.mu.Lock()
@@ -277,6 +281,7 @@ func (p *pySession) prepareLocked(ctx context.Context) error {
 			p.host = nil
 		}
 		p.log.Info("restarting the Python tool host")
+		p.restarts.Inc()
 		if _, err := p.startLocked(ctx); err != nil {
 			p.broken.Store(true)
 			return fmt.Errorf("restart the Python tool host: %w", err)

@@ -55,6 +55,8 @@ type Server struct {
 	// their own registration or cleanup answers for them.
 	pendingDirs map[string]string
 	dbClients   map[string]*client.Client
+
+	metrics *metrics
 }
 
 // ConfinementWarning says what the runner cannot confine on this machine,
@@ -119,6 +121,7 @@ func New(cfg Config) (*Server, error) {
 		registering: map[string]struct{}{},
 		pendingDirs: map[string]string{},
 		dbClients:   map[string]*client.Client{},
+		metrics:     newMetrics(),
 	}
 	abi := c.LandlockABI
 	if abi == nil {
@@ -127,7 +130,7 @@ func New(cfg Config) (*Server, error) {
 	if v, err := abi(); err == nil && v > 0 {
 		s.landlockABI = v
 	}
-	s.grpc = grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.MaxSendMsgSize(maxMessageBytes),
 		// Hosts keep one long-lived channel per runner and ping it; allow
@@ -140,7 +143,11 @@ func New(cfg Config) (*Server, error) {
 		// per call spends a noticeable share of a cheap call growing its stack
 		// through JSON decoding and schema validation.
 		grpc.NumStreamWorkers(uint32(max(4, 2*runtime.GOMAXPROCS(0)))),
-	)
+	}
+	if c.TracerProvider != nil {
+		opts = append(opts, grpc.StatsHandler(serverTracing(c.TracerProvider)))
+	}
+	s.grpc = grpc.NewServer(opts...)
 	runnerpb.RegisterRunnerServiceServer(s.grpc, s)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	s.setServing(false)

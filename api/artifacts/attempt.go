@@ -16,6 +16,8 @@ type Attempt struct {
 	TaskID        string
 	TrialIndex    int
 	AttemptNumber int
+	// TraceID is the attempt's OpenTelemetry trace (empty: not traced).
+	TraceID string
 	// Record is who ran the trial; trajectory.yaml carries it.
 	Record result.Record
 

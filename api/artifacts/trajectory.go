@@ -18,6 +18,7 @@ type trajectory struct {
 	TaskID            string              `json:"task_id"`
 	TrialIndex        int                 `json:"trial_index"`
 	Attempt           int                 `json:"attempt"`
+	TraceID           string              `json:"trace_id,omitempty"`
 	Outcome           string              `json:"outcome"`
 	Reason            string              `json:"reason,omitempty"`
 	Message           string              `json:"message,omitempty"`
@@ -57,7 +58,7 @@ type trajectoryRecord struct {
 func trajectoryDoc(a *Attempt) trajectory {
 	t := trajectory{
 		TrialID: a.TrialID, Record: a.Record, RunID: a.RunID, AttemptID: a.AttemptID, TaskID: a.TaskID,
-		TrialIndex: a.TrialIndex, Attempt: a.AttemptNumber,
+		TrialIndex: a.TrialIndex, Attempt: a.AttemptNumber, TraceID: a.TraceID,
 		Outcome: a.Outcome, Reason: a.Reason, Message: a.Message,
 		TerminationReason: a.TerminationReason,
 		Turns:             a.Turns,

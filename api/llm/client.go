@@ -50,7 +50,9 @@ type Options struct {
 	// client sharing it, with the model config's rate_limit, and spreads a
 	// 429's Retry-After to all of them. Nil: no shared pacing.
 	Limits *Limits
-	Log    logr.Logger
+	// Metrics receives the calls' series (nil: DefaultMetrics).
+	Metrics *Metrics
+	Log     logr.Logger
 	// Sleep waits between retries and Jitter draws in [0,1); tests replace
 	// them to observe the waits without spending them.
 	Sleep  func(ctx context.Context, d time.Duration) error
@@ -76,6 +78,8 @@ type Client struct {
 	cfg            task.ModelConfig
 	extraBody      []byte
 	bucket         *Bucket
+	server         string
+	series         *series
 	retry          RetryPolicy
 	requestTimeout time.Duration
 	redact         redactor
@@ -154,6 +158,11 @@ func New(cfg *task.ModelConfig, opts Options) (*Client, error) {
 	if opts.Limits != nil {
 		bucket = opts.Limits.Bucket(cfg.Model, baseURL, cfg.RateLimit)
 	}
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = DefaultMetrics
+	}
+	server := ServerAddress(baseURL)
 	retry := DefaultRetryPolicy
 	if opts.Retry != nil {
 		retry = *opts.Retry
@@ -168,6 +177,8 @@ func New(cfg *task.ModelConfig, opts Options) (*Client, error) {
 		cfg:            *cfg,
 		extraBody:      extra,
 		bucket:         bucket,
+		server:         server,
+		series:         newSeries(metrics, cfg.Model, server, role),
 		retry:          retry.withDefaults(),
 		requestTimeout: opts.RequestTimeout,
 		redact:         newRedactor(secrets...),
@@ -206,6 +217,13 @@ func (m *Client) Complete(ctx context.Context, conv []task.Message, tools json.R
 // CompleteCached is Complete for a conversation that grows turn by turn:
 // cache keeps the encoded messages, so each call encodes only the new ones.
 func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, Usage, error) {
+	ctx, span := m.startSpan(ctx)
+	content, calls, usage, err := m.completeCached(ctx, cache, conv, tools)
+	endSpan(span, usage, err)
+	return content, calls, usage, err
+}
+
+func (m *Client) completeCached(ctx context.Context, cache *ConvCache, conv []task.Message, tools json.RawMessage) (string, []task.ToolCall, Usage, error) {
 	var usage Usage
 	msgs, err := cache.messages(conv)
 	if err != nil {
@@ -220,7 +238,10 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 	estimate := len(body) / 4
 	for try := 0; ; try++ {
 		if m.bucket != nil {
-			if err := m.bucket.Wait(ctx, estimate); err != nil {
+			waited := time.Now()
+			err := m.bucket.Wait(ctx, estimate)
+			m.series.wait.Observe(time.Since(waited).Seconds())
+			if err != nil {
 				return "", nil, usage, err
 			}
 		}
@@ -229,7 +250,9 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 			resp     chatResponse
 		)
 		cctx, cancel := context.WithTimeoutCause(ctx, m.requestTimeout, errRequestTimeout)
+		sent := time.Now()
 		err := m.client.Post(cctx, "chat/completions", body, &resp, option.WithResponseInto(&httpResp))
+		m.series.try(tryOutcome(ctx, err, httpResp, err == nil && len(resp.Choices) > 0), time.Since(sent))
 		cancel()
 		if err == nil && len(resp.Choices) > 0 {
 			usage.Calls = 1
@@ -241,6 +264,7 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 			if m.bucket != nil {
 				m.bucket.Charge(int(usage.PromptTokens+usage.CompletionTokens) - estimate)
 			}
+			m.series.billed(usage)
 			content, calls := fromResponse(&resp)
 			return content, calls, usage, nil
 		}
@@ -279,6 +303,7 @@ func (m *Client) CompleteCached(ctx context.Context, cache *ConvCache, conv []ta
 			return "", nil, usage, final(fmt.Sprintf("retry wait %s exceeds the time left to the trial", wait))
 		}
 		usage.Retries++
+		m.series.retries.Inc()
 		m.log.V(1).Info("provider call refused, retrying", "status", f.status, "wait", wait.String(), "try", try+1, "error", f.Error())
 		if err := m.sleep(ctx, wait); err != nil {
 			return "", nil, usage, err

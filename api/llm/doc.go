@@ -36,7 +36,15 @@
 // reasoning and cached tokens; cost prices cached prompt tokens at
 // pricing.cached_input_usd_per_mtok when given, else the input price.
 //
+// Every call records into Metrics (Prometheus series by model, server
+// address and role, never by trial; metrics.go) and, when ctx carries a
+// recording span, opens a "chat <model>" span with the GenAI semantic
+// conventions' attributes (tracing.go). The caller registers the series and
+// installs the tracer; this package does neither.
+//
 // Imports: api/runnerpb, api/task, the standard library,
-// github.com/go-logr/logr, github.com/openai/openai-go/v3 and
-// golang.org/x/time (rate). Never controllers/..., so the runner can use it.
+// github.com/go-logr/logr, github.com/openai/openai-go/v3,
+// github.com/prometheus/client_golang, go.opentelemetry.io/otel,
+// go.opentelemetry.io/otel/trace and golang.org/x/time (rate). Never
+// controllers/..., so the runner can use it.
 package llm

@@ -20,8 +20,13 @@
 // live Trial after at most the one Secret get the cache needed anyway; the
 // token is compared digest to digest in constant time.
 //
-// Imports: api/v1alpha1, the standard library, github.com/go-logr/logr,
-// k8s.io/api, k8s.io/apimachinery and sigs.k8s.io/controller-runtime.
+// Each forwarded call is counted in api/llm's series under role "judge"
+// (metrics.go): outcome, duration, and a success's tokens and cost (from the
+// Trial's judge pricing), read from the answer as it passes through.
+//
+// Imports: api/llm, api/task, api/v1alpha1, the standard library,
+// github.com/go-logr/logr, k8s.io/api, k8s.io/apimachinery and
+// sigs.k8s.io/controller-runtime.
 package gateway
 
 import (
@@ -53,6 +58,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"tolokaforge.io/operator/api/llm"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
 
@@ -131,6 +137,9 @@ type Gateway struct {
 	Addr          string            // for Start; default DefaultBindAddress
 	Log           logr.Logger
 	Now           func() time.Time
+	// Metrics receives each forwarded call's series, role "judge" (nil:
+	// llm.DefaultMetrics, which the manager serves).
+	Metrics *llm.Metrics
 
 	mu     sync.Mutex
 	tokens map[types.NamespacedName]tokenEntry
@@ -342,6 +351,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "server_error", fmt.Sprintf("trial %s: base URL: %v", trial, err))
 		return
 	}
+	meter := g.meter(req.Model, up.BaseURL, t.Spec.Judge.Pricing)
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL = target
@@ -357,8 +367,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Body = io.NopCloser(bytes.NewReader(body))
 			pr.Out.ContentLength = int64(len(body))
 		},
-		Transport: g.Transport,
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		Transport:      g.Transport,
+		ModifyResponse: meter.response,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			meter.failed(r.Context(), err)
 			// The error names the upstream URL, never the key.
 			g.Log.Info("gateway upstream call failed", "trial", trial, "error", err.Error())
 			writeError(w, http.StatusBadGateway, "server_error", "upstream: "+err.Error())

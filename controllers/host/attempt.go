@@ -10,6 +10,7 @@ import (
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 
 	"tolokaforge.io/operator/api/artifacts"
 	"tolokaforge.io/operator/api/runnerpb"
@@ -75,6 +76,9 @@ type AttemptConfig struct {
 	// Log receives structured progress; the zero value discards. Never given
 	// a secret: actors redact provider messages before they reach it.
 	Log logr.Logger
+	// TracerProvider traces the attempt (tracing.go); nil means the
+	// process's global one, a no-op unless the program installed one.
+	TracerProvider trace.TracerProvider
 }
 
 // Actor produces the next message of one side of the conversation.
@@ -149,4 +153,7 @@ type AttemptResult struct {
 	ArtifactsError error
 	StartTime      time.Time
 	EndTime        time.Time
+	// TraceID is the attempt's trace (32 hex digits; empty when it was not
+	// traced), also in trajectory.yaml, so a slow Trial leads to its trace.
+	TraceID string
 }

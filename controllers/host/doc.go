@@ -25,6 +25,14 @@
 // shares; the in-process stack of `tolokaforge trial run` is results/local.
 // Both agents and results/local import host, never the other way round.
 //
+// Each attempt is one OpenTelemetry trace (tracing.go): a root "attempt" span
+// with register, turn, user turn, execute_tool, grade and cleanup spans under
+// it, api/llm's chat spans under the turns, and the span context sent to the
+// runner in each call's gRPC metadata (W3C trace context). Its id is
+// AttemptResult.TraceID and trajectory.yaml's trace_id. With no tracer
+// provider installed the spans are no-ops and nothing is sent.
+//
 // Imports: api/artifacts, api/llm, api/result, api/runnerpb, api/task, api/v1alpha1,
-// the standard library, github.com/go-logr/logr and google.golang.org/grpc.
+// the standard library, github.com/go-logr/logr, go.opentelemetry.io/otel,
+// go.opentelemetry.io/otel/trace and google.golang.org/grpc.
 package host

@@ -25,6 +25,10 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 		return res
 	}
 	r := newRun(cfg)
+	ctx, span := r.startAttempt(ctx)
+	// Ended last, so the span covers cleanup and the artifacts' writing.
+	defer endAttempt(span, &res)
+	res.TraceID = traceID(span)
 	end := r.execute(ctx)
 	r.cleanup(ctx)
 
@@ -62,7 +66,9 @@ const artifactsTimeout = 2 * time.Minute
 // execute registers and runs the trial and says how it ended.
 func (r *run) execute(ctx context.Context) *ending {
 	start := time.Now()
-	reg, end := r.register(ctx)
+	rctx, span := child(ctx, SpanRegister)
+	reg, end := r.register(rctx)
+	endSpan(span, end)
 	r.timing.registration = time.Since(start)
 	if end != nil {
 		return end
@@ -71,12 +77,12 @@ func (r *run) execute(ctx context.Context) *ending {
 	end = r.loop(ctx, reg)
 	switch end.termination {
 	case task.TerminationAgentDone, task.TerminationUserStop, task.TerminationMaxTurns:
-		return r.gradeTrial(ctx, end)
+		return r.grade(ctx, end)
 	case task.TerminationTimeout:
 		// A terminal task's tests judge what the agent left when its time
 		// ran out (Harbor's rule): the agent's timeout is its outcome.
 		if ctx.Err() == nil && r.cfg.Spec != nil && r.cfg.Spec.Task != nil && r.cfg.Spec.Task.HasEnvironment() {
-			return r.gradeTrial(ctx, end)
+			return r.grade(ctx, end)
 		}
 	}
 	if end.outcome == evalv1.OutcomeFailed && end.gradedBy == GradedByHost {
@@ -93,7 +99,9 @@ func (r *run) execute(ctx context.Context) *ending {
 func (r *run) cleanup(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout)
 	defer cancel()
-	resp, err := r.cfg.Runner.CleanupTrial(cctx, &runnerpb.CleanupTrialRequest{TrialId: r.trialID})
+	cctx, span := child(cctx, SpanCleanup)
+	defer endSpan(span, nil)
+	resp, err := r.cfg.Runner.CleanupTrial(outgoing(cctx), &runnerpb.CleanupTrialRequest{TrialId: r.trialID})
 	switch {
 	case err != nil:
 		r.log.V(1).Info("cleanup trial failed", "error", err.Error())
@@ -107,7 +115,7 @@ func (r *run) artifactsOf(res *AttemptResult, end *ending) *artifacts.Attempt {
 	a := &artifacts.Attempt{
 		TrialID: spec.TrialID, RunID: spec.RunID, AttemptID: spec.AttemptID, TaskID: spec.Task.TaskID,
 		Record:     r.cfg.Record,
-		TrialIndex: r.cfg.TrialIndex, AttemptNumber: r.cfg.AttemptNumber,
+		TrialIndex: r.cfg.TrialIndex, AttemptNumber: r.cfg.AttemptNumber, TraceID: res.TraceID,
 		Outcome: string(res.Outcome), Reason: res.Reason, Message: res.Message,
 		TerminationReason: string(res.TerminationReason), Turns: res.Turns,
 		StartTime: res.StartTime, EndTime: res.EndTime,

@@ -14,6 +14,14 @@ import (
 	"tolokaforge.io/operator/api/task"
 )
 
+// grade is gradeTrial in its span.
+func (r *run) grade(ctx context.Context, end *ending) *ending {
+	gctx, span := child(ctx, SpanGrade)
+	e := r.gradeTrial(gctx, end)
+	endSpan(span, e)
+	return e
+}
+
 // gradeTrial asks the runner for the grade of a trial that ended the way the
 // harness planned (agent_done, user_stop, max_turns).
 func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
@@ -29,7 +37,7 @@ func (r *run) gradeTrial(ctx context.Context, end *ending) *ending {
 	defer cancel()
 	start := time.Now()
 	var trailer metadata.MD
-	resp, err := r.cfg.Runner.GradeTrial(gctx, &runnerpb.GradeTrialRequest{
+	resp, err := r.cfg.Runner.GradeTrial(outgoing(gctx), &runnerpb.GradeTrialRequest{
 		TrialId:           r.trialID,
 		LlmMessagesJson:   string(wire),
 		GradingComponents: gradingComponents(r.cfg),

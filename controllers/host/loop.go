@@ -37,33 +37,13 @@ func (r *run) loop(ctx context.Context, reg *registration) *ending {
 		if e := r.ctxEnding(lctx, ctx); e != nil {
 			return e
 		}
-		start := time.Now()
-		turn, err := next(lctx, r.cfg.Agent, r.agentConv[:len(r.agentConv):len(r.agentConv)], reg.agentTools)
-		r.timing.agentLLM += time.Since(start)
-		r.turns++
-		// Usage first: a failed call still reports the retries it made.
-		r.agentUsage.Add(turn.Usage)
-		if err != nil {
-			return r.actorEnding(lctx, ctx, "agent", err)
-		}
-		msg := task.Message{Role: task.RoleAssistant, Content: turn.Content, ToolCalls: r.assignIDs(turn.ToolCalls)}
-		r.addAgentMessage(msg)
-		turn.ToolCalls = msg.ToolCalls
-		if stuck, why := r.stuck.observe(turn); stuck {
-			r.progress("agent", msg, nil)
-			return terminate(task.TerminationStuckDetected, evalv1.ReasonStuckDetected, "stuck: "+why)
-		}
-		statuses, e := r.execTools(lctx, ctx, task.ExecutorAgent, msg.ToolCalls)
-		r.progress("agent", msg, statuses)
+		tctx, span := startTurn(lctx, SpanTurn, r.turns+1)
+		e, userNext := r.agentTurn(tctx, ctx, reg)
+		endSpan(span, e)
 		if e != nil {
 			return e
 		}
-		if hasStop(turn.Content) {
-			return terminate(task.TerminationAgentDone, "", "the agent wrote "+StopMarker)
-		}
-		if len(msg.ToolCalls) > 0 || strings.TrimSpace(turn.Content) == "" {
-			// Tool results go back to the agent; an idle turn is not worth
-			// the user's reply (the stuck detector bounds how often).
+		if !userNext {
 			continue
 		}
 		if e := r.userTurn(lctx, ctx, reg); e != nil {
@@ -72,9 +52,50 @@ func (r *run) loop(ctx context.Context, reg *registration) *ending {
 	}
 }
 
+// agentTurn is one agent turn: its model call and its tool calls. userNext
+// says whether the user answers it.
+func (r *run) agentTurn(lctx, ctx context.Context, reg *registration) (e *ending, userNext bool) {
+	start := time.Now()
+	turn, err := next(lctx, r.cfg.Agent, r.agentConv[:len(r.agentConv):len(r.agentConv)], reg.agentTools)
+	r.timing.agentLLM += time.Since(start)
+	r.turns++
+	// Usage first: a failed call still reports the retries it made.
+	r.agentUsage.Add(turn.Usage)
+	if err != nil {
+		return r.actorEnding(lctx, ctx, "agent", err), false
+	}
+	msg := task.Message{Role: task.RoleAssistant, Content: turn.Content, ToolCalls: r.assignIDs(turn.ToolCalls)}
+	r.addAgentMessage(msg)
+	turn.ToolCalls = msg.ToolCalls
+	if stuck, why := r.stuck.observe(turn); stuck {
+		r.progress("agent", msg, nil)
+		return terminate(task.TerminationStuckDetected, evalv1.ReasonStuckDetected, "stuck: "+why), false
+	}
+	statuses, e := r.execTools(lctx, ctx, task.ExecutorAgent, msg.ToolCalls)
+	r.progress("agent", msg, statuses)
+	if e != nil {
+		return e, false
+	}
+	if hasStop(turn.Content) {
+		return terminate(task.TerminationAgentDone, "", "the agent wrote "+StopMarker), false
+	}
+	// Tool results go back to the agent; an idle turn is not worth the
+	// user's reply (the stuck detector bounds how often).
+	return nil, len(msg.ToolCalls) == 0 && strings.TrimSpace(turn.Content) != ""
+}
+
 // userTurn asks the user for its next message to the agent, executing its
 // tool calls on the way (executor "user", the user's slice of the tools).
 func (r *run) userTurn(lctx, ctx context.Context, reg *registration) *ending {
+	uctx, span := startTurn(lctx, SpanUserTurn, r.turns)
+	e := r.userRounds(uctx, ctx, reg)
+	endSpan(span, e)
+	return e
+}
+
+// userRounds is userTurn's rounds: an LLM user may answer with tool calls
+// only, or nothing, before it says something to the agent.
+func (r *run) userRounds(lctx, ctx context.Context, reg *registration) *ending {
 	for round := 0; round < maxUserRounds; round++ {
 		if e := r.ctxEnding(lctx, ctx); e != nil {
 			return e

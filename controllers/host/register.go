@@ -43,7 +43,7 @@ func (r *run) register(ctx context.Context) (*registration, *ending) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.registerTimeout)
 	defer cancel()
-	resp, err := r.cfg.Runner.RegisterTrial(rctx, &runnerpb.RegisterTrialRequest{
+	resp, err := r.cfg.Runner.RegisterTrial(outgoing(rctx), &runnerpb.RegisterTrialRequest{
 		TrialId:               r.trialID,
 		TrialSpecJson:         string(specJSON),
 		DefaultToolTimeoutS:   r.cfg.DefaultToolTimeout.Seconds(),

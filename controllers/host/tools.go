@@ -35,7 +35,8 @@ func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task
 	for _, c := range calls {
 		at := time.Now()
 		var trailer metadata.MD
-		resp, err := r.cfg.Runner.ExecuteTool(lctx, &runnerpb.ExecuteToolRequest{
+		cctx, span := startTool(lctx, c.Function.Name, c.ID, executor)
+		resp, err := r.cfg.Runner.ExecuteTool(outgoing(cctx), &runnerpb.ExecuteToolRequest{
 			TrialId:       r.trialID,
 			ToolName:      c.Function.Name,
 			ArgumentsJson: c.Function.Arguments,
@@ -43,6 +44,7 @@ func (r *run) execTools(lctx, ctx context.Context, executor string, calls []task
 			CallId:        c.ID,
 		}, grpc.Trailer(&trailer))
 		took := time.Since(at)
+		endTool(span, resp.GetStatus().String(), err)
 		if whole := runnerpb.ToolOutputFromMD(trailer); whole != nil {
 			r.keepToolOutput(ctx, c.ID, whole)
 		}

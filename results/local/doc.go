@@ -17,6 +17,6 @@
 //
 // Imports: api/artifacts, api/authn, api/result, api/runnerpb, api/task, api/task/pack,
 // api/v1alpha1, controllers/host, controllers/host/agents, dbservice, runner,
-// runner/client, runner/grading, runner/pyenv, the standard library, github.com/go-logr/logr and
-// sigs.k8s.io/yaml.
+// runner/client, runner/grading, runner/pyenv, the standard library, github.com/go-logr/logr,
+// go.opentelemetry.io/otel/trace and sigs.k8s.io/yaml.
 package local

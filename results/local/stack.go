@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 
 	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/dbservice"
@@ -43,6 +44,9 @@ type StackConfig struct {
 	// LandlockABI says which Landlock ABI the kernel offers (nil:
 	// proc.LandlockABI); tests fake a kernel without it.
 	LandlockABI func() (int, error)
+	// TracerProvider traces the runner's RPCs (runner.Config.TracerProvider);
+	// nil: untraced.
+	TracerProvider trace.TracerProvider
 }
 
 // python is the interpreter the stack's runner uses: --python, else
@@ -204,6 +208,7 @@ func (sv *services) serveRunner(cfg StackConfig, dbURL, token string, log logr.L
 		AuthToken:         token,
 		Python:            cfg.python(),
 		LandlockABI:       cfg.LandlockABI,
+		TracerProvider:    cfg.TracerProvider,
 	})
 	if err != nil {
 		return "", fmt.Errorf("start stack: %w", err)

@@ -5,12 +5,12 @@
 // package outside cmd/ imports it.
 //
 // Imports: api/artifacts, api/artifacts/blobstore, api/llm, api/packfiles,
-// api/result, api/runnerpb, api/task, api/task/pack, api/v1alpha1,
+// api/result, api/runnerpb, api/task, api/task/pack, api/telemetry, api/v1alpha1,
 // cmd/tolokaforge/cli/imagebuild, controllers/gateway, controllers/host, controllers/host/agents,
 // controllers/manager, dbservice, examples/shop, results/cluster,
 // results/local, results/pull, results/report, runner, runner/proc,
 // runner/tools/builtin, the standard library, github.com/go-logr/logr,
-// github.com/spf13/cobra, github.com/spf13/pflag, k8s.io/apimachinery,
+// github.com/spf13/cobra, github.com/spf13/pflag, go.opentelemetry.io/otel, k8s.io/apimachinery,
 // k8s.io/client-go, sigs.k8s.io/controller-runtime and
 // sigs.k8s.io/yaml. The -tags dev build adds test/devcluster (dev.go,
 // pack_judge.go).

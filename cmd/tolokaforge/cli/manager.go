@@ -8,14 +8,17 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/api/telemetry"
 	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/manager"
 )
@@ -166,6 +169,25 @@ func runManager(ctx context.Context, f *managerFlags) error {
 	if err != nil {
 		return err
 	}
+	// OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on: every attempt the
+	// manager drives is a trace (controllers/host). Unset, the global
+	// provider stays the no-op.
+	tp, shutdown, err := telemetry.Tracing(ctx, "tolokaforge-manager")
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if tp != nil {
+		otel.SetTracerProvider(tp)
+		log.Info("tracing attempts over OTLP")
+	}
+	defer func() {
+		// Bounded: a dead collector must not hold the exit.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			log.Error(err, "flush traces")
+		}
+	}()
 	opts := f.Options
 	opts.Logger = log
 	log.Info("starting manager", "image", opts.Image, "pythonImage", opts.PythonImage, "maxConcurrentTrials", opts.MaxConcurrentTrials,
