@@ -20,7 +20,7 @@
 // Imports: api/artifacts/blobstore, api/authn, api/llm, api/packfiles, api/result, api/runnerpb,
 // api/task, api/v1alpha1, controllers/gateway, controllers/host,
 // controllers/host/agents, controllers/refs, runner/client, the standard library,
-// github.com/go-logr/logr, github.com/prometheus/client_golang, google.golang.org/grpc,
+// github.com/go-logr/logr, github.com/prometheus/client_golang, go.opentelemetry.io/otel/trace, google.golang.org/grpc,
 // k8s.io/api, k8s.io/apimachinery, k8s.io/client-go, k8s.io/utils and
 // sigs.k8s.io/controller-runtime. Nothing imports this
 // package but controllers/manager.

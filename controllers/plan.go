@@ -228,7 +228,10 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 	if d.Registered {
 		p.cond(evalv1.TrialRegistered, true, evalv1.ReasonRegistered,
 			fmt.Sprintf("attempt %d registered with its runner", a.Number))
-		p.confined(a.Number, d.Confinement)
+		p.confined(a.Number, d.Report)
+		if d.Report.traceID != "" {
+			a.TraceID = d.Report.traceID
+		}
 		st.Phase = evalv1.PhaseRunning
 		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonRunning,
 			fmt.Sprintf("attempt %d of %d is running", a.Number, maxAttempts(w.Trial)))
@@ -243,7 +246,7 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 
 // confined records how the registered attempt's runner confines the pack's
 // code. The condition outlives the attempt: it says what the graded run had.
-func (p *plan) confined(n int32, c confinement) {
+func (p *plan) confined(n int32, c runnerReport) {
 	switch {
 	case !c.reported:
 		// An older runner image says nothing; the condition keeps what an
@@ -280,6 +283,9 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 		}
 		if v.Grade && st.Grade == nil {
 			st.Grade = result.Summary(res.Grade, a.Number)
+		}
+		if res.TraceID != "" {
+			a.TraceID = res.TraceID
 		}
 	}
 	ended := fmt.Sprintf("attempt %d ended: %s", a.Number, a.Message)

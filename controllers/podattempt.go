@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
@@ -71,12 +72,12 @@ type attemptInput struct {
 // Drive returns the DriveFunc of one attempt whose pods are ready.
 // envIP is the environment pod's (a terminal task), empty for other tasks.
 func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP, envIP string) driveFunc {
-	return func(ctx context.Context, registered func(confinement)) host.AttemptResult {
+	return func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
 		return d.run(ctx, in, runnerIP, dbIP, envIP, registered)
 	}
 }
 
-func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envIP string, registered func(confinement)) host.AttemptResult {
+func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envIP string, registered func(runnerReport)) host.AttemptResult {
 	t := in.Trial
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	log := d.Log.WithValues("trial", key.String(), "attempt", in.Number)
@@ -263,7 +264,7 @@ func keyFailure(err error) (evalv1.AttemptOutcome, string) {
 // runner accepted the trial.
 type observedRunner struct {
 	runnerpb.RunnerServiceClient
-	registered func(confinement)
+	registered func(runnerReport)
 	metrics    *Metrics
 }
 
@@ -276,7 +277,13 @@ func (o *observedRunner) RegisterTrial(ctx context.Context, in *runnerpb.Registe
 	}
 	if err == nil && resp.GetSuccess() && o.registered != nil {
 		abi, ok := runnerpb.ConfinementFromMD(md)
-		o.registered(confinement{reported: ok, landlockABI: abi})
+		// The host calls RegisterTrial inside the attempt's span: its trace
+		// is the attempt's.
+		var traceID string
+		if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+			traceID = sc.TraceID().String()
+		}
+		o.registered(runnerReport{reported: ok, landlockABI: abi, traceID: traceID})
 	}
 	return resp, err
 }

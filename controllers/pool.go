@@ -59,18 +59,22 @@ func (s driverState) String() string {
 }
 
 // driveFunc runs one attempt. It must return once ctx is done; registered is
-// called once RegisterTrial succeeded, with how the runner confines the
-// trial's tools and checks.
-type driveFunc func(ctx context.Context, registered func(confinement)) host.AttemptResult
+// called once RegisterTrial succeeded, with what the runner and the host
+// said about the attempt then.
+type driveFunc func(ctx context.Context, registered func(runnerReport)) host.AttemptResult
 
-// confinement is what a runner said at registration about confining the
-// trial's tools and checks (runnerpb.ConfinementTrailer).
-type confinement struct {
-	// reported: the runner sent it (an older or foreign runner does not).
+// runnerReport is what is known once a runner accepted the trial: how it
+// confines the trial's tools and checks (runnerpb.ConfinementTrailer) and
+// the attempt's trace.
+type runnerReport struct {
+	// reported: the runner sent its confinement (an older or foreign runner
+	// does not).
 	reported bool
 	// landlockABI is the Landlock ABI in force; 0: none, the pack's code
 	// reads whatever the runner's user can.
 	landlockABI int
+	// traceID is the attempt's trace (32 hex digits), empty when untraced.
+	traceID string
 }
 
 // driverView is a copy of a pool entry for planning.
@@ -78,8 +82,8 @@ type driverView struct {
 	AttemptID  string
 	State      driverState
 	Registered bool
-	// Confinement is what the runner reported at registration.
-	Confinement confinement
+	// Report is what the runner and the host said at registration.
+	Report runnerReport
 	// Result is set in stateDone.
 	Result *host.AttemptResult
 	// Cause is why the driver was cancelled, if it was.
@@ -90,7 +94,7 @@ type poolEntry struct {
 	attemptID  string
 	state      driverState
 	registered bool
-	confined   confinement
+	report     runnerReport
 	result     *host.AttemptResult
 	cancel     context.CancelCauseFunc
 	cause      error
@@ -206,7 +210,7 @@ func (p *Pool) View(key types.NamespacedName) (driverView, bool) {
 	if e == nil {
 		return driverView{}, false
 	}
-	return driverView{AttemptID: e.attemptID, State: e.state, Registered: e.registered, Confinement: e.confined, Result: e.result, Cause: e.cause}, true
+	return driverView{AttemptID: e.attemptID, State: e.state, Registered: e.registered, Report: e.report, Result: e.result, Cause: e.cause}, true
 }
 
 // MarkPodCreated records that this process created role's pod of the
@@ -303,11 +307,11 @@ func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry
 	p.gaugesLocked()
 	p.mu.Unlock()
 
-	registered := func(c confinement) {
+	registered := func(c runnerReport) {
 		p.mu.Lock()
 		first := !e.registered
 		e.registered = true
-		e.confined = c
+		e.report = c
 		p.mu.Unlock()
 		if first {
 			p.notify(key)

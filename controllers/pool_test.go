@@ -42,8 +42,8 @@ func noEvent(t *testing.T, p *Pool) {
 
 // blockingRun runs until released or cancelled and reports its cause.
 func blockingRun(started chan<- string, release <-chan struct{}, name string) driveFunc {
-	return func(ctx context.Context, registered func(confinement)) host.AttemptResult {
-		registered(confinement{})
+	return func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
+		registered(runnerReport{})
 		started <- name
 		select {
 		case <-release:
@@ -121,7 +121,7 @@ func TestPoolBoundsDriversAndNeverBlocksSubmit(t *testing.T) {
 func TestPoolSubmitIsIdempotentAndNeedsAClaim(t *testing.T) {
 	p, _ := startPool(t, 1)
 	var runs atomic.Int32
-	run := func(ctx context.Context, registered func(confinement)) host.AttemptResult {
+	run := func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
 		runs.Add(1)
 		return host.AttemptResult{Outcome: evalv1.OutcomePassed}
 	}
@@ -220,7 +220,7 @@ func TestPoolStopDropsResults(t *testing.T) {
 	started := make(chan string, 1)
 	var cause atomic.Value
 	p.Claim(keyA, "a-1", nil)
-	p.Submit(keyA, "a-1", func(ctx context.Context, registered func(confinement)) host.AttemptResult {
+	p.Submit(keyA, "a-1", func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
 		started <- "a"
 		<-ctx.Done()
 		cause.Store(context.Cause(ctx))
@@ -263,7 +263,7 @@ func TestPoolNewClaimSilencesTheOldDriver(t *testing.T) {
 func TestPoolReleaseDropsTheHeavyParts(t *testing.T) {
 	p, _ := startPool(t, 1)
 	p.Claim(keyA, "a-1", nil)
-	p.Submit(keyA, "a-1", func(context.Context, func(confinement)) host.AttemptResult {
+	p.Submit(keyA, "a-1", func(context.Context, func(runnerReport)) host.AttemptResult {
 		return host.AttemptResult{Outcome: evalv1.OutcomePassed, Turns: 3, Transcript: make([]task.Message, 10)}
 	})
 	nextEvent(t, p)
@@ -306,7 +306,7 @@ func TestPoolReleaseClosesAnUnsubmittedClaim(t *testing.T) {
 	p := NewPool(1, nil, logr.Discard())
 	p.Claim(keyA, "a-1", &attemptInput{Number: 1})
 	p.Release(keyA, "a-1")
-	if p.Submit(keyA, "a-1", func(context.Context, func(confinement)) host.AttemptResult {
+	if p.Submit(keyA, "a-1", func(context.Context, func(runnerReport)) host.AttemptResult {
 		t.Error("a released attempt ran")
 		return host.AttemptResult{}
 	}) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
@@ -184,7 +185,7 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	tr := testTrial()
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "agent"}
 	in := &attemptInput{Trial: tr, Number: 1, Task: resolvedShop()}
-	res := d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(confinement) {})
+	res := d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(runnerReport) {})
 	if gotKey != secretValue {
 		t.Errorf("actor got key %q", gotKey)
 	}
@@ -195,14 +196,14 @@ func TestDriverReadsTheKeyAndNeverLogsIt(t *testing.T) {
 	// A missing key is an infrastructure fault (the Secret may appear),
 	// named without the value.
 	tr.Spec.Agent.APIKeySecretRef.Key = "absent"
-	res = d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(confinement) {})
+	res = d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(runnerReport) {})
 	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonAPIKeyUnavailable ||
 		res.Message != `agent API key: secret ns/keys has no key "absent"` {
 		t.Errorf("result = %+v", res)
 	}
 	tr.Spec.Agent.APIKeySecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "nope"}, Key: "k", Optional: ptr.To(true)}
 	gotKey = "unset"
-	d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(confinement) {})
+	d.Drive(in, "10.0.0.1", "10.0.0.2", "")(context.Background(), func(runnerReport) {})
 	if gotKey != "" {
 		t.Errorf("optional missing secret gave key %q", gotKey)
 	}
@@ -230,22 +231,34 @@ func (f fakeRunner) RegisterTrial(_ context.Context, _ *runnerpb.RegisterTrialRe
 func TestObservedRunnerSignalsRegistrationOnlyOnSuccess(t *testing.T) {
 	for _, ok := range []bool{true, false} {
 		n := 0
-		var got confinement
+		var got runnerReport
 		o := &observedRunner{RunnerServiceClient: fakeRunner{ok: ok, trailer: runnerpb.ConfinementMD(6)},
-			registered: func(c confinement) { n++; got = c }, metrics: newMetrics()}
+			registered: func(c runnerReport) { n++; got = c }, metrics: newMetrics()}
 		if _, err := o.RegisterTrial(context.Background(), &runnerpb.RegisterTrialRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		if want := map[bool]int{true: 1, false: 0}[ok]; n != want {
 			t.Errorf("success=%v: registered called %d times", ok, n)
 		}
-		if want := map[bool]confinement{true: {reported: true, landlockABI: 6}}[ok]; got != want {
+		if want := map[bool]runnerReport{true: {reported: true, landlockABI: 6}}[ok]; got != want {
 			t.Errorf("success=%v: confinement %+v, want %+v", ok, got, want)
 		}
 	}
+	// RegisterTrial inside the attempt's span reports the attempt's trace.
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	sctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid}))
+	var traced runnerReport
+	o := &observedRunner{RunnerServiceClient: fakeRunner{ok: true}, registered: func(c runnerReport) { traced = c }}
+	if _, err := o.RegisterTrial(sctx, &runnerpb.RegisterTrialRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if traced.traceID != tid.String() {
+		t.Errorf("trace id %q, want %q", traced.traceID, tid)
+	}
 	// A runner that sends no trailer (an older image) reports nothing.
-	var got confinement
-	o := &observedRunner{RunnerServiceClient: fakeRunner{ok: true}, registered: func(c confinement) { got = c }}
+	var got runnerReport
+	o = &observedRunner{RunnerServiceClient: fakeRunner{ok: true}, registered: func(c runnerReport) { got = c }}
 	if _, err := o.RegisterTrial(context.Background(), &runnerpb.RegisterTrialRequest{}); err != nil {
 		t.Fatal(err)
 	}

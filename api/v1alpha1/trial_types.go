@@ -184,6 +184,11 @@ type AttemptStatus struct {
 	// EnvironmentPod runs a terminal task's image (absent for other tasks).
 	// +optional
 	EnvironmentPod string `json:"environmentPod,omitempty"`
+	// TraceID is the attempt's OpenTelemetry trace (32 hex digits), set once
+	// its runner accepted it when the manager exports traces
+	// (OTEL_EXPORTER_OTLP_ENDPOINT); also trajectory.yaml's trace_id.
+	// +optional
+	TraceID string `json:"traceID,omitempty"`
 }
 
 // GradeComponents are the component scores; a component that was not evaluated
