@@ -18,6 +18,7 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
+	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/test/envtest"
 )
 
@@ -127,5 +128,55 @@ var _ = Describe("Campaign on warm slots", func() {
 		pw.stop()
 		GinkgoWriter.Printf("slots: %d slot pods for 6 Trials; manager API writes %.1f/Trial, events %.1f/Trial; by kind: %v\n",
 			slots, float64(total)/6, float64(events)/6, kinds)
+	})
+
+	// A slot pod killed mid-trial: the attempt ends InfraFailed (as with a
+	// per-attempt pod), its slot is replaced with one
+	// Warning on the Campaign naming it, and the retry runs on another slot.
+	It("replaces a slot killed mid-trial and retries the attempt on another", func() {
+		ns := newNamespace()
+		create(shopTask(ns, "shop", "ok"))
+		c := newCampaign(ns, "fault", 3, 2, "shop").Agent("oracle", envtest.Oracle()).Obj()
+		c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled}
+		victim := types.NamespacedName{Namespace: ns, Name: campaign.TrialName("fault", "oracle", "shop", 1)}
+		g := s.gates.Hold(victim, 1)
+		create(c)
+		Eventually(g.Reached, waitLong).Should(BeClosed(), "trial %s never reached its agent", victim.Name)
+		tr := &evalv1.Trial{}
+		Expect(s.Client.Get(bg, victim, tr)).To(Succeed())
+		Expect(tr.Status.Attempts).To(HaveLen(1))
+		killed := tr.Status.Attempts[0].Slot
+		Expect(killed).NotTo(BeEmpty(), "the running attempt names no slot")
+		Expect(s.Sim.Kill(ns, killed)).To(Succeed())
+		close(g.Release)
+
+		c = completed(client.ObjectKeyFromObject(c), evalv1.ReasonFinished)
+		Expect(c.Status.Counts).To(Equal(evalv1.TrialCounts{Total: 3, Passed: 3}))
+		Expect(s.Client.Get(bg, victim, tr)).To(Succeed())
+		Expect(tr.Status.Attempts).To(HaveLen(2), "attempts %+v", tr.Status.Attempts)
+		first, second := tr.Status.Attempts[0], tr.Status.Attempts[1]
+		Expect(first.Outcome).To(Equal(evalv1.OutcomeInfraFailed))
+		// Whoever sees it first names it: the controller (the pod failed)
+		// or the driver (its runner stopped answering).
+		Expect(first.Reason).To(BeElementOf(evalv1.ReasonPodFailed, evalv1.ReasonPodLost, evalv1.ReasonRunnerUnavailable), "attempt 1: %s", first.Message)
+		Expect(second.Slot).NotTo(BeEmpty())
+		Expect(second.Slot).NotTo(Equal(killed), "the retry ran on the killed slot")
+		for _, other := range trialsOf(ns, "fault") {
+			if other.Name != victim.Name {
+				Expect(other.Status.Attempts).To(HaveLen(1), "trial %s", other.Name)
+			}
+		}
+		eventually(waitLong, func() error {
+			var replaced []string
+			for _, e := range eventsOf(ns, "fault") {
+				if strings.HasPrefix(e, "Warning/"+evalv1.ReasonSlotReplaced+": ") {
+					replaced = append(replaced, e)
+				}
+			}
+			if len(replaced) != 1 || !strings.Contains(replaced[0], killed) {
+				return fmt.Errorf("SlotReplaced events %v, want one naming %s", replaced, killed)
+			}
+			return nil
+		})
 	})
 })
