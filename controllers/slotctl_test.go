@@ -1,0 +1,128 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+func slotScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := evalv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
+}
+
+// ownedTrial is slotTrial controlled by Campaign c.
+func ownedTrial() (*evalv1.Trial, *evalv1.Campaign) {
+	c := &evalv1.Campaign{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "cuid"},
+		Spec: evalv1.CampaignSpec{MaxParallel: 2}}
+	tr := slotTrial()
+	tr.OwnerReferences = []metav1.OwnerReference{campaignOwner(campaignRef{Name: "c", UID: "cuid"})}
+	return tr, c
+}
+
+// Which Trials run their next attempt on a slot: a Campaign's, Enabled, with
+// no queue, no environment of their own, not held and not in backoff.
+func TestObserveSlotsDecides(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(tr *evalv1.Trial, w *world)
+		slot   bool
+	}{
+		{name: "a campaign's trial, enabled", slot: true},
+		{name: "disabled", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Slots.Mode = evalv1.SlotsDisabled }},
+		{name: "no policy", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Slots = nil }},
+		{name: "a bare trial", mutate: func(tr *evalv1.Trial, _ *world) { tr.OwnerReferences = nil }},
+		{name: "names a queue", mutate: func(tr *evalv1.Trial, _ *world) {
+			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+		}},
+		{name: "its task has an environment", mutate: func(_ *evalv1.Trial, w *world) { w.Task = &resolvedTask{Desc: terminalTask("img")} }},
+		{name: "held", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Suspend = ptr.To(true) }},
+		{name: "in backoff", mutate: func(tr *evalv1.Trial, _ *world) {
+			tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}
+			tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", EndTime: mt(0), Outcome: evalv1.OutcomeInfraFailed}}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, c := ownedTrial()
+			w := &world{Now: t0.Add(time.Second), Trial: tr, Task: resolvedShop()}
+			if tc.mutate != nil {
+				tc.mutate(tr, w)
+			}
+			r := &TrialReconciler{Client: fake.NewClientBuilder().WithScheme(slotScheme(t)).WithObjects(c).Build(),
+				Pods: PodConfig{Image: "img"}, Pool: NewPool(4, nil, logr.Discard()), Slots: newSlotRegistry()}
+			if err := r.observeSlots(context.Background(), w); err != nil {
+				t.Fatal(err)
+			}
+			next := w.Slots != nil && w.Slots.Next
+			if next != tc.slot {
+				t.Fatalf("next attempt on a slot: %t, want %t", next, tc.slot)
+			}
+			if !tc.slot {
+				if w.Slots != nil && w.Slots.Claim != nil {
+					t.Errorf("claimed %+v", w.Slots.Claim)
+				}
+				return
+			}
+			cl, mk := w.Slots.Claim, w.Slots.Make
+			if cl == nil || cl.AttemptID != "uid-1-1" || mk == nil || mk.Campaign.UID != "cuid" || mk.Class != cl.Class {
+				t.Fatalf("claim %+v make %+v", cl, mk)
+			}
+			if n := r.Slots.count(cl.Class); n != 1 {
+				t.Errorf("%d slots", n)
+			}
+		})
+	}
+}
+
+// The sweeper deletes, with their Secrets, the slot pods this process does
+// not know (at startup, every one) and leaves its own and other pods alone.
+func TestSweepDeletesUnknownSlots(t *testing.T) {
+	class := slotClass{Namespace: "ns", Campaign: "c", Hash: "aaaaaaaaaa"}
+	r := &TrialReconciler{Slots: newSlotRegistry()}
+	mine := r.Slots.claim(class, trialKey(1), "t1-1", slotPolicy{Cap: 2, MaxReuses: 5, Idle: time.Hour}, allReady).View
+	r.Slots.markCreated(slotKey(mine), "tok")
+	tmpl := slotTemplate(PodConfig{Image: "img"}, slotTrial(), nil)
+	known := slotPod(tmpl, "ns", mine.Name, class.Hash, testCampaign)
+	orphan := slotPod(tmpl, "ns", "c-slot-aaaaaa-old0", class.Hash, testCampaign)
+	trialPod := runnerPod(PodConfig{Image: "img"}, attemptRef{testTrial(), 1}, nil)
+	objs := []client.Object{known, orphan, trialPod,
+		slotSecret("ns", known.Name, class.Hash, "tok", testCampaign), slotSecret("ns", orphan.Name, class.Hash, "old", testCampaign)}
+	r.Client = fake.NewClientBuilder().WithScheme(slotScheme(t)).WithObjects(objs...).Build()
+	if err := r.sweepSlots(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	check := func(obj client.Object, key types.NamespacedName, gone bool) {
+		t.Helper()
+		err := r.Client.Get(ctx, key, obj)
+		if gone != apierrors.IsNotFound(err) {
+			t.Errorf("%T %s: gone %t, err %v", obj, key, gone, err)
+		}
+	}
+	check(&corev1.Pod{}, client.ObjectKeyFromObject(orphan), true)
+	check(&corev1.Secret{}, types.NamespacedName{Namespace: "ns", Name: SlotSecretName(orphan.Name)}, true)
+	check(&corev1.Pod{}, client.ObjectKeyFromObject(known), false)
+	check(&corev1.Secret{}, types.NamespacedName{Namespace: "ns", Name: SlotSecretName(known.Name)}, false)
+	check(&corev1.Pod{}, client.ObjectKeyFromObject(trialPod), false)
+}
