@@ -23,7 +23,9 @@ var (
 	pol2   = slotPolicy{Cap: 2, MaxReuses: 3, Idle: 30 * time.Second, CampaignUID: "cuid"}
 )
 
-func trialKey(i int) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("t%d", i)} }
+func trialKey(i int) types.NamespacedName {
+	return types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("t%d", i)}
+}
 
 func allReady(string) bool { return true }
 
