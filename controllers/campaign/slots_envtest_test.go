@@ -179,4 +179,40 @@ var _ = Describe("Campaign on warm slots", func() {
 			return nil
 		})
 	})
+
+	// A new manager cannot vouch for the slots of the one before it: it
+	// deletes them, ends the orphaned attempt ManagerRestarted once, and
+	// runs the retry on a slot of its own.
+	It("replaces every slot after a manager restart", func() {
+		ns := newNamespace()
+		create(shopTask(ns, "shop", "ok"))
+		c := newCampaign(ns, "restart", 2, 2, "shop").Agent("oracle", envtest.Oracle()).Obj()
+		c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled}
+		victim := types.NamespacedName{Namespace: ns, Name: campaign.TrialName("restart", "oracle", "shop", 0)}
+		g := s.gates.Hold(victim, 1)
+		create(c)
+		Eventually(g.Reached, waitLong).Should(BeClosed(), "trial %s never reached its agent", victim.Name)
+		tr := &evalv1.Trial{}
+		Expect(s.Client.Get(bg, victim, tr)).To(Succeed())
+		old := tr.Status.Attempts[0].Slot
+		Expect(old).NotTo(BeEmpty())
+
+		Expect(s.restartManager()).To(Succeed())
+		close(g.Release)
+		c = completed(client.ObjectKeyFromObject(c), evalv1.ReasonFinished)
+		Expect(c.Status.Counts).To(Equal(evalv1.TrialCounts{Total: 2, Passed: 2}))
+		Expect(s.Client.Get(bg, victim, tr)).To(Succeed())
+		Expect(tr.Status.Attempts).To(HaveLen(2), "attempts %+v", tr.Status.Attempts)
+		Expect(tr.Status.Attempts[0].Reason).To(Equal(evalv1.ReasonManagerRestarted))
+		Expect(tr.Status.Attempts[1].Outcome).To(Equal(evalv1.OutcomePassed))
+		Expect(tr.Status.Attempts[1].Slot).NotTo(Equal(old))
+		eventually(waitLong, func() error {
+			pod := &corev1.Pod{}
+			err := s.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: old}, pod)
+			if err == nil && pod.DeletionTimestamp == nil {
+				return fmt.Errorf("the old manager's slot %s is still there", old)
+			}
+			return client.IgnoreNotFound(err)
+		})
+	})
 })
