@@ -193,13 +193,12 @@ func (r *TrialReconciler) releaseSlot(ctx context.Context, t *evalv1.Trial, rel 
 // create retried after a lost response finds its own objects; a Secret
 // found so is read back for its token.
 func (r *TrialReconciler) createSlot(ctx context.Context, ns, name string, m *slotMake) error {
-	ckey := types.NamespacedName{Namespace: ns, Name: m.Campaign.Name}
-	if !r.Slots.policyWritten(ckey) {
+	if !r.Slots.policyWritten(m.Campaign.UID) {
 		np := SlotNetworkPolicy(ns, m.Campaign, r.ManagerPeer)
 		if err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create slot network policy %s/%s: %w", ns, np.Name, err)
 		}
-		r.Slots.notePolicy(ckey)
+		r.Slots.notePolicy(m.Campaign.UID)
 	}
 	token, err := authn.NewToken()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -124,4 +125,56 @@ func TestSweepDeletesUnknownSlots(t *testing.T) {
 	check(&corev1.Pod{}, client.ObjectKeyFromObject(known), false)
 	check(&corev1.Secret{}, types.NamespacedName{Namespace: "ns", Name: SlotSecretName(known.Name)}, false)
 	check(&corev1.Pod{}, client.ObjectKeyFromObject(trialPod), false)
+}
+
+// createSlot makes the Campaign's policy (once per Campaign: a Campaign
+// re-created under the same name gets its own), the Secret, then the pod
+// mounting it; a retried create finds its own Secret and keeps its token.
+func TestCreateSlot(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(slotScheme(t)).Build()
+	r := &TrialReconciler{Client: c, APIReader: c, Slots: newSlotRegistry(), ManagerPeer: DefaultManagerPeer("sys")}
+	class, tmpl := slotClassOf(PodConfig{Image: "img"}, slotTrial(), nil, "c")
+	res := r.Slots.claim(class, trialKey(1), "t1-1", slotPolicy{Cap: 2}, allReady)
+	mk := &slotMake{Template: tmpl, Campaign: testCampaign, Class: class}
+	if err := r.createSlot(ctx, "ns", res.View.Name, mk); err != nil {
+		t.Fatal(err)
+	}
+	v := r.Slots.claimOf(trialKey(1))
+	sec := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: SlotSecretName(v.Name)}, sec); err != nil {
+		t.Fatal(err)
+	}
+	if !v.Created || v.Token == "" || string(sec.Data["token"]) != v.Token {
+		t.Fatalf("created %t token %q, secret holds %q", v.Created, v.Token, sec.Data["token"])
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: v.Name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	// Retried (a lost response): the same objects, the token of the Secret.
+	if err := r.createSlot(ctx, "ns", v.Name, mk); err != nil {
+		t.Fatal(err)
+	}
+	if again := r.Slots.claimOf(trialKey(1)); again.Token != v.Token {
+		t.Errorf("token changed on a retried create: %q -> %q", v.Token, again.Token)
+	}
+	// The Campaign deleted and re-created: its policy went with it.
+	np := &networkingv1.NetworkPolicy{}
+	key := types.NamespacedName{Namespace: "ns", Name: SlotPolicyName("c")}
+	if err := c.Get(ctx, key, np); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	again := *mk
+	again.Campaign.UID = "cuid-2"
+	res = r.Slots.claim(class, trialKey(2), "t2-1", slotPolicy{Cap: 2}, allReady)
+	if err := r.createSlot(ctx, "ns", res.View.Name, &again); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, key, np); err != nil || metav1.GetControllerOf(np).UID != "cuid-2" {
+		t.Fatalf("the new Campaign's policy: %v", err)
+	}
 }

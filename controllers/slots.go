@@ -105,8 +105,9 @@ type slotRegistry struct {
 	next    int
 	slots   map[types.NamespacedName]*slotEntry
 	waiting map[slotClass]map[types.NamespacedName]bool
-	// policies are the Campaigns whose slot NetworkPolicy this process wrote.
-	policies map[types.NamespacedName]bool
+	// policies are the Campaigns (by UID: a Campaign re-created under the
+	// same name needs its own) whose slot NetworkPolicy this process wrote.
+	policies map[types.UID]bool
 	events   chan event.GenericEvent
 	now      func() time.Time
 }
@@ -118,7 +119,7 @@ func newSlotRegistry() *slotRegistry {
 		epoch:    fmt.Sprintf("%x", b)[:5],
 		slots:    map[types.NamespacedName]*slotEntry{},
 		waiting:  map[slotClass]map[types.NamespacedName]bool{},
-		policies: map[types.NamespacedName]bool{},
+		policies: map[types.UID]bool{},
 		events:   make(chan event.GenericEvent, 1024),
 		now:      time.Now,
 	}
@@ -412,13 +413,13 @@ func (r *slotRegistry) sweep(gone func(slot types.NamespacedName, seen bool) boo
 
 // policyWritten and notePolicy remember the Campaigns whose slot policy
 // this process made, so it is written once per Campaign and process.
-func (r *slotRegistry) policyWritten(campaign types.NamespacedName) bool {
+func (r *slotRegistry) policyWritten(campaign types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.policies[campaign]
 }
 
-func (r *slotRegistry) notePolicy(campaign types.NamespacedName) {
+func (r *slotRegistry) notePolicy(campaign types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.policies[campaign] = true
