@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,6 +103,25 @@ var _ = Describe("Campaign on warm slots", func() {
 				Expect(a.RunnerPod).To(BeEmpty(), "trial %s attempt %d", tr.Name, a.Number)
 			}
 		}
+		// One event per Trial, at its end: none for its intermediate states.
+		eventually(waitLong, func() error {
+			var evs eventsv1.EventList
+			if err := s.Client.List(bg, &evs, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			per := map[string][]string{}
+			for _, e := range evs.Items {
+				if e.Regarding.Kind == "Trial" {
+					per[e.Regarding.Name] = append(per[e.Regarding.Name], e.Type+"/"+e.Reason)
+				}
+			}
+			for _, tr := range trials {
+				if got := per[tr.Name]; len(got) != 1 || got[0] != "Normal/Passed" {
+					return fmt.Errorf("trial %s events %v, want [Normal/Passed]", tr.Name, got)
+				}
+			}
+			return nil
+		})
 		slots, pods := pw.counts()
 		Expect(slots).To(BeNumerically(">=", 1))
 		Expect(slots).To(BeNumerically("<=", 2), "slot pods ever created (maxParallel 2)")
