@@ -159,7 +159,13 @@ func (r *TrialReconciler) executeSlots(ctx context.Context, t *evalv1.Trial, p *
 	}
 	if m := p.SlotCreate; m != nil {
 		if a := activeAttempt(&t.Status); a != nil && a.Slot != "" {
-			errs = append(errs, r.createSlot(ctx, t.Namespace, a.Slot, m))
+			if err := r.createSlot(ctx, t.Namespace, a.Slot, m); err != nil {
+				// Status was written before: the refusal (quota, admission)
+				// is told in an event, and the create is retried until the
+				// slot's podsReady time runs out.
+				emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonPodsPending, actionStartAttempt, err.Error())})
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -171,7 +177,7 @@ func (r *TrialReconciler) executeSlots(ctx context.Context, t *evalv1.Trial, p *
 func (r *TrialReconciler) releaseSlot(ctx context.Context, t *evalv1.Trial, rel *slotRelease) error {
 	key := types.NamespacedName{Namespace: t.Namespace, Name: rel.Slot}
 	out := r.Slots.release(key, rel.AttemptID, rel.Kind)
-	if !out.Delete {
+	if !out.Delete || !out.Made {
 		return nil
 	}
 	if out.Replaced {

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -176,5 +180,42 @@ func TestCreateSlot(t *testing.T) {
 	}
 	if err := c.Get(ctx, key, np); err != nil || metav1.GetControllerOf(np).UID != "cuid-2" {
 		t.Fatalf("the new Campaign's policy: %v", err)
+	}
+}
+
+// A slot pod the API server refuses: the reconcile fails (and is retried),
+// the Trial gets a Warning naming the refusal, and the slot stays not made
+// so the next reconcile creates it again.
+func TestExecuteSlotCreateRefused(t *testing.T) {
+	refused := errors.New(`pods "c-slot" is forbidden: exceeded quota`)
+	c := fake.NewClientBuilder().WithScheme(slotScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*corev1.Pod); ok {
+				return refused
+			}
+			return cl.Create(ctx, obj, opts...)
+		},
+	}).Build()
+	rec := events.NewFakeRecorder(10)
+	r := &TrialReconciler{Client: c, APIReader: c, Recorder: rec, Slots: newSlotRegistry(), Log: logr.Discard()}
+	tr := running(1)
+	tr.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled}
+	class, tmpl := slotClassOf(PodConfig{Image: "img"}, tr, nil, "c")
+	v := r.Slots.claim(class, trialKey(1), tr.Status.Attempts[0].ID, slotPolicy{Cap: 1}, allReady).View
+	tr.Status.Attempts[0].Slot = v.Name
+	err := r.executeSlots(context.Background(), tr, &plan{SlotCreate: &slotMake{Template: tmpl, Campaign: testCampaign, Class: class}})
+	if !errors.Is(err, refused) {
+		t.Fatalf("executeSlots = %v", err)
+	}
+	select {
+	case e := <-rec.Events:
+		if !strings.Contains(e, "Warning "+evalv1.ReasonPodsPending) || !strings.Contains(e, "exceeded quota") {
+			t.Errorf("event %q", e)
+		}
+	default:
+		t.Error("no event")
+	}
+	if got := r.Slots.claimOf(trialKey(1)); got == nil || got.Created {
+		t.Errorf("slot %+v", got)
 	}
 }

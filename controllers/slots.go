@@ -273,6 +273,9 @@ type released struct {
 	// Replaced: deleted because it may not be reused (dirty), as opposed to
 	// retired after maxReuses.
 	Replaced bool
+	// Made: its objects were created (a slot dropped before that has
+	// nothing to delete).
+	Made     bool
 	Class    slotClass
 	Campaign types.UID
 }
@@ -287,7 +290,7 @@ func (r *slotRegistry) release(slot types.NamespacedName, attemptID string, kind
 		r.mu.Unlock()
 		return released{}
 	}
-	out := released{Class: e.class, Campaign: e.policy.CampaignUID}
+	out := released{Class: e.class, Campaign: e.policy.CampaignUID, Made: e.created}
 	e.claim = nil
 	switch kind {
 	case releaseDirty:

@@ -140,7 +140,7 @@ func TestSlotRelease(t *testing.T) {
 				}
 			}
 			out := r.release(key, fmt.Sprintf("x-%d", tc.reusesBefore), tc.kind)
-			if out.Delete != tc.del || out.Replaced != tc.replace || out.Campaign != "cuid" {
+			if out.Delete != tc.del || out.Replaced != tc.replace || out.Campaign != "cuid" || out.Made != tc.created {
 				t.Fatalf("release = %+v, want delete %t replaced %t", out, tc.del, tc.replace)
 			}
 			if r.known(key) == tc.del {
