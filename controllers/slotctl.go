@@ -199,12 +199,15 @@ func (r *TrialReconciler) releaseSlot(ctx context.Context, t *evalv1.Trial, rel 
 // create retried after a lost response finds its own objects; a Secret
 // found so is read back for its token.
 func (r *TrialReconciler) createSlot(ctx context.Context, ns, name string, m *slotMake) error {
-	if !r.Slots.policyWritten(m.Campaign.UID) {
+	err := r.Slots.ensurePolicy(m.Campaign.UID, func() error {
 		np := SlotNetworkPolicy(ns, m.Campaign, r.ManagerPeer)
 		if err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create slot network policy %s/%s: %w", ns, np.Name, err)
 		}
-		r.Slots.notePolicy(m.Campaign.UID)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	token, err := authn.NewToken()
 	if err != nil {

@@ -105,6 +105,8 @@ type slotRegistry struct {
 	next    int
 	slots   map[types.NamespacedName]*slotEntry
 	waiting map[slotClass]map[types.NamespacedName]bool
+	// policyMu guards policies.
+	policyMu sync.Mutex
 	// policies are the Campaigns (by UID: a Campaign re-created under the
 	// same name needs its own) whose slot NetworkPolicy this process wrote.
 	policies map[types.UID]bool
@@ -414,16 +416,19 @@ func (r *slotRegistry) sweep(gone func(slot types.NamespacedName, seen bool) boo
 	return out
 }
 
-// policyWritten and notePolicy remember the Campaigns whose slot policy
-// this process made, so it is written once per Campaign and process.
-func (r *slotRegistry) policyWritten(campaign types.UID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.policies[campaign]
-}
-
-func (r *slotRegistry) notePolicy(campaign types.UID) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// ensurePolicy runs create once per Campaign and process, until it
+// succeeds. Concurrent first slots of a Campaign wait for the one create
+// (under policyMu, not mu: claims go on meanwhile) rather than each
+// sending their own, and none of their pods is created before its fence.
+func (r *slotRegistry) ensurePolicy(campaign types.UID, create func() error) error {
+	r.policyMu.Lock()
+	defer r.policyMu.Unlock()
+	if r.policies[campaign] {
+		return nil
+	}
+	if err := create(); err != nil {
+		return err
+	}
 	r.policies[campaign] = true
+	return nil
 }

@@ -275,3 +275,33 @@ func TestSlotPodNames(t *testing.T) {
 		t.Fatalf("name of %d characters", len(long))
 	}
 }
+
+// The first slots of a Campaign, made at once, send one policy create; a
+// failed create is tried again by the next slot.
+func TestSlotPolicyOncePerCampaign(t *testing.T) {
+	r := newSlotRegistry()
+	fail := true
+	if err := r.ensurePolicy("c1", func() error { return fmt.Errorf("refused") }); err == nil {
+		t.Fatal("a refused create reported success")
+	}
+	var mu sync.Mutex
+	calls := 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_ = r.ensurePolicy("c1", func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	if calls != 1 {
+		t.Fatalf("%d creates after the refusal, want 1", calls)
+	}
+	if err := r.ensurePolicy("c2", func() error { fail = false; return nil }); err != nil || fail {
+		t.Fatal("another Campaign's policy was not made")
+	}
+}
