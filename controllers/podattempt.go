@@ -175,6 +175,17 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, tg attemptTarget, re
 	if judgeKey != "" {
 		rc = &judgeKeyRunner{RunnerServiceClient: rc, key: judgeKey}
 	}
+	if tg.slotToken != "" {
+		// A slot pod is Ready when its runner serves; its DB service, on
+		// loopback, has no probe of its own. The runner says whether it
+		// reaches it: a fresh slot is waited for, not failed.
+		if err := waitSlotDB(ctx, rc, dialTimeout); err != nil {
+			if ctx.Err() != nil {
+				return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCanceled, "attempt canceled: %v", context.Cause(ctx))
+			}
+			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonDBServiceUnavailable, "slot at %s: %v", addr, err)
+		}
+	}
 
 	cfg := host.AttemptConfig{
 		Runner:             rc,
@@ -340,6 +351,33 @@ type judgeKeyRunner struct {
 func (j *judgeKeyRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, judgeKeyMetadata, j.key)
 	return j.RunnerServiceClient.RegisterTrial(ctx, in, opts...)
+}
+
+// slotDBPoll is how often waitSlotDB asks the runner again.
+const slotDBPoll = 100 * time.Millisecond
+
+// waitSlotDB waits until the slot's runner reaches its DB service (its
+// HealthCheck's db_service_connected), at most limit.
+func waitSlotDB(ctx context.Context, rc runnerpb.RunnerServiceClient, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	last := "no answer yet"
+	for {
+		resp, err := rc.HealthCheck(ctx, &runnerpb.HealthCheckRequest{})
+		switch {
+		case err == nil && resp.GetDbServiceConnected():
+			return nil
+		case err != nil:
+			last = err.Error()
+		default:
+			last = "the runner does not reach its DB service (status " + resp.GetStatus() + ")"
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("DB service not reachable within %s: %s", limit, last)
+		case <-time.After(slotDBPoll):
+		}
+	}
 }
 
 // gatewayToken reads the Trial's judge key (its gateway token) back,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -37,6 +38,37 @@ func (r *recordingRunner) RegisterTrial(ctx context.Context, in *runnerpb.Regist
 func (r *recordingRunner) CleanupTrial(context.Context, *runnerpb.CleanupTrialRequest, ...grpc.CallOption) (*runnerpb.CleanupTrialResponse, error) {
 	r.cleaned = true
 	return &runnerpb.CleanupTrialResponse{Success: true}, nil
+}
+
+func (r *recordingRunner) HealthCheck(context.Context, *runnerpb.HealthCheckRequest, ...grpc.CallOption) (*runnerpb.HealthCheckResponse, error) {
+	return &runnerpb.HealthCheckResponse{Status: "healthy", DbServiceConnected: true}, nil
+}
+
+// dbLater is a slot runner whose DB service answers from the n-th health
+// check on (never, for n < 0).
+type dbLater struct {
+	runnerpb.RunnerServiceClient
+	n, calls int
+}
+
+func (d *dbLater) HealthCheck(context.Context, *runnerpb.HealthCheckRequest, ...grpc.CallOption) (*runnerpb.HealthCheckResponse, error) {
+	d.calls++
+	ok := d.n >= 0 && d.calls >= d.n
+	return &runnerpb.HealthCheckResponse{Status: map[bool]string{true: "healthy", false: "degraded"}[ok], DbServiceConnected: ok}, nil
+}
+
+// A fresh slot's runner is Ready before its loopback DB service may be:
+// the attempt waits for the runner to reach it, and ends InfraFailed only
+// when it never does.
+func TestWaitSlotDB(t *testing.T) {
+	d := &dbLater{n: 3}
+	if err := waitSlotDB(context.Background(), d, 5*time.Second); err != nil || d.calls != 3 {
+		t.Fatalf("err %v after %d checks", err, d.calls)
+	}
+	err := waitSlotDB(context.Background(), &dbLater{n: -1}, 300*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "status degraded") {
+		t.Fatalf("err = %v", err)
+	}
 }
 
 type idleActor struct{}

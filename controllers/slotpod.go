@@ -83,9 +83,9 @@ func slotTemplate(cfg PodConfig, t *evalv1.Trial, desc *task.TaskDescription) *c
 	db := baseContainer(cfg, evalv1.RoleDBService, t.Spec.DBService,
 		[]string{"dbservice", "--listen=" + slotDBListen, "--auth-token-file=" + authTokenFile})
 	// No port and no probe: it listens on loopback, where neither a kubelet
-	// probe nor anyone else reaches it. The runner's readiness includes its
-	// DB service's health (--db-service-url), so the pod is Ready only when
-	// both are.
+	// probe nor anyone else reaches it. The pod is Ready when the runner
+	// serves; before an attempt registers, the driver asks the runner
+	// whether it reaches its DB service (waitSlotDB).
 	db.VolumeMounts = []corev1.VolumeMount{
 		{Name: slotDBTmpVolume, MountPath: "/tmp"},
 		{Name: authVolume, MountPath: authDir, ReadOnly: true},
