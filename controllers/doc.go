@@ -15,7 +15,11 @@
 // reconcile path), status.go (status write), grade.go (runner grade to status),
 // references.go (the Secrets a Trial reads, looked up before any pod),
 // reasons.go (condition types, reasons and labels shared by conditions and
-// events), events.go, metrics.go.
+// events), events.go, metrics.go. Warm slots (docs/warm-slots.md): slots.go
+// (the in-memory registry of claims), slotpod.go (a slot's pod, Secret and
+// its Campaign's NetworkPolicy), slotplan.go (the pure plan of an attempt on
+// a slot), slotctl.go (observe's claim, the slot objects' creation and
+// deletion, the idle and orphan sweeper).
 //
 // Imports: api/artifacts/blobstore, api/authn, api/llm, api/packfiles, api/result, api/runnerpb,
 // api/task, api/v1alpha1, controllers/gateway, controllers/host,

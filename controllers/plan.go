@@ -54,6 +54,9 @@ type world struct {
 	Queued bool
 	// Queue is the Trial's Workload when it names a queue and Queued.
 	Queue *QueueState
+	// Slots is the warm-slot side (nil: the Trial's spec.slots is not
+	// Enabled).
+	Slots *slotWorld
 }
 
 // plan is the desired status and what to do once it is written.
@@ -70,6 +73,14 @@ type plan struct {
 	// Submit hands the active attempt to a driver.
 	Submit                bool
 	RunnerIP, DBIP, EnvIP string
+	// OnSlot: the submitted attempt runs on a slot (RunnerIP is the slot
+	// pod's, the DB service is on its loopback), presenting SlotToken.
+	OnSlot    bool
+	SlotToken string
+	// SlotCreate makes the claimed slot's Secret and pod; SlotRelease ends
+	// the trial's claim on its slot.
+	SlotCreate  *slotMake
+	SlotRelease *slotRelease
 	// Env is the task's environment when EnsureNP must fence one too.
 	Env              *task.Environment
 	Cancel           error
@@ -138,6 +149,7 @@ func planTrial(w *world) plan {
 		p.cond(evalv1.TrialNetworkPolicyReady, true, evalv1.ReasonNetworkPolicyCreated, "the trial's network policies exist")
 	}
 	p.collectPods(w)
+	p.releaseSlot(w)
 	return p
 }
 
@@ -158,6 +170,20 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 		return
 	}
 
+	if onSlot(w.Trial, a) {
+		if p.slotPods(w, a, d.State == stateClaimed) {
+			return
+		}
+	} else if p.attemptPods(w, a, d) {
+		return
+	}
+	p.registration(w, a, d)
+}
+
+// attemptPods moves an attempt with pods of its own along: creates what is
+// missing, submits it once all are Ready, ends it when one is lost, fails
+// or is not ready in time. It reports whether the attempt ended.
+func (p *plan) attemptPods(w *world, a *evalv1.AttemptStatus, d *driverView) bool {
 	var waiting []string
 	ready := 0
 	desc := w.attemptDesc()
@@ -173,12 +199,12 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 		switch h {
 		case podGone:
 			p.endAttempt(w, a, controllerVerdict(reason, msg), nil)
-			return
+			return true
 		case podAbsent:
 			name := PodName(w.Trial.Name, a.Number, role)
 			if w.PodsSeen[role] {
 				p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodLost, fmt.Sprintf("pod %s disappeared", name)), nil)
-				return
+				return true
 			}
 			if !w.PodsCreated[role] {
 				p.CreatePod = append(p.CreatePod, role)
@@ -193,7 +219,6 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 		}
 	}
 
-	st := &p.Status
 	if ready == len(roles) {
 		p.cond(evalv1.TrialPodsReady, true, evalv1.ReasonPodsReady,
 			fmt.Sprintf("pods of attempt %d are ready", a.Number))
@@ -219,12 +244,18 @@ func (p *plan) progress(w *world, a *evalv1.AttemptStatus) {
 				}
 				p.endAttempt(w, a, controllerVerdict(reason, fmt.Sprintf(
 					"pods of attempt %d not ready after %s: %s", a.Number, limit, strings.Join(waiting, ", "))), nil)
-				return
+				return true
 			}
 			p.requeueIn(deadline.Sub(w.Now))
 		}
 		p.cond(evalv1.TrialPodsReady, false, evalv1.ReasonPodsPending, podsPendingMessage(a.Number, w.Trial))
 	}
+	return false
+}
+
+// registration says where the attempt stands with its runner.
+func (p *plan) registration(w *world, a *evalv1.AttemptStatus, d *driverView) {
+	st := &p.Status
 	if d.Registered {
 		p.cond(evalv1.TrialRegistered, true, evalv1.ReasonRegistered,
 			fmt.Sprintf("attempt %d registered with its runner", a.Number))
@@ -449,7 +480,10 @@ func (p *plan) startNext(w *world) {
 	a := evalv1.AttemptStatus{
 		Number: n, ID: AttemptID(t, n), StartTime: &now,
 		Outcome: evalv1.OutcomeRunning, Reason: evalv1.ReasonStarting,
-		RunnerPod: PodName(t.Name, n, evalv1.RoleRunner), DBServicePod: PodName(t.Name, n, evalv1.RoleDBService),
+	}
+	slot := w.Slots != nil && w.Slots.Next
+	if !slot {
+		a.RunnerPod, a.DBServicePod = PodName(t.Name, n, evalv1.RoleRunner), PodName(t.Name, n, evalv1.RoleDBService)
 	}
 	st.Attempts = append(st.Attempts, a)
 	if st.StartTime == nil {
@@ -466,6 +500,14 @@ func (p *plan) startNext(w *world) {
 
 	p.Claim = &attemptInput{Trial: t.DeepCopy(), Number: n, Task: w.Task}
 	p.ClaimID = a.ID
+	if slot {
+		// No pod, Secret or NetworkPolicy of its own, and no event: the
+		// slot's objects are the Campaign's, and the Trial's one event is
+		// its end. The new attempt takes the slot observe claimed for it,
+		// and is submitted at once when that slot is Ready.
+		p.slotPods(w, &st.Attempts[len(st.Attempts)-1], true)
+		return
+	}
 	p.EnsureNP = !w.HasNetworkPolicy
 	p.CreatePod = attemptRoles(w.Task.Desc)
 	p.Env = w.environment()

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +23,7 @@ import (
 	"tolokaforge.io/operator/api/runnerpb"
 	"tolokaforge.io/operator/api/task"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/host"
 	runnerclient "tolokaforge.io/operator/runner/client"
 )
@@ -69,15 +71,37 @@ type attemptInput struct {
 	Task   *resolvedTask
 }
 
+// attemptTarget is where an attempt runs: its runner, its DB service as
+// the runner reaches it, the environment (a terminal task), and for a slot
+// the slot's token.
+type attemptTarget struct {
+	runnerIP, dbURL, envIP string
+	// slotToken is the slot's credential; "" for an attempt with pods of
+	// its own, whose credential is the attempt's Secret.
+	slotToken string
+}
+
 // Drive returns the DriveFunc of one attempt whose pods are ready.
 // envIP is the environment pod's (a terminal task), empty for other tasks.
 func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP, envIP string) driveFunc {
+	tg := attemptTarget{runnerIP: runnerIP, envIP: envIP,
+		dbURL: "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))}
 	return func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
-		return d.run(ctx, in, runnerIP, dbIP, envIP, registered)
+		return d.run(ctx, in, tg, registered)
 	}
 }
 
-func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envIP string, registered func(runnerReport)) host.AttemptResult {
+// DriveSlot returns the DriveFunc of one attempt on a Ready slot: the
+// runner at the slot pod's IP, its DB service on the pod's loopback (the
+// runner reaches it there, nothing else can), the slot's token.
+func (d *Driver) DriveSlot(in *attemptInput, slotIP, token string) driveFunc {
+	tg := attemptTarget{runnerIP: slotIP, dbURL: slotDBURL, slotToken: token}
+	return func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
+		return d.run(ctx, in, tg, registered)
+	}
+}
+
+func (d *Driver) run(ctx context.Context, in *attemptInput, tg attemptTarget, registered func(runnerReport)) host.AttemptResult {
 	t := in.Trial
 	key := types.NamespacedName{Namespace: t.Namespace, Name: t.Name}
 	log := d.Log.WithValues("trial", key.String(), "attempt", in.Number)
@@ -87,10 +111,9 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envI
 			StartTime: start, EndTime: time.Now()}
 	}
 
-	dbURL := "http://" + net.JoinHostPort(dbIP, strconv.Itoa(DBServicePort))
-	spec := buildTrialSpecVia(t, in.Number, in.Task.Desc, dbURL, d.GatewayURL)
-	if envIP != "" {
-		spec.EnvEndpoints.EnvironmentURL = net.JoinHostPort(envIP, strconv.Itoa(EnvironmentPort))
+	spec := buildTrialSpecVia(t, in.Number, in.Task.Desc, tg.dbURL, d.GatewayURL)
+	if tg.envIP != "" {
+		spec.EnvEndpoints.EnvironmentURL = net.JoinHostPort(tg.envIP, strconv.Itoa(EnvironmentPort))
 	}
 	agentKey, err := d.secretValue(ctx, t.Namespace, t.Spec.Agent.APIKeySecretRef, t.Spec.Agent.BaseURL)
 	if err != nil {
@@ -118,11 +141,18 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envI
 		return fail(evalv1.OutcomeInvalid, evalv1.ReasonInvalidConfig, "user simulator: %v", err)
 	}
 
-	token, err := attemptToken(ctx, d.APIReader, t, in.Number)
-	if err != nil {
-		return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "runner credential: %v", err)
+	token := tg.slotToken
+	judgeKey := ""
+	if token == "" {
+		if token, err = attemptToken(ctx, d.APIReader, t, in.Number); err != nil {
+			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "runner credential: %v", err)
+		}
+	} else if usesGateway(t, d.GatewayURL) {
+		if judgeKey, err = gatewayToken(ctx, d.APIReader, t); err != nil {
+			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "judge key: %v", err)
+		}
 	}
-	addr := net.JoinHostPort(runnerIP, strconv.Itoa(RunnerPort))
+	addr := net.JoinHostPort(tg.runnerIP, strconv.Itoa(RunnerPort))
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	rc, closer, err := d.Dial(dctx, addr, token)
 	cancel()
@@ -137,6 +167,20 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, runnerIP, dbIP, envI
 		rc = d.WrapRunner(key, in.Number, rc)
 	}
 	rc = &observedRunner{RunnerServiceClient: rc, registered: registered, metrics: d.Metrics}
+	if judgeKey != "" {
+		rc = &judgeKeyRunner{RunnerServiceClient: rc, key: judgeKey}
+	}
+	if tg.slotToken != "" {
+		// A slot pod is Ready when its runner serves; its DB service, on
+		// loopback, has no probe of its own. The runner says whether it
+		// reaches it: a fresh slot is waited for, not failed.
+		if err := waitSlotDB(ctx, rc, dialTimeout); err != nil {
+			if ctx.Err() != nil {
+				return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCanceled, "attempt canceled: %v", context.Cause(ctx))
+			}
+			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonDBServiceUnavailable, "slot at %s: %v", addr, err)
+		}
+	}
 
 	cfg := host.AttemptConfig{
 		Runner:             rc,
@@ -295,6 +339,64 @@ func (o *observedRunner) GradeTrial(ctx context.Context, in *runnerpb.GradeTrial
 		o.metrics.Grading.Observe(time.Since(start).Seconds())
 	}
 	return resp, err
+}
+
+// judgeKeyRunner sends a Trial's judge key to a slot's runner in
+// RegisterTrial's metadata (runnerpb.JudgeKeyMetadata), never in the TrialSpec JSON
+// nor in a log line; the slot's runner reads it from there.
+type judgeKeyRunner struct {
+	runnerpb.RunnerServiceClient
+	key string
+}
+
+func (j *judgeKeyRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
+	ctx = runnerpb.WithJudgeKey(ctx, j.key)
+	return j.RunnerServiceClient.RegisterTrial(ctx, in, opts...)
+}
+
+// slotDBPoll is how often waitSlotDB asks the runner again.
+const slotDBPoll = 100 * time.Millisecond
+
+// waitSlotDB waits until the slot's runner reaches its DB service (its
+// HealthCheck's db_service_connected), at most limit.
+func waitSlotDB(ctx context.Context, rc runnerpb.RunnerServiceClient, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	last := "no answer yet"
+	for {
+		resp, err := rc.HealthCheck(ctx, &runnerpb.HealthCheckRequest{})
+		switch {
+		case err == nil && resp.GetDbServiceConnected():
+			return nil
+		case err != nil:
+			last = err.Error()
+		default:
+			last = "the runner does not reach its DB service (status " + resp.GetStatus() + ")"
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("DB service not reachable within %s: %s", limit, last)
+		case <-time.After(slotDBPoll):
+		}
+	}
+}
+
+// gatewayToken reads the Trial's judge key (its gateway token) back,
+// uncached, refusing a Secret the Trial does not control.
+func gatewayToken(ctx context.Context, r client.Reader, t *evalv1.Trial) (string, error) {
+	name := gateway.SecretName(t.Name)
+	s := &corev1.Secret{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, s); err != nil {
+		return "", fmt.Errorf("read the trial's gateway token secret %s/%s: %w", t.Namespace, name, err)
+	}
+	if ref := metav1.GetControllerOf(s); ref == nil || ref.UID != t.UID {
+		return "", fmt.Errorf("secret %s/%s is not controlled by trial %s", t.Namespace, name, t.Name)
+	}
+	tok := string(s.Data[gateway.TokenKey])
+	if tok == "" {
+		return "", fmt.Errorf("secret %s/%s has no %q key", t.Namespace, name, gateway.TokenKey)
+	}
+	return tok, nil
 }
 
 // DialRunner is the production RunnerDialer: runner/client's channel, ready

@@ -68,6 +68,9 @@ type TrialReconciler struct {
 	// runners remembers the namespaces whose RunnersPolicy this process
 	// wrote (NewTrialReconciler sets it; nil: every trial checks alone).
 	runners *runnersMemo
+	// Slots is the registry of the Campaigns' warm slots (NewTrialReconciler
+	// sets it).
+	Slots *slotRegistry
 }
 
 // NewTrialReconciler builds the Trial reconciler from cfg, taking mgr's
@@ -77,6 +80,12 @@ func NewTrialReconciler(mgr manager.Manager, cfg TrialReconciler) *TrialReconcil
 	r := cfg
 	if r.runners == nil {
 		r.runners = &runnersMemo{written: map[string]bool{}}
+	}
+	if r.Slots == nil {
+		r.Slots = newSlotRegistry()
+		if r.Now != nil {
+			r.Slots.now = r.Now
+		}
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -112,6 +121,12 @@ func (r *TrialReconciler) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.Add(r.Pool); err != nil {
 		return fmt.Errorf("add driver pool: %w", err)
 	}
+	if r.Slots == nil {
+		r.Slots = newSlotRegistry()
+	}
+	if err := mgr.Add(&slotSweeper{r: r, every: slotSweepInterval}); err != nil {
+		return fmt.Errorf("add slot sweeper: %w", err)
+	}
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = 8
@@ -123,6 +138,10 @@ func (r *TrialReconciler) SetupWithManager(mgr manager.Manager) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&evalv1.Task{}, handler.EnqueueRequestsFromMapFunc(r.waitingTrialsOf)).
 		WatchesRawSource(source.Channel(r.Pool.Events(), &handler.EnqueueRequestForObject{})).
+		// Slot pods are the Campaign's: their changes go to the Trial that
+		// holds the slot and those waiting for its class.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.trialsOfSlot)).
+		WatchesRawSource(source.Channel(r.Slots.Events(), &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers})
 	if r.Queue != nil {
 		b = r.Queue.Watch(b)
@@ -313,6 +332,9 @@ func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world,
 	if w.HasNetworkPolicy, err = r.hasNetworkPolicies(ctx, t, w.environment()); err != nil {
 		return nil, err
 	}
+	if err := r.observeSlots(ctx, w); err != nil {
+		return nil, fmt.Errorf("trial %s: slots: %w", key, err)
+	}
 	return w, nil
 }
 
@@ -406,6 +428,9 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 		}
 	}
 	var errs []error
+	if err := r.executeSlots(ctx, t, p); err != nil {
+		errs = append(errs, err)
+	}
 	if a := activeAttempt(&t.Status); a != nil {
 		createErrs, err := r.startAttempt(ctx, t, a, p)
 		if err != nil {
@@ -486,6 +511,22 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 		}
 		r.Pool.MarkPodCreated(key, a.ID, role)
 	}
+	if p.Submit && p.OnSlot {
+		in := r.Pool.Input(key, a.ID)
+		if in == nil {
+			return createErrs, nil
+		}
+		if usesGateway(t, r.Pods.GatewayURL) {
+			// The judge's key goes to the slot's runner in RegisterTrial's
+			// metadata, read from this Secret by the driver.
+			if err := r.ensureGatewaySecret(ctx, t); err != nil {
+				return createErrs, err
+			}
+		}
+		r.Slots.markDriven(types.NamespacedName{Namespace: t.Namespace, Name: a.Slot}, a.ID)
+		r.Pool.Submit(key, a.ID, r.Driver.DriveSlot(in, p.RunnerIP, p.SlotToken))
+		return createErrs, nil
+	}
 	if p.Submit {
 		if in := r.Pool.Input(key, a.ID); in != nil {
 			r.Pool.Submit(key, a.ID, r.Driver.Drive(in, p.RunnerIP, p.DBIP, p.EnvIP))
@@ -530,6 +571,9 @@ func (r *TrialReconciler) reconcileGone(ctx context.Context, key types.Namespace
 		}
 	}
 	if err := r.deleteGatewaySecret(ctx, key); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.releaseSlotOfGone(ctx, key); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.Pool.Forget(key)

@@ -74,6 +74,10 @@ type CampaignSpec struct {
 	// +listType=set
 	// +optional
 	Rerun []TrialPhase `json:"rerun,omitempty"`
+	// Slots is passed down as every Trial's spec.slots: whether its
+	// attempts run on the Campaign's warm slots (default: they do not).
+	// +optional
+	Slots *SlotPolicy `json:"slots,omitempty"`
 }
 
 // CampaignTasks selects Tasks by label selector or by name.

@@ -184,3 +184,40 @@ type PodOverrides struct {
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
+
+// SlotMode says whether a Campaign's Trials run on warm slots.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type SlotMode string
+
+const (
+	// SlotsEnabled: an attempt's runner and DB service come from a slot, a
+	// pod of the Campaign that serves one Trial after another.
+	SlotsEnabled SlotMode = "Enabled"
+	// SlotsDisabled: every attempt has its own runner and DB-service pods.
+	SlotsDisabled SlotMode = "Disabled"
+)
+
+// SlotPolicy is how a Campaign's Trials use warm slots (docs/warm-slots.md).
+// A Trial that names a Kueue queue, or whose task has its own environment,
+// keeps per-attempt pods whatever it says.
+type SlotPolicy struct {
+	// Mode: Enabled runs attempts on slots; Disabled (the default while
+	// slots are new) keeps per-attempt pods.
+	// +kubebuilder:default=Disabled
+	// +optional
+	Mode SlotMode `json:"mode,omitempty"`
+	// MaxReuses is how many Trials one slot serves before it is replaced.
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxReuses int32 `json:"maxReuses,omitempty"`
+	// IdleSeconds: a free slot no waiting attempt can use is deleted after
+	// this many seconds.
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IdleSeconds *int32 `json:"idleSeconds,omitempty"`
+}
+
+// Enabled reports whether p asks for slots.
+func (p *SlotPolicy) Enabled() bool { return p != nil && p.Mode == SlotsEnabled }

@@ -8,7 +8,7 @@ import (
 // TrialSpec is one agent run on one task. It is immutable: a different run is a
 // different Trial.
 // +kubebuilder:validation:XValidation:rule="has(self.taskRef) != has(self.task)",message="exactly one of taskRef and task must be set"
-// +kubebuilder:validation:XValidation:rule="(has(self.taskRef) == has(oldSelf.taskRef) && (!has(self.taskRef) || self.taskRef == oldSelf.taskRef)) && (has(self.task) == has(oldSelf.task) && (!has(self.task) || self.task == oldSelf.task)) && (has(self.trialIndex) == has(oldSelf.trialIndex) && (!has(self.trialIndex) || self.trialIndex == oldSelf.trialIndex)) && (has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)) && (has(self.userSimulator) == has(oldSelf.userSimulator) && (!has(self.userSimulator) || self.userSimulator == oldSelf.userSimulator)) && (has(self.judge) == has(oldSelf.judge) && (!has(self.judge) || self.judge == oldSelf.judge)) && (has(self.maxTurns) == has(oldSelf.maxTurns) && (!has(self.maxTurns) || self.maxTurns == oldSelf.maxTurns)) && (has(self.timeouts) == has(oldSelf.timeouts) && (!has(self.timeouts) || self.timeouts == oldSelf.timeouts)) && (has(self.retryPolicy) == has(oldSelf.retryPolicy) && (!has(self.retryPolicy) || self.retryPolicy == oldSelf.retryPolicy)) && (has(self.runner) == has(oldSelf.runner) && (!has(self.runner) || self.runner == oldSelf.runner)) && (has(self.dbService) == has(oldSelf.dbService) && (!has(self.dbService) || self.dbService == oldSelf.dbService)) && (has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished) && (!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished)) && (has(self.keepPodsAfterFinished) == has(oldSelf.keepPodsAfterFinished) && (!has(self.keepPodsAfterFinished) || self.keepPodsAfterFinished == oldSelf.keepPodsAfterFinished)) && (has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy))",message="spec is immutable (only spec.suspend may change)"
+// +kubebuilder:validation:XValidation:rule="(has(self.taskRef) == has(oldSelf.taskRef) && (!has(self.taskRef) || self.taskRef == oldSelf.taskRef)) && (has(self.task) == has(oldSelf.task) && (!has(self.task) || self.task == oldSelf.task)) && (has(self.trialIndex) == has(oldSelf.trialIndex) && (!has(self.trialIndex) || self.trialIndex == oldSelf.trialIndex)) && (has(self.agent) == has(oldSelf.agent) && (!has(self.agent) || self.agent == oldSelf.agent)) && (has(self.userSimulator) == has(oldSelf.userSimulator) && (!has(self.userSimulator) || self.userSimulator == oldSelf.userSimulator)) && (has(self.judge) == has(oldSelf.judge) && (!has(self.judge) || self.judge == oldSelf.judge)) && (has(self.maxTurns) == has(oldSelf.maxTurns) && (!has(self.maxTurns) || self.maxTurns == oldSelf.maxTurns)) && (has(self.timeouts) == has(oldSelf.timeouts) && (!has(self.timeouts) || self.timeouts == oldSelf.timeouts)) && (has(self.retryPolicy) == has(oldSelf.retryPolicy) && (!has(self.retryPolicy) || self.retryPolicy == oldSelf.retryPolicy)) && (has(self.runner) == has(oldSelf.runner) && (!has(self.runner) || self.runner == oldSelf.runner)) && (has(self.dbService) == has(oldSelf.dbService) && (!has(self.dbService) || self.dbService == oldSelf.dbService)) && (has(self.ttlSecondsAfterFinished) == has(oldSelf.ttlSecondsAfterFinished) && (!has(self.ttlSecondsAfterFinished) || self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished)) && (has(self.keepPodsAfterFinished) == has(oldSelf.keepPodsAfterFinished) && (!has(self.keepPodsAfterFinished) || self.keepPodsAfterFinished == oldSelf.keepPodsAfterFinished)) && (has(self.managedBy) == has(oldSelf.managedBy) && (!has(self.managedBy) || self.managedBy == oldSelf.managedBy)) && (has(self.slots) == has(oldSelf.slots) && (!has(self.slots) || self.slots == oldSelf.slots))",message="spec is immutable (only spec.suspend may change)"
 type TrialSpec struct {
 	// The immutability rule above names every field but suspend, one clause
 	// each: a new field must get its clause (TestTrialSpecImmutableRuleCoversFields).
@@ -80,6 +80,11 @@ type TrialSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	ManagedBy *string `json:"managedBy,omitempty"`
+	// Slots, copied from the Campaign, runs the Trial's attempts on the
+	// Campaign's warm slots when its mode is Enabled; unset (a bare Trial)
+	// or Disabled keeps per-attempt pods. Immutable.
+	// +optional
+	Slots *SlotPolicy `json:"slots,omitempty"`
 }
 
 // Values of spec.managedBy.
@@ -184,6 +189,10 @@ type AttemptStatus struct {
 	// EnvironmentPod runs a terminal task's image (absent for other tasks).
 	// +optional
 	EnvironmentPod string `json:"environmentPod,omitempty"`
+	// Slot is the slot pod the attempt ran on (a Trial on warm slots; then
+	// RunnerPod and DBServicePod are absent).
+	// +optional
+	Slot string `json:"slot,omitempty"`
 	// TraceID is the attempt's OpenTelemetry trace (32 hex digits), set once
 	// its runner accepted it when the manager exports traces
 	// (OTEL_EXPORTER_OTLP_ENDPOINT); also trajectory.yaml's trace_id.

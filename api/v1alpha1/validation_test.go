@@ -149,6 +149,7 @@ var _ = Describe("Task and Trial validation", func() {
 			"change agent":  func(t *evalv1.Trial) { t.Spec.Agent.Model = "other" },
 			"keep pods too": func(t *evalv1.Trial) { t.Spec.KeepPodsAfterFinished = true; t.Spec.Suspend = ptr.To(true) },
 			"set managedBy": func(t *evalv1.Trial) { t.Spec.ManagedBy = ptr.To(evalv1.ManagedByMultiKueue) },
+			"enable slots":  func(t *evalv1.Trial) { t.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled} },
 		} {
 			cur := &evalv1.Trial{}
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(trial), cur)).To(Succeed())
@@ -157,6 +158,27 @@ var _ = Describe("Task and Trial validation", func() {
 			Expect(err).To(HaveOccurred(), name)
 			Expect(err.Error()).To(ContainSubstring("spec is immutable (only spec.suspend may change)"), name)
 		}
+	})
+
+	It("defaults spec.slots: Disabled, 50 reuses, 30 idle seconds; refuses an unknown mode and zero reuses", func() {
+		trial := oracleTrial("slotted")
+		trial.Spec.Slots = &evalv1.SlotPolicy{}
+		Expect(k8sClient.Create(ctx, trial)).To(Succeed())
+		got := &evalv1.Trial{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(trial), got)).To(Succeed())
+		Expect(*got.Spec.Slots).To(Equal(evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled, MaxReuses: 50, IdleSeconds: ptr.To[int32](30)}))
+		Expect(got.Spec.Slots.Enabled()).To(BeFalse())
+
+		bad := oracleTrial("slotted-bad-mode")
+		bad.Spec.Slots = &evalv1.SlotPolicy{Mode: "Sometimes"}
+		err := k8sClient.Create(ctx, bad)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.slots.mode"))
+		bad = oracleTrial("slotted-no-reuse")
+		bad.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, MaxReuses: -1}
+		err = k8sClient.Create(ctx, bad)
+		Expect(err).To(HaveOccurred())
+		Expect(err.Error()).To(ContainSubstring("spec.slots.maxReuses"))
 	})
 
 	It("leaves a refused Trial absent", func() {

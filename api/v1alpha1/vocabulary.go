@@ -74,6 +74,14 @@ const (
 	// PodsReady.
 	ReasonPodsReady   = "PodsReady"
 	ReasonPodsPending = "PodsPending"
+	// ReasonWaitingForSlot: PodsReady=False, the attempt of a Trial on warm
+	// slots waits for a free slot of its class (every slot the Campaign may
+	// have is busy).
+	ReasonWaitingForSlot = "WaitingForSlot"
+	// ReasonSlotReplaced: a Warning on the Campaign when a slot is deleted
+	// rather than reused (its CleanupTrial found something left, its attempt
+	// ended InfraFailed, or it served maxReuses Trials).
+	ReasonSlotReplaced = "SlotReplaced"
 
 	// Registered.
 	ReasonRegistered    = "Registered"
@@ -200,7 +208,10 @@ const (
 	LabelAttempt   = "eval.tolokaforge.io/attempt"
 	LabelRole      = "eval.tolokaforge.io/role"
 	// LabelTaskID carries a Task's task_id (pack import sets it).
-	LabelTaskID      = "eval.tolokaforge.io/task-id"
+	LabelTaskID = "eval.tolokaforge.io/task-id"
+	// LabelSlotClass marks a Campaign's slot pod (docs/warm-slots.md) with
+	// the hash of its pod template: a Trial claims only a slot of its class.
+	LabelSlotClass   = "eval.tolokaforge.io/slot-class"
 	ManagedByValue   = "tolokaforge"
 	AppName          = "tolokaforge"
 	ComponentManager = "manager"

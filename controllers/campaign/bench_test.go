@@ -143,6 +143,61 @@ func BenchmarkCampaign1000(b *testing.B) {
 	b.ReportMetric(rssBase, "rss_baseline_MiB")
 }
 
+// BenchmarkCampaignSlots runs the same oracle campaign (the shop task,
+// BENCH_SLOTS_TRIALS Trials, default 40; maxParallel 10) twice in one
+// stack: on per-attempt pods, then on warm slots (docs/warm-slots.md), and
+// reports for each the manager's API writes and events per Trial, the pod
+// simulator's status writes per Trial (what kubelet would write) and
+// Trials/s. Issue 36's goal for slots: <= 8 API writes and <= 3 events per
+// Trial.
+func BenchmarkCampaignSlots(b *testing.B) {
+	if why := envtest.AssetsMissing(); why != "" {
+		b.Skip(why)
+	}
+	logf.SetLogger(logr.Discard())
+	n, parallel := int32(40), int32(10)
+	if v := os.Getenv("BENCH_SLOTS_TRIALS"); v != "" {
+		m, err := strconv.Atoi(v)
+		if err != nil || m < 1 || m > 1000 {
+			b.Fatalf("BENCH_SLOTS_TRIALS=%q: want 1 to 1000", v)
+		}
+		n = int32(m)
+	}
+	s, err := startStack(stackOptions{simWorkers: 8, maxTrials: int(parallel), probeInterval: time.Second, smallMCP: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := s.stop(); err != nil {
+			b.Error(err)
+		}
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, mode := range []string{"pods", "slots"} {
+			var mutate func(*evalv1.Campaign)
+			if mode == "slots" {
+				mutate = func(c *evalv1.Campaign) { c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled} }
+			}
+			kinds0, sim0 := s.api.WritesByKind(), s.Sim.StatusWrites()
+			d := runBenchCampaignWith(b, s, n, parallel, nil, mutate)
+			kinds := diffKinds(kinds0, s.api.WritesByKind())
+			var writes, events int64
+			for k, v := range kinds {
+				writes += v
+				if strings.HasSuffix(k, " events") {
+					events += v
+				}
+			}
+			logWrites(b, mode, kinds, float64(n))
+			b.ReportMetric(float64(writes)/float64(n), mode+"_api_writes_per_trial")
+			b.ReportMetric(float64(events)/float64(n), mode+"_events_per_trial")
+			b.ReportMetric(float64(s.Sim.StatusWrites()-sim0)/float64(n), mode+"_pod_status_writes_per_trial")
+			b.ReportMetric(float64(n)/d.Seconds(), mode+"_trials_per_s")
+		}
+	}
+}
+
 // profileAPIServer starts a CPU profile of the API server for d, written to
 // path; the channel gets its outcome. No path: nothing, at once.
 func profileAPIServer(b *testing.B, cfg *rest.Config, path string, d time.Duration) <-chan error {
@@ -448,6 +503,13 @@ func runBareTrials(b *testing.B, s *stack, n, parallel int32) time.Duration {
 // poll.
 func runBenchCampaign(b *testing.B, s *stack, n, parallel int32, progress func(finished int32)) time.Duration {
 	b.Helper()
+	return runBenchCampaignWith(b, s, n, parallel, progress, nil)
+}
+
+// runBenchCampaignWith is runBenchCampaign with the Campaign adjusted by
+// mutate before it is created.
+func runBenchCampaignWith(b *testing.B, s *stack, n, parallel int32, progress func(finished int32), mutate func(*evalv1.Campaign)) time.Duration {
+	b.Helper()
 	ns, err := s.namespace(bg)
 	if err != nil {
 		b.Fatal(err)
@@ -475,6 +537,9 @@ func runBenchCampaign(b *testing.B, s *stack, n, parallel int32, progress func(f
 		names = append(names, name)
 	}
 	c := newCampaign(ns, "bench", k, parallel, names...).Agent("oracle", envtest.Oracle()).Obj()
+	if mutate != nil {
+		mutate(c)
+	}
 	start := time.Now()
 	if err := s.Client.Create(bg, c); err != nil {
 		b.Fatal(err)

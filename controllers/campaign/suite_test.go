@@ -69,6 +69,8 @@ type stack struct {
 	gates *envtest.Gates
 	api   envtest.APICounter
 	mgr   *envtest.Manager
+	// mgrOpts are the manager's options, for restartManager.
+	mgrOpts manager.Options
 }
 
 type stackOptions struct {
@@ -113,14 +115,29 @@ func startStack(o stackOptions) (_ *stack, err error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	s.mgr, err = s.StartManager(envtest.Counted(s.Config, &s.api), manager.Options{
+	s.mgrOpts = manager.Options{
 		Image:               envtest.Image,
 		MaxConcurrentTrials: o.maxTrials,
 		Actors:              s.gates.Actors,
 		Logger:              log,
 		Campaign:            []campaign.Option{campaign.WithStatusInterval(o.statusInterval)},
-	})
+	}
+	s.mgr, err = s.StartManager(envtest.Counted(s.Config, &s.api), s.mgrOpts)
 	return s, err
+}
+
+// restartManager stops the manager and starts a new one (a new process's
+// memory: no driver, no slot) with the same options.
+func (s *stack) restartManager() error {
+	if s.mgr != nil {
+		if err := s.mgr.Stop(); err != nil {
+			return err
+		}
+		s.mgr = nil
+	}
+	m, err := s.StartManager(envtest.Counted(s.Config, &s.api), s.mgrOpts)
+	s.mgr = m
+	return err
 }
 
 func (s *stack) stop() error {

@@ -137,6 +137,7 @@ func buildTrial(c *evalv1.Campaign, cell Cell, name string, agent evalv1.ModelSp
 			// re-created; the Campaign's ttl deletes it with its Trials.
 			KeepPodsAfterFinished: s.KeepPodsAfterFinished,
 			ManagedBy:             s.TrialManagedBy,
+			Slots:                 s.Slots,
 		},
 	}
 	if evalv1.OwnedByReference(s.TrialManagedBy) {

@@ -151,8 +151,11 @@ type AttemptResult struct {
 	// ArtifactsError is why the artifacts could not be written (the attempt's
 	// outcome stands regardless).
 	ArtifactsError error
-	StartTime      time.Time
-	EndTime        time.Time
+	// CleanupError is why the final CleanupTrial did not succeed ("": it
+	// did): a slot whose runner is not back to its baseline is replaced.
+	CleanupError string
+	StartTime    time.Time
+	EndTime      time.Time
 	// TraceID is the attempt's trace (32 hex digits; empty when it was not
 	// traced), also in trajectory.yaml, so a slow Trial leads to its trace.
 	TraceID string

@@ -30,7 +30,7 @@ func RunAttempt(ctx context.Context, cfg AttemptConfig) AttemptResult {
 	defer endAttempt(span, &res)
 	res.TraceID = traceID(span)
 	end := r.execute(ctx)
-	r.cleanup(ctx)
+	res.CleanupError = r.cleanup(ctx)
 
 	res.EndTime = time.Now()
 	res.Outcome, res.Reason, res.Message, res.GradedBy = end.outcome, end.reason, end.message, end.gradedBy
@@ -95,8 +95,10 @@ func (r *run) execute(ctx context.Context) *ending {
 
 // cleanup forgets the registration on the runner. It runs even when ctx is
 // done (a deleted Trial must not leave its registration behind), bounded by
-// its own timeout; failure is logged, never the attempt's outcome.
-func (r *run) cleanup(ctx context.Context) {
+// its own timeout; failure is logged, never the attempt's outcome. It says
+// what went wrong ("" when the runner answered success): a slot runner
+// answers whether it is back to its baseline, and only then is it reused.
+func (r *run) cleanup(ctx context.Context) string {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cleanupTimeout)
 	defer cancel()
 	cctx, span := child(cctx, SpanCleanup)
@@ -105,9 +107,16 @@ func (r *run) cleanup(ctx context.Context) {
 	switch {
 	case err != nil:
 		r.log.V(1).Info("cleanup trial failed", "error", err.Error())
+		return "CleanupTrial failed: " + err.Error()
 	case !resp.GetSuccess():
 		r.log.V(1).Info("cleanup trial refused", "error", resp.GetError())
+		msg := resp.GetError()
+		if msg == "" {
+			msg = "no reason given"
+		}
+		return "CleanupTrial refused: " + msg
 	}
+	return ""
 }
 
 func (r *run) artifactsOf(res *AttemptResult, end *ending) *artifacts.Attempt {

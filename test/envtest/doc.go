@@ -8,6 +8,10 @@
 //
 //	envtest.MakeTrial("t", ns).Task("shop").Agent(envtest.Oracle()).Obj()
 //
+// A warm slot's pod (two containers, its DB service on the pod's loopback)
+// is adapted to the simulator, which runs a pod's first container on an
+// address of its own (slots.go).
+//
 // The control plane alone (CRDs, extra kube-apiserver flags) is
 // test/envtest/controlplane, for suites that need no simulator or manager.
 //
@@ -17,6 +21,6 @@
 // controllers/host/agents, controllers/manager, dbservice, examples/shop, runner,
 // runner/grading, test/envtest/controlplane, test/podsim, test/toollauncher, the
 // standard library, github.com/go-logr/logr, google.golang.org/grpc,
-// k8s.io/apiextensions-apiserver, k8s.io/apimachinery, k8s.io/client-go and
+// google.golang.org/protobuf, k8s.io/apiextensions-apiserver, k8s.io/apimachinery, k8s.io/client-go and
 // sigs.k8s.io/controller-runtime.
 package envtest

@@ -165,6 +165,13 @@ func (e *Env) Stop() error {
 func (e *Env) runRunner(ctx context.Context, args []string) error {
 	pi, _ := podsim.PodFromContext(ctx)
 	dir := filepath.Join(e.Work, pi.Namespace, pi.Name)
+	args, slot, tokenFile := slotRunnerArgs(args, pi.IP)
+	if slot {
+		dbCtx, stop := context.WithCancel(ctx)
+		wait := runSlotDB(dbCtx, pi.IP, tokenFile)
+		defer wait()
+		defer stop()
+	}
 	out := make([]string, 0, len(args)+4)
 	for _, a := range args {
 		if strings.HasPrefix(a, "--work-dir=") {
@@ -217,6 +224,10 @@ func (e *Env) StartManager(cfg *rest.Config, opts manager.Options) (*Manager, er
 		}
 		opts.Pool = controllers.NewPool(max(opts.MaxConcurrentTrials, 1), controllers.DefaultMetrics(), log.WithName("pool"))
 	}
+	if opts.Dial == nil {
+		opts.Dial = controllers.DialRunner()
+	}
+	opts.Dial = slotDial(opts.Dial)
 	mgr, err := manager.New(cfg, opts)
 	if err != nil {
 		return nil, err

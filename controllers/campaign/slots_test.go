@@ -1,0 +1,25 @@
+package campaign
+
+import (
+	"testing"
+
+	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+)
+
+// spec.slots goes down to every Trial (a copy: the Trial's spec is its own);
+// a Campaign without it makes Trials without it, which keep per-attempt pods.
+func TestBuildTrialPassesSlots(t *testing.T) {
+	c := campaign(1, 1, "a")
+	if tr := buildTrial(c, Cell{Agent: "a", Task: "t"}, "n", c.Spec.Agents[0].Model); tr.Spec.Slots != nil {
+		t.Fatalf("no slots on the campaign, trial has %+v", tr.Spec.Slots)
+	}
+	c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, MaxReuses: 7}
+	tr := buildTrial(c, Cell{Agent: "a", Task: "t"}, "n", c.Spec.Agents[0].Model)
+	if !tr.Spec.Slots.Enabled() || tr.Spec.Slots.MaxReuses != 7 {
+		t.Fatalf("trial slots %+v", tr.Spec.Slots)
+	}
+	c.Spec.Slots.MaxReuses = 9
+	if tr.Spec.Slots.MaxReuses != 7 {
+		t.Fatal("the trial shares the campaign's SlotPolicy")
+	}
+}
