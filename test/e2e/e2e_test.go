@@ -281,6 +281,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 		GinkgoWriter.Printf("attempts ended InfraFailed by the failover: %d\n", infra)
 	})
 
+	slotSpecs()
 	benchmarkSpecs()
 	terminalBenchSpecs()
 	// Last: Kueue's pod webhooks and the manager's restart change the
