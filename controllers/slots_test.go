@@ -264,8 +264,8 @@ func TestSlotConcurrentClaims(t *testing.T) {
 // Two processes never name a slot alike; one process names it the same on
 // every retry of its create.
 func TestSlotPodNames(t *testing.T) {
-	if slotPodName("c", "abcdef0123", "e1", 0) != slotPodName("c", "abcdef0123", "e1", 0) {
-		t.Fatal("not deterministic")
+	if got := slotPodName("c", "abcdef0123", "e1", 0); got != "c-slot-abcdef-e10" {
+		t.Fatalf("name %q, want the same on every retry: c-slot-abcdef-e10", got)
 	}
 	if slotPodName("c", "abcdef0123", "e1", 0) == slotPodName("c", "abcdef0123", "e2", 0) {
 		t.Fatal("two epochs share a name")
