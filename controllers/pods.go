@@ -282,20 +282,7 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 			Labels:          podLabels(t.Name, a.Number, role),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
 		},
-		Spec: corev1.PodSpec{
-			// A restarted runner has lost its registration: the attempt is
-			// over either way, so the kubelet must not pretend otherwise.
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  ptr.To(false),
-			EnableServiceLinks:            ptr.To(false),
-			TerminationGracePeriodSeconds: ptr.To[int64](10),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](nonRootUID),
-				RunAsGroup:     ptr.To[int64](nonRootUID),
-				FSGroup:        ptr.To[int64](nonRootUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+		Spec: restrictedPodSpec(corev1.PodSpec{
 			Containers: []corev1.Container{c},
 			Volumes: []corev1.Volume{
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpSizeLimit.DeepCopy())}}},
@@ -306,10 +293,31 @@ func basePod(a attemptRef, role string, o evalv1.PodOverrides, c corev1.Containe
 					DefaultMode: ptr.To[int32](0o440),
 				}}},
 			},
-		},
+		}),
 	}
 	placeAs(pod, o)
 	return pod
+}
+
+// restrictedPodSpec is spec as every pod the manager runs for trials has it
+// (an attempt's, a slot's): never restarted, no service-account token, no
+// service links, non-root with the runtime's seccomp profile (containers
+// drop every capability in baseContainer).
+func restrictedPodSpec(spec corev1.PodSpec) corev1.PodSpec {
+	// A restarted runner has lost its registrations: the attempt (or the
+	// slot) is over either way, so the kubelet must not pretend otherwise.
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	spec.AutomountServiceAccountToken = ptr.To(false)
+	spec.EnableServiceLinks = ptr.To(false)
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
+	spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To[int64](nonRootUID),
+		RunAsGroup:     ptr.To[int64](nonRootUID),
+		FSGroup:        ptr.To[int64](nonRootUID),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	return spec
 }
 
 // placeAs gives pod the Trial's nodeSelector and tolerations for a role.

@@ -93,19 +93,7 @@ func slotTemplate(cfg PodConfig, t *evalv1.Trial, desc *task.TaskDescription) *c
 
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		Spec: corev1.PodSpec{
-			// A restarted runner has lost its trials: the slot is replaced.
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  ptr.To(false),
-			EnableServiceLinks:            ptr.To(false),
-			TerminationGracePeriodSeconds: ptr.To[int64](10),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				RunAsUser:      ptr.To[int64](nonRootUID),
-				RunAsGroup:     ptr.To[int64](nonRootUID),
-				FSGroup:        ptr.To[int64](nonRootUID),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+		Spec: restrictedPodSpec(corev1.PodSpec{
 			Containers: []corev1.Container{runner, db},
 			Volumes: []corev1.Volume{
 				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpSizeLimit.DeepCopy())}}},
@@ -117,7 +105,7 @@ func slotTemplate(cfg PodConfig, t *evalv1.Trial, desc *task.TaskDescription) *c
 					DefaultMode: ptr.To[int32](0o440),
 				}}},
 			},
-		},
+		}),
 	}
 	// One pod for both halves: the runner's placement, then the DB
 	// service's selectors and tolerations added to it.
