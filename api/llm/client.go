@@ -320,21 +320,27 @@ type fault struct {
 
 func (f *fault) Error() string { return f.msg }
 
-func (m *Client) classify(err error, resp *http.Response) *fault {
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
+// httpStatus is the HTTP status of a call: the API error's when the SDK
+// returned one, else the response's, else 0 (no answer).
+func httpStatus(err error, resp *http.Response) int {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
-		status = apiErr.StatusCode
+		return apiErr.StatusCode
 	}
+	if resp != nil {
+		return resp.StatusCode
+	}
+	return 0
+}
+
+func (m *Client) classify(err error, resp *http.Response) *fault {
+	status := httpStatus(err, resp)
 	switch {
 	case err == nil:
 		return &fault{status: status, retryable: true, msg: fmt.Sprintf("%s model %q answered HTTP %d with no choices", m.role, m.model, status)}
 	case status >= 400:
 		pm := ""
-		if apiErr != nil {
+		if apiErr := (*openai.Error)(nil); errors.As(err, &apiErr) {
 			pm = apiErr.Message
 		}
 		if pm == "" && resp != nil && resp.Body != nil {

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"tolokaforge.io/operator/api/task"
@@ -170,14 +169,7 @@ func tryOutcome(ctx context.Context, err error, resp *http.Response, ok bool) st
 	if ctx.Err() != nil {
 		return OutcomeCanceled
 	}
-	status := 0
-	if resp != nil {
-		status = resp.StatusCode
-	}
-	var apiErr *openai.Error
-	if errors.As(err, &apiErr) {
-		status = apiErr.StatusCode
-	}
+	status := httpStatus(err, resp)
 	switch {
 	case status == http.StatusTooManyRequests:
 		return Outcome429

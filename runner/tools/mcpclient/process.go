@@ -210,13 +210,20 @@ func (p *process) stop(grace time.Duration) {
 	}
 	p.signalGroup(syscall.SIGKILL)
 	<-p.exited
+	// A descendant that left the group may still hold stderr.
+	p.release("mcp server stderr still open after the process group was killed; abandoning it")
+}
+
+// release closes the pipes of an exited server: stdout at once, stderr once
+// its reader drained it or after drainWait (stuck is logged then), and
+// returns when the reader has stopped.
+func (p *process) release(stuck string) {
 	p.stdout.Close()
 	t := time.NewTimer(drainWait)
 	select {
 	case <-p.drained:
 	case <-t.C:
-		// A descendant that left the group still holds stderr; stop reading it.
-		p.log.Info("mcp server stderr still open after the process group was killed; abandoning it")
+		p.log.Info(stuck)
 	}
 	t.Stop()
 	p.stderr.Close()
@@ -256,19 +263,9 @@ func (p *process) stopSupervised(grace time.Duration) {
 		p.log.Error(err, "stop the mcp server's supervisor")
 	}
 	<-p.exited
-	p.stdout.Close()
 	// The tree is gone, so nothing holds stderr open any more: the reader
 	// reaches EOF.
-	t := time.NewTimer(drainWait)
-	select {
-	case <-p.drained:
-	case <-t.C:
-		p.log.Info("mcp server stderr still open after its supervisor ended its tree; abandoning it")
-	}
-	t.Stop()
-	p.stderr.Close()
-	<-p.drained
-	p.log.V(1).Info("mcp server stopped", "status", exitStatus(p.waitErr))
+	p.release("mcp server stderr still open after its supervisor ended its tree; abandoning it")
 }
 
 func exitStatus(err error) string {
