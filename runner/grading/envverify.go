@@ -191,14 +191,7 @@ func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex Environment
 		if output != "" {
 			reason += "; test output: " + strconv.Quote(output)
 		}
-		return &runnerpb.Grade{
-			BinaryPass: score >= threshold,
-			Score:      score,
-			Components: &runnerpb.GradeComponents{
-				StateChecks: notEvaluated, TranscriptRules: notEvaluated, LlmJudge: notEvaluated, CustomChecks: notEvaluated,
-			},
-			Reasons: reason,
-		}
+		return testsGrade(score, threshold, reason)
 	}
 	// e/f. The verdict.
 	if res.GetTimedOut() {

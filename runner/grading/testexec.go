@@ -132,14 +132,7 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 			reason += "; output tail: " + strconv.Quote(tail)
 		}
 	}
-	return &runnerpb.Grade{
-		BinaryPass: score >= threshold,
-		Score:      score,
-		Components: &runnerpb.GradeComponents{
-			StateChecks: notEvaluated, TranscriptRules: notEvaluated, LlmJudge: notEvaluated, CustomChecks: notEvaluated,
-		},
-		Reasons: reason,
-	}, nil
+	return testsGrade(score, threshold, reason), nil
 }
 
 type verifierResult struct {
@@ -307,4 +300,17 @@ func (b *cappedBuffer) tail(n int) string {
 		out = fmt.Sprintf("[%d earlier bytes past the %d-byte output cap dropped] ", dropped, b.cap) + out
 	}
 	return out
+}
+
+// testsGrade is a grade by tests alone (test_execution, a terminal task's
+// verifier): no component was evaluated.
+func testsGrade(score, threshold float64, reason string) *runnerpb.Grade {
+	return &runnerpb.Grade{
+		BinaryPass: score >= threshold,
+		Score:      score,
+		Components: &runnerpb.GradeComponents{
+			StateChecks: notEvaluated, TranscriptRules: notEvaluated, LlmJudge: notEvaluated, CustomChecks: notEvaluated,
+		},
+		Reasons: reason,
+	}
 }
