@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"tolokaforge.io/operator/api/telemetry"
 
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -67,7 +68,7 @@ func TestTracedRunnerJoinsTheCallersTrace(t *testing.T) {
 	exp.Reset()
 	ctx, host := tp.Tracer("test").Start(ctxT(t), "host grade")
 	md := metadata.MD{}
-	propagation.TraceContext{}.Inject(ctx, metadataCarrier(md))
+	propagation.TraceContext{}.Inject(ctx, telemetry.MetadataCarrier(md))
 	resp, err := h.c.GradeTrial(metadata.NewOutgoingContext(ctx, md), &runnerpb.GradeTrialRequest{TrialId: "tr", TerminationReason: "agent_done",
 		LlmMessagesJson: `[{"role":"system","content":"be helpful"},{"role":"user","content":"hi"},{"role":"assistant","content":"Hello!"}]`})
 	host.End()
@@ -124,24 +125,4 @@ func TestTracedRunnerJoinsTheCallersTrace(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
 		}
 	}
-}
-
-// metadataCarrier is gRPC metadata as a propagation.TextMapCarrier.
-type metadataCarrier metadata.MD
-
-func (c metadataCarrier) Get(k string) string {
-	if v := metadata.MD(c).Get(k); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-func (c metadataCarrier) Set(k, v string) { metadata.MD(c).Set(k, v) }
-
-func (c metadataCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
 }

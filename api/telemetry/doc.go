@@ -10,5 +10,6 @@
 //
 // Imports: the standard library, go.opentelemetry.io/otel,
 // go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc,
-// go.opentelemetry.io/otel/sdk and go.opentelemetry.io/otel/trace.
+// go.opentelemetry.io/otel/sdk, go.opentelemetry.io/otel/trace and
+// google.golang.org/grpc (metadata).
 package telemetry

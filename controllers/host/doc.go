@@ -32,7 +32,7 @@
 // AttemptResult.TraceID and trajectory.yaml's trace_id. With no tracer
 // provider installed the spans are no-ops and nothing is sent.
 //
-// Imports: api/artifacts, api/llm, api/result, api/runnerpb, api/task, api/v1alpha1,
+// Imports: api/artifacts, api/llm, api/result, api/runnerpb, api/task, api/telemetry, api/v1alpha1,
 // the standard library, github.com/go-logr/logr, go.opentelemetry.io/otel,
 // go.opentelemetry.io/otel/trace and google.golang.org/grpc.
 package host

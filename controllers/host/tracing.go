@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"tolokaforge.io/operator/api/telemetry"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -156,26 +157,6 @@ func outgoing(ctx context.Context) context.Context {
 	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	md = md.Copy()
-	propagator.Inject(ctx, metadataCarrier(md))
+	propagator.Inject(ctx, telemetry.MetadataCarrier(md))
 	return metadata.NewOutgoingContext(ctx, md)
-}
-
-// metadataCarrier is gRPC metadata as a propagation.TextMapCarrier.
-type metadataCarrier metadata.MD
-
-func (c metadataCarrier) Get(k string) string {
-	if v := metadata.MD(c).Get(k); len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
-func (c metadataCarrier) Set(k, v string) { metadata.MD(c).Set(k, v) }
-
-func (c metadataCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	return keys
 }
