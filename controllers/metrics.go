@@ -20,6 +20,11 @@ type Metrics struct {
 	PoolQueued      prometheus.Gauge
 	Registration    prometheus.Histogram
 	Grading         prometheus.Histogram
+	// AttemptStart is what a Trial waits before its agent may act: from the
+	// attempt's start in this manager (for a new Trial's first attempt, its
+	// first reconcile) to the runner's answer to RegisterTrial, so pods'
+	// scheduling and start, or a warm slot's claim, and registration.
+	AttemptStart prometheus.Histogram
 }
 
 var (
@@ -30,6 +35,10 @@ var (
 // latencyBuckets span a loopback RPC to a slow golden replay.
 var latencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
 
+// startBuckets resolve a warm slot's claim (tens of ms) to a cold pod's
+// image pull; fine around 0.5 s, the warm-slot goal.
+var startBuckets = []float64{0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 15, 20, 30, 60, 120, 300}
+
 // DefaultMetrics returns the process-wide metrics, registered on
 // controller-runtime's registry once (a test may start several managers).
 func DefaultMetrics() *Metrics {
@@ -38,7 +47,7 @@ func DefaultMetrics() *Metrics {
 		crmetrics.Registry.MustRegister(
 			metrics.TrialsStarted, metrics.TrialsCompleted, metrics.Attempts,
 			metrics.PoolCapacity, metrics.PoolRunning, metrics.PoolQueued,
-			metrics.Registration, metrics.Grading,
+			metrics.Registration, metrics.Grading, metrics.AttemptStart,
 		)
 		// The chat calls of every actor (and of the judge through the gateway).
 		crmetrics.Registry.MustRegister(llm.DefaultMetrics.Collectors()...)
@@ -81,6 +90,11 @@ func newMetrics() *Metrics {
 			Name:    "tolokaforge_grading_duration_seconds",
 			Help:    "GradeTrial round trips.",
 			Buckets: latencyBuckets,
+		}),
+		AttemptStart: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tolokaforge_attempt_start_seconds",
+			Help:    "From an attempt's start in this manager (a new Trial's first reconcile) to RegisterTrial answered: pods or a slot, and registration.",
+			Buckets: startBuckets,
 		}),
 	}
 }

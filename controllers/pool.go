@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -107,6 +108,9 @@ type poolEntry struct {
 	input *attemptInput
 	// submitted: the attempt was handed to a driver.
 	submitted bool
+	// claimed is when this process started the attempt (Claim): the start
+	// of Metrics.AttemptStart.
+	claimed time.Time
 }
 
 // Pool is the bounded set of trial drivers. It is the only place a trial's
@@ -181,7 +185,7 @@ func (p *Pool) Claim(key types.NamespacedName, attemptID string, input *attemptI
 		return
 	}
 	p.entries[key] = &poolEntry{attemptID: attemptID, state: stateClaimed, input: input,
-		podsSeen: map[string]bool{}, podsCreated: map[string]bool{}}
+		podsSeen: map[string]bool{}, podsCreated: map[string]bool{}, claimed: time.Now()}
 }
 
 // Input is the claimed attempt's input.
@@ -314,6 +318,9 @@ func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry
 		e.report = c
 		p.mu.Unlock()
 		if first {
+			if p.metrics != nil && !e.claimed.IsZero() {
+				p.metrics.AttemptStart.Observe(time.Since(e.claimed).Seconds())
+			}
 			p.notify(key)
 		}
 	}

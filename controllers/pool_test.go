@@ -320,3 +320,41 @@ func TestPoolReleaseClosesAnUnsubmittedClaim(t *testing.T) {
 		t.Error("input kept after release")
 	}
 }
+
+// The attempt's start is timed from its claim to its first registration,
+// once: a runner registering again (a retried RegisterTrial) is not a
+// second start, and an attempt that never registers is not timed.
+func TestPoolTimesAttemptStartFromClaimToRegistration(t *testing.T) {
+	p, m := startPool(t, 2)
+	p.Claim(keyA, "a-1", nil)
+	time.Sleep(30 * time.Millisecond)
+	registeredTwice := func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
+		registered(runnerReport{})
+		registered(runnerReport{})
+		return host.AttemptResult{Outcome: evalv1.OutcomePassed}
+	}
+	if !p.Submit(keyA, "a-1", registeredTwice) {
+		t.Fatal("submit refused")
+	}
+	keyB := types.NamespacedName{Namespace: "ns", Name: "never-registers"}
+	p.Claim(keyB, "b-1", nil)
+	if !p.Submit(keyB, "b-1", func(ctx context.Context, _ func(runnerReport)) host.AttemptResult {
+		return host.AttemptResult{Outcome: evalv1.OutcomeInfraFailed}
+	}) {
+		t.Fatal("submit refused")
+	}
+	for range 3 { // a registered, a done, b done
+		nextEvent(t, p)
+	}
+	var got dto.Metric
+	if err := m.AttemptStart.Write(&got); err != nil {
+		t.Fatal(err)
+	}
+	h := got.GetHistogram()
+	if h.GetSampleCount() != 1 {
+		t.Fatalf("attempt starts timed: %d, want 1 (registered once, the other never)", h.GetSampleCount())
+	}
+	if s := h.GetSampleSum(); s < 0.03 || s > 5 {
+		t.Errorf("attempt start = %.3fs, want the 30 ms between claim and registration and little more", s)
+	}
+}

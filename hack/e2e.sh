@@ -164,6 +164,6 @@ stage "cluster up" cluster_up
 stage "e2e suite (E2E_BENCH_TRIALS=${E2E_BENCH_TRIALS:-40})" env E2E_KUBECONFIG="$kubeconfig" E2E_KUBECTL="$k8s_bin/kubectl" E2E_IMAGE="tolokaforge:$version" \
   E2E_PYTHON_IMAGE="tolokaforge:$version-python" E2E_FAKELLM_IMAGE="$fakellm_image" \
   E2E_KUEUE_IMAGE="$kueue_image" E2E_KUEUE_MANIFEST="$root/bin/kueue/install.yaml" E2E_TOLOKAFORGE="$root/bin/e2e/tolokaforge" \
-  E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" \
+  E2E_CLUSTER_DIR="$dir" E2E_BENCH_OUT="$root/bin/e2e-bench.txt" E2E_BENCH_JSON="$root/bin/e2e-bench.json" \
   E2E_CONTAINERD="$containerd_sock" E2E_REGISTRY="$registry" E2E_TASKS="${E2E_TASKS:+$(realpath "$E2E_TASKS")}" \
   go test -count=1 -v -timeout 40m ./test/e2e/ -ginkgo.v ${E2E_FLAGS:-}

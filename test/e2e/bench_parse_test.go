@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -71,5 +72,61 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(tc.in, tc.q); got != tc.want {
 			t.Errorf("percentile(%v, %v) = %v, want %v", tc.in, tc.q, got, tc.want)
 		}
+	}
+}
+
+func TestAttemptStartHistogram(t *testing.T) {
+	const a = `# TYPE tolokaforge_attempt_start_seconds histogram
+tolokaforge_attempt_start_seconds_bucket{le="0.1"} 2
+tolokaforge_attempt_start_seconds_bucket{le="0.5"} 6
+tolokaforge_attempt_start_seconds_bucket{le="1"} 8
+tolokaforge_attempt_start_seconds_bucket{le="+Inf"} 10
+tolokaforge_attempt_start_seconds_sum 9
+tolokaforge_attempt_start_seconds_count 10
+`
+	const b = `# TYPE tolokaforge_attempt_start_seconds histogram
+tolokaforge_attempt_start_seconds_bucket{le="0.1"} 0
+tolokaforge_attempt_start_seconds_bucket{le="0.5"} 2
+tolokaforge_attempt_start_seconds_bucket{le="1"} 2
+tolokaforge_attempt_start_seconds_bucket{le="+Inf"} 2
+tolokaforge_attempt_start_seconds_sum 0.6
+tolokaforge_attempt_start_seconds_count 2
+`
+	both, err := parseHistogram(attemptStartMetric, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if both.count != 12 {
+		t.Fatalf("count = %v, want 12 (two managers summed)", both.count)
+	}
+	for _, tc := range []struct {
+		name string
+		h    histogram
+		q    float64
+		want float64
+	}{
+		// 12 observations: rank 6 falls in (0.1, 0.5], which holds 6 of
+		// them above the 2 at or below 0.1: 0.1 + 0.4*(6-2)/6.
+		{"p50 of both managers", both, 0.5, 0.1 + 0.4*4/6},
+		// Only the second scrape's new observations: 10 less 0 and the
+		// deltas per bucket.
+		{"a phase's delta", both.minus(histogram{bounds: both.bounds, cum: []float64{2, 6, 8, 10}, count: 10}), 0.5, 0.1 + 0.4*1/2},
+		{"p95 in the +Inf bucket is the last finite bound", both, 0.99, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.h.quantile(tc.q); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+			}
+		})
+	}
+	if got := (histogram{}).quantile(0.5); !math.IsNaN(got) {
+		t.Errorf("quantile of no observations = %v, want NaN", got)
+	}
+	if _, err := parseHistogram(attemptStartMetric, "garbage{"); err == nil {
+		t.Error("a malformed exposition parsed")
+	}
+	none, err := parseHistogram(attemptStartMetric, "# no such metric\nother_total 1\n")
+	if err != nil || none.count != 0 {
+		t.Errorf("absent metric: %+v, %v", none, err)
 	}
 }

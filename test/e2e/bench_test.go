@@ -85,39 +85,19 @@ func benchmarkSpecs() {
 		bareNames := runBareTrials(ctx, tmpl)
 		bare := probe.phase(ctx, before, bareNames)
 
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
-				TrialsPerTask: int32(benchCampaignTrials),
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   benchParallel,
-			},
-		}
-		before = probe.snapshot(ctx)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		Eventually(func() string {
-			var got evalv1.Campaign
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
-				return err.Error()
-			}
-			n := got.Status.Counts
-			return fmt.Sprintf("passed=%d failed=%d infra=%d invalid=%d", n.Passed, n.Failed, n.InfraFailed, n.Invalid)
-		}).WithTimeout(time.Duration(benchCampaignTrials) * 12 * time.Second).WithPolling(250 * time.Millisecond).
-			Should(Equal(fmt.Sprintf("passed=%d failed=0 infra=0 invalid=0", benchCampaignTrials)))
-		var trials evalv1.TrialList
-		Expect(k8s.List(ctx, &trials, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: c.Name})).To(Succeed())
-		Expect(trials.Items).To(HaveLen(benchCampaignTrials))
-		names := make([]string, 0, len(trials.Items))
-		for _, t := range trials.Items {
-			names = append(names, t.Name)
-		}
-		campaign := probe.phase(ctx, before, names)
+		// The same Campaign on per-Trial pods, then on warm slots.
+		campaign := runBenchCampaign(ctx, probe, "bench", nil)
+		slotted := runBenchCampaign(ctx, probe, "bench-slots", &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled})
 
-		table := benchTable(campaign, bare, probe.managerMemory())
+		table := benchTable(campaign, bare, probe.managerMemory()) + slotTable(slotted, campaign)
 		GinkgoWriter.Print(table)
 		if out := os.Getenv("E2E_BENCH_OUT"); out != "" {
 			Expect(os.WriteFile(out, []byte(table), 0o644)).To(Succeed())
+		}
+		js := slotBenchJSON(slotted, campaign)
+		GinkgoWriter.Printf("%s\n", js)
+		if out := os.Getenv("E2E_BENCH_JSON"); out != "" {
+			Expect(os.WriteFile(out, js, 0o644)).To(Succeed())
 		}
 		// The figures must have been measured, not defaulted: a probe that
 		// found no cgroup or no process would print zeros.
@@ -127,7 +107,51 @@ func benchmarkSpecs() {
 		Expect(campaign.cpu["manager"]).To(BeNumerically(">", 0))
 		Expect(campaign.cpu["runner+dbservice pods"]).To(BeNumerically(">", 0))
 		Expect(campaign.writes).To(BeNumerically(">", 0))
+		Expect(slotted.podReady[slotRole]).NotTo(BeEmpty(), "no slot pod was seen Ready")
+		Expect(len(slotted.podReady[slotRole])).To(BeNumerically("<=", benchParallel), "more slot pods than maxParallel")
+		Expect(slotted.start.count).To(BeNumerically(">=", benchCampaignTrials), "attempt starts the manager timed")
+		Expect(campaign.start.count).To(BeNumerically(">=", benchCampaignTrials), "attempt starts the manager timed")
+		// What slots are for: fewer writes per Trial than pods of its own.
+		Expect(slotted.writes/float64(slotted.trials)).To(BeNumerically("<", campaign.writes/float64(campaign.trials)))
 	})
+}
+
+// runBenchCampaign runs the benchmark's oracle Campaign named name (on
+// slots when slots is set) and measures it.
+func runBenchCampaign(ctx context.Context, probe *benchProbe, name string, slots *evalv1.SlotPolicy) benchPhase {
+	GinkgoHelper()
+	c := &evalv1.Campaign{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: evalv1.CampaignSpec{
+			Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
+			TrialsPerTask: int32(benchCampaignTrials),
+			Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
+			MaxParallel:   benchParallel,
+			Slots:         slots,
+		},
+	}
+	before := probe.snapshot(ctx)
+	Expect(k8s.Create(ctx, c)).To(Succeed())
+	Eventually(func() string {
+		var got evalv1.Campaign
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+			return err.Error()
+		}
+		n := got.Status.Counts
+		return fmt.Sprintf("passed=%d failed=%d infra=%d invalid=%d", n.Passed, n.Failed, n.InfraFailed, n.Invalid)
+	}).WithTimeout(time.Duration(benchCampaignTrials) * 12 * time.Second).WithPolling(250 * time.Millisecond).
+		Should(Equal(fmt.Sprintf("passed=%d failed=0 infra=0 invalid=0", benchCampaignTrials)))
+	var trials evalv1.TrialList
+	Expect(k8s.List(ctx, &trials, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: c.Name})).To(Succeed())
+	Expect(trials.Items).To(HaveLen(benchCampaignTrials))
+	names := make([]string, 0, len(trials.Items))
+	for _, t := range trials.Items {
+		names = append(names, t.Name)
+	}
+	ph := probe.phase(ctx, before, names)
+	ph.campaign = name
+	probe.slotPods(&ph, name)
+	return ph
 }
 
 // runBareTrials creates benchBareTrials copies of the oracle sample, keeping
@@ -191,6 +215,8 @@ type benchPod struct {
 	role, trial   string
 	added, ready  time.Time
 	managerPodUID bool
+	// campaign and component are a slot pod's (it names no trial).
+	campaign, component string
 }
 
 type benchSnap struct {
@@ -199,6 +225,7 @@ type benchSnap struct {
 	usage   map[types.UID]uint64
 	kubeAll uint64
 	writes  map[string]float64 // resource -> POST/PUT/PATCH/DELETE
+	starts  histogram          // the managers' tolokaforge_attempt_start_seconds
 }
 
 // benchPhase is one measured phase: the figures per Trial.
@@ -209,6 +236,11 @@ type benchPhase struct {
 	cpu       map[string]time.Duration   // what -> total over the phase
 	writes    float64
 	writesRes map[string]float64
+	// campaign is the Campaign measured ("" for the bare Trials).
+	campaign string
+	// start is the phase's tolokaforge_attempt_start_seconds: from an
+	// attempt's start in the manager to RegisterTrial answered.
+	start histogram
 }
 
 func newBenchProbe(cs *kubernetes.Clientset) *benchProbe {
@@ -290,7 +322,8 @@ func (p *benchProbe) observe(o interface{}) {
 	bp := p.pods[pod.UID]
 	if bp == nil {
 		bp = &benchPod{role: pod.Labels[evalv1.LabelRole], trial: pod.Labels[evalv1.LabelTrial], added: now,
-			managerPodUID: pod.Namespace == managerNamespace}
+			managerPodUID: pod.Namespace == managerNamespace,
+			campaign: pod.Labels[evalv1.LabelCampaign], component: pod.Labels[evalv1.LabelComponent]}
 		p.pods[pod.UID] = bp
 	}
 	if bp.ready.IsZero() {
@@ -433,6 +466,7 @@ func (p *benchProbe) snapshot(ctx context.Context) benchSnap {
 	Expect(err).NotTo(HaveOccurred())
 	s.kubeAll = all
 	s.writes = p.apiWrites(ctx)
+	s.starts = p.attemptStarts(ctx)
 	return s
 }
 
@@ -474,6 +508,7 @@ func (p *benchProbe) phase(ctx context.Context, before benchSnap, trials []strin
 			ph.writes += d
 		}
 	}
+	ph.start = after.starts.minus(before.starts)
 	return ph
 }
 

@@ -282,6 +282,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	})
 
 	slotSpecs()
+	slotFaultSpecs()
 	benchmarkSpecs()
 	terminalBenchSpecs()
 	// Last: Kueue's pod webhooks and the manager's restart change the

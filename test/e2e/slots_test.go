@@ -45,7 +45,7 @@ func slotSpecs() {
 			return fmt.Sprintf("passed=%d failed=%d infra=%d invalid=%d", got.Status.Counts.Passed,
 				got.Status.Counts.Failed, got.Status.Counts.InfraFailed, got.Status.Counts.Invalid)
 		}).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Equal("passed=8 failed=0 infra=0 invalid=0"),
-			func() string { return slotReport(ctx) })
+			func() string { return campaignReport(ctx, c.Name) })
 		GinkgoWriter.Printf("8-Trial Campaign on slots completed in %s\n", time.Since(start).Round(time.Second))
 
 		var trials evalv1.TrialList
@@ -91,9 +91,9 @@ func slotReplacements(ctx context.Context) []string {
 	return out
 }
 
-// slotReport says what the slots and the Campaign's Trials are doing, for
-// a failure message.
-func slotReport(ctx context.Context) string {
+// campaignReport says what the slots and the Campaign's Trials are doing,
+// for a failure message.
+func campaignReport(ctx context.Context, campaign string) string {
 	var sb strings.Builder
 	var pods corev1.PodList
 	_ = k8s.List(ctx, &pods, client.InNamespace(ns), client.HasLabels{evalv1.LabelSlotClass})
@@ -104,7 +104,7 @@ func slotReport(ctx context.Context) string {
 		fmt.Fprintf(&sb, "replaced: %s\n", r)
 	}
 	var trials evalv1.TrialList
-	_ = k8s.List(ctx, &trials, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: "slotted"})
+	_ = k8s.List(ctx, &trials, client.InNamespace(ns), client.MatchingLabels{evalv1.LabelCampaign: campaign})
 	for _, t := range trials.Items {
 		fmt.Fprintf(&sb, "%s: %s", t.Name, describe(&t))
 	}
