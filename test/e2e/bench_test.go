@@ -112,7 +112,7 @@ func benchmarkSpecs() {
 		Expect(slotted.start.count).To(BeNumerically(">=", benchCampaignTrials), "attempt starts the manager timed")
 		Expect(campaign.start.count).To(BeNumerically(">=", benchCampaignTrials), "attempt starts the manager timed")
 		// What slots are for: fewer writes per Trial than pods of its own.
-		Expect(slotted.writes/float64(slotted.trials)).To(BeNumerically("<", campaign.writes/float64(campaign.trials)))
+		Expect(slotted.writes / float64(slotted.trials)).To(BeNumerically("<", campaign.writes/float64(campaign.trials)))
 	})
 }
 
@@ -323,7 +323,7 @@ func (p *benchProbe) observe(o interface{}) {
 	if bp == nil {
 		bp = &benchPod{role: pod.Labels[evalv1.LabelRole], trial: pod.Labels[evalv1.LabelTrial], added: now,
 			managerPodUID: pod.Namespace == managerNamespace,
-			campaign: pod.Labels[evalv1.LabelCampaign], component: pod.Labels[evalv1.LabelComponent]}
+			campaign:      pod.Labels[evalv1.LabelCampaign], component: pod.Labels[evalv1.LabelComponent]}
 		p.pods[pod.UID] = bp
 	}
 	if bp.ready.IsZero() {
