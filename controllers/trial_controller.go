@@ -410,9 +410,11 @@ func (r *TrialReconciler) execute(ctx context.Context, t *evalv1.Trial, p *plan)
 	if p.Release != "" {
 		r.Pool.Release(key, p.Release)
 	}
-	if p.CompletedReason != "" {
+	if p.CompletedReason != "" && usesGateway(t, r.Pods.GatewayURL) {
 		// The gateway already refuses a completed Trial's token; deleting
-		// the Secret also leaves nothing to read it from.
+		// the Secret also leaves nothing to read it from. A Trial without a
+		// judge never had one: a DELETE answered 404 is still an API
+		// write, one per Trial.
 		if err := r.deleteGatewaySecret(ctx, key); err != nil {
 			r.Log.Error(err, "revoke gateway token", "trial", key.String())
 		}

@@ -121,6 +121,9 @@ func startStack(o stackOptions) (_ *stack, err error) {
 		Actors:              s.gates.Actors,
 		Logger:              log,
 		Campaign:            []campaign.Option{campaign.WithStatusInterval(o.statusInterval)},
+		// As installed: a gateway for judges (none of these Trials has one),
+		// so the writes counted are those of a real manager's Trials.
+		GatewayURL: "http://tolokaforge-gateway.invalid:8081",
 	}
 	s.mgr, err = s.StartManager(envtest.Counted(s.Config, &s.api), s.mgrOpts)
 	return s, err

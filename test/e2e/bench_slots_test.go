@@ -16,7 +16,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -252,4 +254,21 @@ func secs(v float64) string {
 		return "-"
 	}
 	return (time.Duration(v * float64(time.Second))).Round(time.Millisecond).String()
+}
+
+// waitNoTrialPods waits until the namespace holds no Trial's pod and no
+// slot pod.
+func waitNoTrialPods(ctx context.Context) {
+	GinkgoHelper()
+	Eventually(func() []string {
+		var left []string
+		var pods corev1.PodList
+		_ = k8s.List(ctx, &pods, client.InNamespace(ns))
+		for _, p := range pods.Items {
+			if p.Labels[evalv1.LabelTrial] != "" || p.Labels[evalv1.LabelSlotClass] != "" {
+				left = append(left, p.Name)
+			}
+		}
+		return left
+	}).WithTimeout(3*time.Minute).WithPolling(time.Second).Should(BeEmpty(), "pods of the previous phase")
 }

@@ -81,6 +81,7 @@ func benchmarkSpecs() {
 		// the bare Trials left.
 		var tmpl evalv1.Trial
 		Expect(yaml.Unmarshal([]byte(sample("eval_v1alpha1_trial_oracle.yaml")), &tmpl)).To(Succeed())
+		waitNoTrialPods(ctx)
 		before := probe.snapshot(ctx)
 		bareNames := runBareTrials(ctx, tmpl)
 		bare := probe.phase(ctx, before, bareNames)
@@ -130,6 +131,10 @@ func runBenchCampaign(ctx context.Context, probe *benchProbe, name string, slots
 			Slots:         slots,
 		},
 	}
+	// Each phase starts on a quiet node: the pods of the one before are
+	// gone (their teardown is kubelet's and containerd's work, which would
+	// be charged to this phase and slow its pods' start).
+	waitNoTrialPods(ctx)
 	before := probe.snapshot(ctx)
 	Expect(k8s.Create(ctx, c)).To(Succeed())
 	Eventually(func() string {
