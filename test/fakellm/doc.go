@@ -11,7 +11,7 @@
 // sent; a Server given one lists its spans at GET /otlp/traces, so the
 // cluster's end-to-end tests reach the traces where they reach the model.
 //
-// It is a test harness; of the operator's own packages it imports only
+// It is a test harness; of the operator's own packages it uses only
 // api/telemetry (the span store it shares with `trial run --trace`).
 //
 // Imports: api/telemetry, the standard library, github.com/go-logr/logr,
