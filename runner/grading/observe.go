@@ -72,13 +72,14 @@ type Observer interface {
 // the series describe the components trials use.
 func startUnit(ctx context.Context, env Env, unit string) (context.Context, func(ran bool, err error)) {
 	start := time.Now()
-	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(TracerName).
-		Start(ctx, SpanPrefix+unit, trace.WithAttributes(AttrUnit.String(unit)))
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(TracerName).Start(ctx, SpanPrefix+unit)
 	return ctx, func(ran bool, err error) {
-		if err != nil {
-			span.SetStatus(codes.Error, err.Error())
+		if span.IsRecording() {
+			span.SetAttributes(AttrUnit.String(unit), AttrRan.Bool(ran || err != nil))
+			if err != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
 		}
-		span.SetAttributes(AttrRan.Bool(ran || err != nil))
 		span.End()
 		if o, ok := env.(Observer); ok && (ran || err != nil) {
 			o.GradingUnit(unit, time.Since(start), err)
