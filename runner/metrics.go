@@ -97,14 +97,6 @@ func (m *metrics) toolCall(tool, executor, status string, took time.Duration) {
 	m.toolDuration.WithLabelValues(tool).Observe(took.Seconds())
 }
 
-func (m *metrics) graded(ok bool, took time.Duration) {
-	outcome := "ok"
-	if !ok {
-		outcome = "error"
-	}
-	m.grading.WithLabelValues(outcome).Observe(took.Seconds())
-}
-
 // gradingUnit records one grading component's time; a name outside the
 // grader's closed set (another Grader's) is "other", never a new series.
 func (m *metrics) gradingUnit(unit string, took time.Duration, err error) {
@@ -134,6 +126,14 @@ var knownUnits = func() map[string]bool {
 	}
 	return out
 }()
+
+func (m *metrics) graded(ok bool, took time.Duration) {
+	outcome := "ok"
+	if !ok {
+		outcome = "error"
+	}
+	m.grading.WithLabelValues(outcome).Observe(took.Seconds())
+}
 
 // MetricsHandler serves the runner's series in the Prometheus text format.
 // When the runner has an auth token, a scrape must carry it as its gRPC
