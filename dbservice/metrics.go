@@ -15,7 +15,10 @@ type metrics struct {
 	hashTime prometheus.Histogram
 }
 
-func newMetrics(activeTrials func() float64) *metrics {
+// newMetrics reads its gauges when scraped: activeTrials counts the trials
+// held, stateBytes the bytes charged to them (kept exact on every change, so
+// a scrape costs an atomic load, never a walk of the states).
+func newMetrics(activeTrials, stateBytes func() float64) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -43,6 +46,11 @@ func newMetrics(activeTrials func() float64) *metrics {
 			Name: "dbservice_active_trials",
 			Help: "Trials currently held in memory.",
 		}, activeTrials),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "dbservice_state_bytes",
+			Help: "Canonical record bytes the live trials hold: each one's current and initial state and its snapshots " +
+				"(a state kept by several of them once), the figure max_total_bytes limits.",
+		}, stateBytes),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -65,7 +65,8 @@ func New(opts Options) *Server {
 	if s.log.GetSink() == nil {
 		s.log = logr.Discard()
 	}
-	s.metrics = newMetrics(func() float64 { return float64(s.store.count()) })
+	s.metrics = newMetrics(func() float64 { return float64(s.store.count()) },
+		func() float64 { return float64(s.store.bytes.Load()) })
 	s.routes()
 	emptyID := s.wrap("empty trial id", func(w http.ResponseWriter, r *http.Request) *Error {
 		return newError(http.StatusBadRequest, errTypeInvalidTrialID, map[string]any{"trial_id": ""},

@@ -95,7 +95,10 @@ type trialEnv struct {
 	t *trial
 }
 
-var _ grading.Env = (*trialEnv)(nil)
+var (
+	_ grading.Env      = (*trialEnv)(nil)
+	_ grading.Observer = (*trialEnv)(nil)
+)
 
 func (e *trialEnv) TrialID() string                  { return e.t.id }
 func (e *trialEnv) Spec() *task.TrialSpec            { return e.t.spec }
@@ -104,6 +107,12 @@ func (e *trialEnv) UserTools() []string              { return e.t.user.Names() }
 func (e *trialEnv) Records() []task.RecordedToolCall { return e.t.recordsCopy() }
 func (e *trialEnv) DB() *client.Client               { return e.t.db.c }
 func (e *trialEnv) WorkDir() string                  { return e.t.filesDir }
+
+// GradingUnit and VerifierRan count the grader's components and verifier runs.
+func (e *trialEnv) GradingUnit(unit string, took time.Duration, err error) {
+	e.s.metrics.gradingUnit(unit, took, err)
+}
+func (e *trialEnv) VerifierRan(outcome string) { e.s.metrics.verifierRan(outcome) }
 
 // JudgeKey is the judge's key the host gave for this trial (grading.JudgeKeyHolder);
 // "" when it gave none.

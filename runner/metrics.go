@@ -17,6 +17,7 @@ import (
 	"tolokaforge.io/operator/api/llm"
 	"tolokaforge.io/operator/api/task"
 	"tolokaforge.io/operator/api/telemetry"
+	"tolokaforge.io/operator/runner/grading"
 )
 
 // metrics are one runner's Prometheus series on a registry of its own (a
@@ -28,6 +29,8 @@ type metrics struct {
 	toolCalls    *prometheus.CounterVec   // tool, executor, status
 	toolDuration *prometheus.HistogramVec // tool
 	grading      *prometheus.HistogramVec // outcome
+	units        *prometheus.HistogramVec // component, outcome
+	verifier     *prometheus.CounterVec   // outcome
 	pyRestarts   prometheus.Counter
 }
 
@@ -57,12 +60,22 @@ func newMetrics() *metrics {
 			Help:    "GradeTrial's grading, all components together, by outcome (ok, error).",
 			Buckets: gradeBuckets,
 		}, []string{"outcome"}),
+		units: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tolokaforge_runner_grading_component_duration_seconds",
+			Help: "Each grading component's evaluation by component (hash, jsonpath, db_probes, transcript_rules, trace_checks, llm_judge, " +
+				"custom_checks, golden_replay (within hash), test_execution, environment_tests) and outcome (ok, error).",
+			Buckets: gradeBuckets,
+		}, []string{"component", "outcome"}),
+		verifier: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tolokaforge_runner_verifier_runs_total",
+			Help: "test_execution verifier runs (in the runner or the task's environment) by outcome (passed, failed, timeout, error).",
+		}, []string{"outcome"}),
 		pyRestarts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tolokaforge_runner_python_host_restarts_total",
 			Help: "Python tool hosts started again after one broke or was closed mid-trial.",
 		}),
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.grading, m.pyRestarts,
+	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.grading, m.units, m.verifier, m.pyRestarts,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The judge's model calls (api/llm records them process-wide).
 	m.reg.MustRegister(llm.DefaultMetrics.Collectors()...)
@@ -83,6 +96,36 @@ func (m *metrics) toolCall(tool, executor, status string, took time.Duration) {
 	m.toolCalls.WithLabelValues(tool, executor, status).Inc()
 	m.toolDuration.WithLabelValues(tool).Observe(took.Seconds())
 }
+
+// gradingUnit records one grading component's time; a name outside the
+// grader's closed set (another Grader's) is "other", never a new series.
+func (m *metrics) gradingUnit(unit string, took time.Duration, err error) {
+	if !knownUnits[unit] {
+		unit = "other"
+	}
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.units.WithLabelValues(unit, outcome).Observe(took.Seconds())
+}
+
+func (m *metrics) verifierRan(outcome string) {
+	switch outcome {
+	case grading.VerifierPassed, grading.VerifierFailed, grading.VerifierTimeout, grading.VerifierError:
+	default:
+		outcome = grading.VerifierError
+	}
+	m.verifier.WithLabelValues(outcome).Inc()
+}
+
+var knownUnits = func() map[string]bool {
+	out := map[string]bool{}
+	for _, u := range grading.Units() {
+		out[u] = true
+	}
+	return out
+}()
 
 func (m *metrics) graded(ok bool, took time.Duration) {
 	outcome := "ok"

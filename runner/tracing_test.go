@@ -24,7 +24,7 @@ import (
 
 // TestTracedRunnerJoinsTheCallersTrace: a traced runner's GradeTrial span
 // is the child of the span whose context the call's metadata carries, the
-// judge's model call is the child of GradeTrial's span with its tokens and
+// judge's model call is under GradeTrial's llm_judge grading span with its tokens and
 // retry, and the runner's series count the judge's tries.
 func TestTracedRunnerJoinsTheCallersTrace(t *testing.T) {
 	const key = "sk-runner-judge"
@@ -91,8 +91,9 @@ func TestTracedRunnerJoinsTheCallersTrace(t *testing.T) {
 	if !ok {
 		t.Fatal("no span of the judge's model call")
 	}
-	if chat.Parent.SpanID() != server.SpanContext.SpanID() {
-		t.Errorf("the judge's model call is not under GradeTrial's span")
+	judgeUnit := byName[grading.SpanPrefix+"llm_judge"]
+	if chat.Parent.SpanID() != judgeUnit.SpanContext.SpanID() || judgeUnit.Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Errorf("the judge's model call is not under the llm_judge grading span under GradeTrial's")
 	}
 	attrs := map[string]int64{}
 	for _, kv := range chat.Attributes {

@@ -8,8 +8,15 @@
 // provider and tracing costs nothing. The manager and the runner call it
 // from their Main; libraries never read the environment.
 //
+// Recorder keeps spans in memory in OTLP's own form, as the OTLP exporter's
+// client (RecordingProvider) or a collector's store: `trial run --trace`
+// writes an attempt's trace from it as OTLP JSON (MarshalJSON), and the fake
+// LLM's OTLP receiver lists what it was sent.
+//
 // Imports: the standard library, go.opentelemetry.io/otel,
+// go.opentelemetry.io/otel/exporters/otlp/otlptrace,
 // go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc,
-// go.opentelemetry.io/otel/sdk, go.opentelemetry.io/otel/trace and
-// google.golang.org/grpc (metadata).
+// go.opentelemetry.io/otel/sdk, go.opentelemetry.io/otel/trace,
+// go.opentelemetry.io/proto/otlp, google.golang.org/grpc (metadata) and
+// google.golang.org/protobuf.
 package telemetry

@@ -112,6 +112,7 @@
 // runner/grading/gradefmt, runner/grading/judge, runner/grading/pychecks,
 // runner/grading/timeline, runner/proc, runner/tools (the whole-output sink the
 // environment verifier fills), the standard library, cel.dev/cel-go, github.com/go-logr/logr,
-// github.com/theory/jsonpath and google.golang.org/grpc (status codes). It never
-// imports the runner.
+// github.com/theory/jsonpath, go.opentelemetry.io/otel, go.opentelemetry.io/otel/trace
+// (a span per grading unit, observe.go) and google.golang.org/grpc (status codes). It
+// never imports the runner.
 package grading

@@ -122,7 +122,7 @@ func agentErr(err error) string {
 // timeout scores 0 (the agent's outcome); an environment that does not
 // answer, a failed upload, or a missing or invalid reward is an
 // infrastructure failure (envError).
-func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex EnvironmentExec) (*runnerpb.Grade, error) {
+func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex EnvironmentExec) (grade *runnerpb.Grade, err error) {
 	env := g.task.Environment
 	te := g.cfg.TestExecution
 	if te == nil || len(te.Command) == 0 {
@@ -149,7 +149,15 @@ func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex Environment
 	if _, err := ex.PutTar(ctx, &pb.PutTarRequest{DestDir: paths.Tests, Tar: testsTar, Replace: true, User: env.Verifier.User}); err != nil {
 		return nil, envError("%s: upload the tests to %s: %s", where, paths.Tests, agentErr(err))
 	}
-	// c. The tests.
+	// c. The tests. From here the verifier ran: every way out is counted.
+	timedOut := false
+	defer func() {
+		outcome := verifierOutcome(grade, err)
+		if timedOut {
+			outcome = VerifierTimeout
+		}
+		verifierRan(g.env, outcome)
+	}()
 	timeout := defaultEnvVerifierTimeout
 	if te.TimeoutS > 0 {
 		timeout = time.Duration(te.TimeoutS * float64(time.Second))
@@ -183,7 +191,7 @@ func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex Environment
 	if g.cfg.PassThreshold != nil {
 		threshold = *g.cfg.PassThreshold
 	}
-	grade := func(score float64, how string) *runnerpb.Grade {
+	verdict := func(score float64, how string) *runnerpb.Grade {
 		reason := fmt.Sprintf("Environment tests: score=%s (%s)", gradefmt.Score(score), how)
 		if env.Verifier.KeepAgentProcesses {
 			reason += "; the agent's processes were kept running during the tests (keep_agent_processes)"
@@ -195,7 +203,8 @@ func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex Environment
 	}
 	// e/f. The verdict.
 	if res.GetTimedOut() {
-		return grade(0, fmt.Sprintf("the tests timed out after %s s and were killed", strconv.FormatFloat(timeout.Seconds(), 'g', -1, 64))), nil
+		timedOut = true
+		return verdict(0, fmt.Sprintf("the tests timed out after %s s and were killed", strconv.FormatFloat(timeout.Seconds(), 'g', -1, 64))), nil
 	}
 	ended := fmt.Sprintf("exit code %d", res.GetExitCode())
 	if res.GetSignal() != "" {
@@ -206,11 +215,11 @@ func runEnvironmentVerification(ctx context.Context, g *gradeCtx, ex Environment
 		return nil, envError("%s: %s", where, err.Error())
 	}
 	if found {
-		return grade(score, how+", tests "+ended), nil
+		return verdict(score, how+", tests "+ended), nil
 	}
 	if env.Verifier.Parser == task.ParserPytest {
 		score, how := pytestScore(res.GetStdout())
-		return grade(score, how+", tests "+ended), nil
+		return verdict(score, how+", tests "+ended), nil
 	}
 	return nil, envError("%s: the tests (%s) wrote neither %s nor %s in %s, and the task names no output parser; output tail: %q",
 		where, ended, rewardJSONName, rewardTxtName, paths.Verifier, tailOf(output, reasonTailBytes))

@@ -45,10 +45,14 @@ func (gr *grader) Grade(ctx context.Context, env Env, req Request) (grade *runne
 		if ex := env.Environment(); ex == nil {
 			err = envError("trial %q has an environment but none is connected to the runner", g.id)
 		} else {
-			grade, err = runEnvironmentVerification(ctx, g, ex)
+			uctx, end := startUnit(ctx, env, UnitEnvironmentTests)
+			grade, err = runEnvironmentVerification(uctx, g, ex)
+			end(true, err)
 		}
 	case g.cfg.GradingMethod == task.GradingTestExecution:
-		grade, err = runTestExecution(ctx, g)
+		uctx, end := startUnit(ctx, env, UnitTestExecution)
+		grade, err = runTestExecution(uctx, g)
+		end(true, err)
 	default:
 		grade, err = gr.run(ctx, g)
 	}
@@ -149,7 +153,7 @@ func (gr *grader) run(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		if !g.wants(ev.Component()) {
 			continue
 		}
-		v, err := ev.Evaluate(ctx, g)
+		v, err := evaluate(ctx, g, ev)
 		if err != nil {
 			return nil, err
 		}
@@ -222,6 +226,13 @@ func (gr *grader) run(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 		grade.Score, grade.BinaryPass = 0, false
 	}
 	return grade, nil
+}
+
+// evaluate runs one evaluator as a grading unit (its span and its time).
+func evaluate(ctx context.Context, g *gradeCtx, ev evaluator) (v verdict, err error) {
+	ctx, end := startUnit(ctx, g.env, ev.Name())
+	defer func() { end(v.scored, err) }()
+	return ev.Evaluate(ctx, g)
 }
 
 // asked lists, in component order, what the task configured or weighted within the

@@ -27,6 +27,9 @@ type goldenOutcome struct {
 // any status but SUCCESS fails the grade: a grade built on a golden state that never
 // happened is worse than none.
 func replayGolden(ctx context.Context, g *gradeCtx, actions []task.GoldenAction, wantState func(goldenHash string) bool) (out goldenOutcome, err error) {
+	ctx, end := startUnit(ctx, g.env, UnitGoldenReplay)
+	// Deferred first, so it runs last: the restore is part of the replay's time.
+	defer func() { end(true, err) }()
 	db := g.env.DB()
 	if _, err := db.Snapshot(ctx, g.id, snapshotName); err != nil {
 		return out, hashFailed("SnapshotError: snapshotting the trial's state as "+snapshotName, err)

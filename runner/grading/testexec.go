@@ -112,15 +112,26 @@ func runTestExecution(ctx context.Context, g *gradeCtx) (*runnerpb.Grade, error)
 	// the system's runtime (package proc adds it): not the trial's tools'
 	// folders, another trial, the runner's secrets or its auth token.
 	confine := &proc.Confinement{ReadWrite: []string{sb.dir, tmp}}
-	res, err := runVerifier(ctx, sb.dir, te.Command, env, timeout, g.opts.verifier, confine)
+	grade, err := verifierGrade(ctx, g, sb, reward, env, timeout, confine)
+	verifierRan(g.env, verifierOutcome(grade, err))
 	if err != nil {
 		return nil, gradingError(err)
+	}
+	return grade, nil
+}
+
+// verifierGrade runs the verifier in sb and grades what it left.
+func verifierGrade(ctx context.Context, g *gradeCtx, sb *sandbox, reward string, env []string, timeout time.Duration, confine *proc.Confinement) (*runnerpb.Grade, error) {
+	te := g.cfg.TestExecution
+	res, err := runVerifier(ctx, sb.dir, te.Command, env, timeout, g.opts.verifier, confine)
+	if err != nil {
+		return nil, err
 	}
 	g.opts.log.V(1).Info("verifier finished", "trial", g.id, "exit_code", res.exitCode, "output_bytes", res.out.total)
 
 	score, how, err := verifierScore(sb.root, reward, res.exitCode)
 	if err != nil {
-		return nil, gradingError(err)
+		return nil, err
 	}
 	threshold := task.DefaultPassThreshold
 	if g.cfg.PassThreshold != nil {
@@ -200,8 +211,8 @@ func runVerifier(ctx context.Context, dir string, argv, env []string, timeout ti
 		if ctx.Err() != nil {
 			return verifierResult{}, fmt.Errorf("test_execution: grading was cancelled while the verifier command %q ran: %w", argv, ctx.Err())
 		}
-		return verifierResult{}, fmt.Errorf("test_execution: the verifier command %q did not finish within %s; its process group was killed; output tail: %q",
-			argv, timeout, out.tail(reasonTailBytes))
+		return verifierResult{}, &verifierTimeoutError{msg: fmt.Sprintf("test_execution: the verifier command %q did not finish within %s; its process group was killed; output tail: %q",
+			argv, timeout, out.tail(reasonTailBytes))}
 	}
 	var exitErr *exec.ExitError
 	switch {

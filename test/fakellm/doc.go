@@ -7,8 +7,14 @@
 // both the agent model and the user-simulator model. cmd/fakellm serves a
 // script file from the command line.
 //
-// It is a test harness and never imports the operator's own packages.
+// TraceSink (otlp.go) is an OTLP/gRPC trace receiver keeping what it is
+// sent; a Server given one lists its spans at GET /otlp/traces, so the
+// cluster's end-to-end tests reach the traces where they reach the model.
 //
-// Imports: the standard library, github.com/go-logr/logr and sigs.k8s.io/yaml
-// (script files).
+// It is a test harness; of the operator's own packages it uses only
+// api/telemetry (the span store it shares with `trial run --trace`).
+//
+// Imports: api/telemetry, the standard library, github.com/go-logr/logr,
+// go.opentelemetry.io/proto/otlp (the collector's TraceService),
+// google.golang.org/grpc and sigs.k8s.io/yaml (script files).
 package fakellm

@@ -32,7 +32,10 @@ type Config struct {
 	// unsupported_value), so a client that sends the wrong knob fails here
 	// as it would in production.
 	ReasoningModels []string
-	Log             logr.Logger
+	// Traces, when set, is listed at TracesPath on the provider's own port
+	// (its OTLP receiver is started on another).
+	Traces *TraceSink
+	Log    logr.Logger
 }
 
 // maxBody bounds a request body; real prompts are far smaller.
@@ -229,6 +232,9 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.serveChat)
 	mux.HandleFunc("/chat/completions", s.serveChat)
+	if s.cfg.Traces != nil {
+		mux.Handle(TracesPath, s.cfg.Traces)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errorInfo{
 			Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path), Type: "invalid_request_error",

@@ -10,7 +10,8 @@
 // controllers/manager, dbservice, examples/shop, results/cluster,
 // results/local, results/pull, results/report, runner, runner/proc,
 // runner/tools/builtin, the standard library, github.com/go-logr/logr,
-// github.com/spf13/cobra, github.com/spf13/pflag, go.opentelemetry.io/otel, k8s.io/apimachinery,
+// github.com/spf13/cobra, github.com/spf13/pflag, go.opentelemetry.io/otel, go.opentelemetry.io/otel/sdk,
+// go.opentelemetry.io/otel/trace, k8s.io/apimachinery,
 // k8s.io/client-go, sigs.k8s.io/controller-runtime and
 // sigs.k8s.io/yaml. The -tags dev build adds test/devcluster (dev.go,
 // pack_judge.go).

@@ -59,6 +59,7 @@ type runFlags struct {
 	python        string
 	models        *modelFile
 	allowLossy    bool
+	trace         bool
 	mcp           multiFlag
 	mcpCommands   map[string][]string
 	// userSet: --user was given, so a scripted user is chosen on purpose.
@@ -190,6 +191,8 @@ func bindRunFlags(fs *pflag.FlagSet, f *runFlags) {
 	fs.Var(&f.mcp, "mcp-command", "SCRIPT=ARGV: run the tools of a pack's MCP server script SCRIPT with ARGV (repeatable; as pack import)")
 	fs.StringVar(&f.python, "python", "", pythonFlagHelp)
 	fs.BoolVar(&f.allowLossy, "allow-lossy", false, "run a pack even when its grading keys cannot all be carried over (they are listed on stderr either way)")
+	fs.BoolVar(&f.trace, "trace", false, "trace each attempt (its turns, model and tool calls, the runner's RPCs and grading components) and write the trace as OTLP JSON to "+
+		traceFile+" beside trajectory.yaml, whose trace_id names it")
 }
 
 // check validates the parsed flags of fs and loads the files they name.
@@ -309,6 +312,7 @@ func runTrialFlags(ctx context.Context, f *runFlags, env trialEnv) error {
 	}
 	var store *blobstore.Store
 	var stack *local.Stack
+	var tracer *runTracer
 	if toRun(prepared) > 0 {
 		if run == nil {
 			if run, err = newRunDir(f.out, time.Now().UTC()); err != nil {
@@ -319,7 +323,14 @@ func runTrialFlags(ctx context.Context, f *runFlags, env trialEnv) error {
 			return err
 		}
 		defer store.Close()
-		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Python: f.python, Log: env.Log}); err != nil {
+		if f.trace {
+			if tracer, err = newRunTracer(ctx); err != nil {
+				return fmt.Errorf("trial run: --trace: %w", err)
+			}
+			defer tracer.stop(env.Log)
+		}
+		if stack, err = local.StartStack(ctx, local.StackConfig{SelfExecutable: env.SelfExecutable, SecretsDir: f.secretsDir, Python: f.python, Log: env.Log,
+			TracerProvider: tracer.provider()}); err != nil {
 			return fmt.Errorf("trial run: %w", err)
 		}
 		for _, w := range stack.Warnings {
@@ -333,16 +344,16 @@ func runTrialFlags(ctx context.Context, f *runFlags, env trialEnv) error {
 	}
 	if !project {
 		prepared[0].spec.RunID = run.ID
-		return reportResult(env.Stdout, m, prepared[0], driveAttempt(ctx, env, f, m, stack, store, prepared[0]))
+		return reportResult(env.Stdout, m, prepared[0], driveAttempt(ctx, env, f, m, stack, store, tracer, prepared[0]))
 	}
-	return printSummary(env.Stdout, run, driveProject(ctx, env, f, m, run, stack, store, prepared))
+	return printSummary(env.Stdout, run, driveProject(ctx, env, f, m, run, stack, store, tracer, prepared))
 }
 
 // driveProject runs a project's trials one after another and returns a
 // summary line each. A canceled context leaves the rest not run (a resume
 // runs them).
 func driveProject(ctx context.Context, env trialEnv, f *runFlags, m trialModels, run *runDir, stack *local.Stack,
-	store *blobstore.Store, prepared []*preparedTrial) []trialSummary {
+	store *blobstore.Store, tracer *runTracer, prepared []*preparedTrial) []trialSummary {
 	lines := make([]trialSummary, 0, len(prepared))
 	for i, p := range prepared {
 		line := trialSummary{taskID: p.lt.Task.TaskID, path: p.path}
@@ -356,7 +367,7 @@ func driveProject(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 			line.outcome = "not run"
 		default:
 			p.spec.RunID = run.ID
-			res := driveAttempt(ctx, env, f, m, stack, store, p)
+			res := driveAttempt(ctx, env, f, m, stack, store, tracer, p)
 			// The summary's verdict is the one a single trial run exits with:
 			// an oracle is judged as pack validate judges it, not by its grade alone.
 			verdict := reportResult(env.Stdout, m, p, res)
@@ -639,8 +650,10 @@ func openStore(ctx context.Context, run *runDir, w io.Writer) (*blobstore.Store,
 }
 
 // driveAttempt runs the prepared trial on the stack, its turns printed as
-// they happen and its artifacts written to the store.
-func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels, stack *local.Stack, store *blobstore.Store, p *preparedTrial) host.AttemptResult {
+// they happen and its artifacts written to the store (its trace too when
+// tracer is not nil).
+func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels, stack *local.Stack, store *blobstore.Store,
+	tracer *runTracer, p *preparedTrial) host.AttemptResult {
 	p.spec.EnvEndpoints = &task.EnvEndpoints{DBServiceURL: stack.DBServiceURL}
 	fmt.Fprintf(env.Stdout, "trial %s: agent %s, user %s, max turns %d\n", p.spec.TrialID, m.agentName, m.userName, orDefault(p.maxTurns, host.DefaultMaxTurns))
 	if m.judge != nil {
@@ -650,7 +663,7 @@ func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 	if m.agent != nil && m.agent.Provider == task.ProviderOracle {
 		components = local.OracleComponents()
 	}
-	return host.RunAttempt(ctx, host.AttemptConfig{
+	res := host.RunAttempt(ctx, host.AttemptConfig{
 		Runner:             stack.Runner,
 		Spec:               p.spec,
 		InitialUserMessage: p.opening,
@@ -665,7 +678,10 @@ func driveAttempt(ctx context.Context, env trialEnv, f *runFlags, m trialModels,
 		Progress:           func(ev host.TurnEvent) { printTurn(env.Stdout, ev) },
 		Log:                env.Log,
 		GradingComponents:  components,
+		TracerProvider:     tracer.provider(),
 	})
+	writeTrace(ctx, env, store.Sink(""), tracer, p, &res)
+	return res
 }
 
 // reportResult prints res and maps it to the exit code. The oracle is judged
