@@ -285,6 +285,9 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	slotFaultSpecs()
 	benchmarkSpecs()
 	terminalBenchSpecs()
+	// Turns tracing and runner metrics on for the rest: after the
+	// benchmarks, which measure the defaults.
+	observabilitySpecs()
 	// Last: Kueue's pod webhooks and the manager's restart change the
 	// cluster the specs above measure.
 	kueueSpecs()
