@@ -141,7 +141,7 @@ func Start(o Options) (_ *Env, err error) {
 			"runner":    e.runRunner,
 			"dbservice": runDBService,
 		},
-		Binaries: map[string]string{EnvironmentImage: environment},
+		Binaries:      map[string]string{EnvironmentImage: environment},
 		Workers:       o.SimWorkers,
 		ProbeInterval: o.ProbeInterval,
 		KillGrace:     o.KillGrace,
