@@ -1,14 +1,24 @@
 package controllers
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -249,5 +259,81 @@ func TestSlotOfATerminalTask(t *testing.T) {
 		if v.Secret != nil && slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool { return k.Key == EnvironmentTokenKey }) {
 			t.Errorf("slot mounts %s", EnvironmentTokenKey)
 		}
+	}
+}
+
+// startAttempt of a terminal attempt on a slot: the attempt's Secret (the
+// environment's token), then the environment's fence naming the slot, then
+// the pod, labelled with its Campaign. A fence the API server refuses
+// leaves no pod behind and says why in a Warning.
+func TestStartAttemptMakesTheSlotEnvironment(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		name := map[bool]string{false: "made in order", true: "fence refused: no pod"}[refuse]
+		t.Run(name, func(t *testing.T) {
+			refused := errors.New(`networkpolicies is forbidden: quota`)
+			var order []string
+			c := fake.NewClientBuilder().WithScheme(slotScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					kind := strings.TrimPrefix(fmt.Sprintf("%T", obj), "*v1.")
+					if _, ok := obj.(*networkingv1.NetworkPolicy); ok && refuse {
+						return refused
+					}
+					order = append(order, kind+" "+obj.GetName())
+					return cl.Create(ctx, obj, opts...)
+				},
+			}).Build()
+			rec := events.NewFakeRecorder(10)
+			pool := NewPool(2, nil, logr.Discard())
+			r := &TrialReconciler{Client: c, APIReader: c, Recorder: rec, Pool: pool, Pods: PodConfig{Image: "img"}, Log: logr.Discard()}
+			tr := running(1)
+			tr.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled}
+			a := &tr.Status.Attempts[0]
+			a.Slot = slotName
+			key := client.ObjectKeyFromObject(tr)
+			pool.Claim(key, a.ID, &attemptInput{Trial: tr, Number: 1, Task: &resolvedTask{Desc: terminalTask("img")}})
+			p := &plan{CreatePod: []string{evalv1.RoleEnvironment}, SlotEnv: &slotEnvironment{Slot: slotName, Campaign: "c"}}
+			createErrs, err := r.startAttempt(context.Background(), tr, a, p)
+			if refuse {
+				if !errors.Is(err, refused) {
+					t.Fatalf("startAttempt = %v, %v", createErrs, err)
+				}
+				if slices.ContainsFunc(order, func(s string) bool { return strings.HasPrefix(s, "Pod ") }) {
+					t.Errorf("created %v without the fence", order)
+				}
+				select {
+				case e := <-rec.Events:
+					if !strings.Contains(e, "Warning "+evalv1.ReasonNetworkPolicyUnavailable) || !strings.Contains(e, "t1-a1-environment") {
+						t.Errorf("event %q", e)
+					}
+				default:
+					t.Error("no event")
+				}
+				return
+			}
+			if err != nil || len(createErrs) != 0 {
+				t.Fatalf("startAttempt = %v, %v", createErrs, err)
+			}
+			want := []string{"Secret " + AuthSecretName(tr, 1), "NetworkPolicy t1-a1-environment", "Pod t1-a1-environment"}
+			if !slices.Equal(order, want) {
+				t.Fatalf("created %v, want %v", order, want)
+			}
+			pod := &corev1.Pod{}
+			if err := c.Get(context.Background(), types.NamespacedName{Namespace: tr.Namespace, Name: "t1-a1-environment"}, pod); err != nil {
+				t.Fatal(err)
+			}
+			if pod.Labels[evalv1.LabelCampaign] != "c" || pod.Labels[evalv1.LabelAttempt] != "1" {
+				t.Errorf("labels %v", pod.Labels)
+			}
+			np := &networkingv1.NetworkPolicy{}
+			if err := c.Get(context.Background(), types.NamespacedName{Namespace: tr.Namespace, Name: "t1-a1-environment"}, np); err != nil {
+				t.Fatal(err)
+			}
+			if got := np.Spec.Ingress[0].From[0].PodSelector.MatchLabels[evalv1.LabelSlot]; got != slotName {
+				t.Errorf("the fence admits slot %q", got)
+			}
+			if created, _ := pool.PodBookkeeping(key, a.ID); !created[evalv1.RoleEnvironment] {
+				t.Error("the environment pod is not recorded as created")
+			}
+		})
 	}
 }
