@@ -337,3 +337,34 @@ func TestStartAttemptMakesTheSlotEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// A slot whose attempt ended because its own environment never came up,
+// before any driver ran, goes back unused: the slot's runner never saw the
+// trial. Driven, or ended for a reason of the slot, it is replaced as before.
+func TestReleaseAfterAnEnvironmentFault(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reason string
+		driven bool
+		kind   releaseKind
+	}{
+		{"environment not ready, never driven", evalv1.ReasonEnvironmentNotReady, false, releaseUnused},
+		{"environment image unavailable, never driven", evalv1.ReasonEnvironmentImageUnavailable, false, releaseUnused},
+		{"environment not ready, driven", evalv1.ReasonEnvironmentNotReady, true, releaseDirty},
+		{"the slot not ready", evalv1.ReasonPodsNotReady, false, releaseDirty},
+		{"a pod lost (the slot's or the environment's)", evalv1.ReasonPodLost, false, releaseDirty},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := running(1)
+			tr.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled}
+			a := &tr.Status.Attempts[0]
+			a.Slot, a.Outcome, a.Reason, a.EndTime = slotName, evalv1.OutcomeInfraFailed, tc.reason, mt(time.Second)
+			tr.Status.Phase = evalv1.PhaseInfraFailed
+			p := planTrial(&world{Now: t0.Add(2 * time.Second), Trial: tr, AttemptTask: &resolvedTask{Desc: terminalTask("img")},
+				Slots: &slotWorld{Claim: claimView("uid-1-1", true, true, tc.driven), Pod: slotPodIn("ready")}})
+			if r := p.SlotRelease; r == nil || r.Kind != tc.kind {
+				t.Fatalf("release %+v, want kind %d", r, tc.kind)
+			}
+		})
+	}
+}

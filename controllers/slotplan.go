@@ -231,6 +231,10 @@ func (p *plan) releaseSlot(w *world) {
 		}
 	}
 	switch {
+	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed && !s.Driven && environmentFault(a.Reason):
+		// The attempt's own environment never came up, so no driver ran:
+		// the slot's runner never saw the trial, and is as it was.
+		rel.Kind = releaseUnused
 	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed:
 		rel.Kind, rel.Why = releaseDirty, fmt.Sprintf("attempt %d ended InfraFailed (%s): %s", a.Number, a.Reason, a.Message)
 	case !s.Driven:
@@ -243,4 +247,10 @@ func (p *plan) releaseSlot(w *world) {
 		rel.Kind, rel.Why = releaseDirty, fmt.Sprintf("the attempt ended InfraFailed (%s)", d.Result.Reason)
 	}
 	p.SlotRelease = rel
+}
+
+// environmentFault: an attempt ended for a reason of its own environment
+// pod alone (a terminal task's), never of the slot it held.
+func environmentFault(reason string) bool {
+	return reason == evalv1.ReasonEnvironmentNotReady || reason == evalv1.ReasonEnvironmentImageUnavailable
 }
