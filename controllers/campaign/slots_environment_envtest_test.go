@@ -18,6 +18,7 @@ import (
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
+	"tolokaforge.io/operator/controllers/campaign"
 	"tolokaforge.io/operator/test/envtest"
 )
 
@@ -157,5 +158,44 @@ var _ = Describe("Campaign of a terminal task on warm slots", func() {
 				Expect(envPods).To(HaveKey(name), "pod %s (role %s) is neither a slot nor an attempt's environment", name, l[evalv1.LabelRole])
 			}
 		}
+	})
+})
+
+var _ = Describe("Campaign of a terminal task on warm slots, its environment killed", func() {
+	// The environment is the attempt's: killed mid-trial, the attempt ends
+	// InfraFailed and the retry gets a fresh environment pod of its own
+	// (and its own fence), never the first one's.
+	It("retries the attempt with a new environment pod", func() {
+		ns := newNamespace()
+		create(terminalEnvtestTask(ns, "term"))
+		c := newCampaign(ns, "termkill", 1, 1, "term").Agent("oracle", envtest.Oracle()).Obj()
+		c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled}
+		victim := types.NamespacedName{Namespace: ns, Name: campaign.TrialName("termkill", "oracle", "term", 0)}
+		g := s.gates.Hold(victim, 1)
+		create(c)
+		Eventually(g.Reached, waitLong).Should(BeClosed(), "trial %s never reached its agent", victim.Name)
+		tr := &evalv1.Trial{}
+		Expect(s.Client.Get(bg, victim, tr)).To(Succeed())
+		Expect(tr.Status.Attempts).To(HaveLen(1))
+		first := tr.Status.Attempts[0].EnvironmentPod
+		Expect(first).To(Equal(controllers.PodName(victim.Name, 1, evalv1.RoleEnvironment)))
+		Expect(s.Sim.Kill(ns, first)).To(Succeed())
+		close(g.Release)
+
+		c = completed(client.ObjectKeyFromObject(c), evalv1.ReasonFinished)
+		Expect(c.Status.Counts).To(Equal(evalv1.TrialCounts{Total: 1, Passed: 1}))
+		Expect(s.Client.Get(bg, victim, tr)).To(Succeed())
+		Expect(tr.Status.Attempts).To(HaveLen(2), "attempts %+v", tr.Status.Attempts)
+		a1, a2 := tr.Status.Attempts[0], tr.Status.Attempts[1]
+		Expect(a1.Outcome).To(Equal(evalv1.OutcomeInfraFailed))
+		// Whoever sees it first names it: the controller (the pod failed)
+		// or the runner (its exec agent stopped answering).
+		Expect(a1.Reason).To(BeElementOf(evalv1.ReasonPodFailed, evalv1.ReasonPodLost, evalv1.ReasonEnvironmentUnavailable), "attempt 1: %s", a1.Message)
+		Expect(a2.Outcome).To(Equal(evalv1.OutcomePassed))
+		Expect(a2.Slot).NotTo(BeEmpty())
+		Expect(a2.EnvironmentPod).To(Equal(controllers.PodName(victim.Name, 2, evalv1.RoleEnvironment)))
+		np := &networkingv1.NetworkPolicy{}
+		Expect(s.Client.Get(bg, types.NamespacedName{Namespace: ns, Name: controllers.SlotEnvironmentPolicyName(victim.Name, 2)}, np)).To(Succeed())
+		Expect(np.Spec.Ingress[0].From[0].PodSelector.MatchLabels).To(HaveKeyWithValue(evalv1.LabelSlot, a2.Slot))
 	})
 })
