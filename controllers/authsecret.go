@@ -66,6 +66,16 @@ func authSecret(a attemptRef, token, envToken string) *corev1.Secret {
 // Secrets but never lists or watches them). The error names the Secret,
 // never its content.
 func attemptToken(ctx context.Context, r client.Reader, t *evalv1.Trial, attempt int32) (string, error) {
+	return attemptSecretKey(ctx, r, t, attempt, authn.SecretKey)
+}
+
+// attemptEnvironmentToken reads the token of the attempt's environment (its
+// exec agent's) back, as attemptToken does the runner's.
+func attemptEnvironmentToken(ctx context.Context, r client.Reader, t *evalv1.Trial, attempt int32) (string, error) {
+	return attemptSecretKey(ctx, r, t, attempt, EnvironmentTokenKey)
+}
+
+func attemptSecretKey(ctx context.Context, r client.Reader, t *evalv1.Trial, attempt int32, key string) (string, error) {
 	name := AuthSecretName(t, attempt)
 	s := &corev1.Secret{}
 	if err := r.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: name}, s); err != nil {
@@ -76,9 +86,9 @@ func attemptToken(ctx context.Context, r client.Reader, t *evalv1.Trial, attempt
 		// someone else knows.
 		return "", fmt.Errorf("secret %s/%s is not controlled by trial %s", t.Namespace, name, t.Name)
 	}
-	tok := string(s.Data[authn.SecretKey])
+	tok := string(s.Data[key])
 	if tok == "" {
-		return "", fmt.Errorf("secret %s/%s has no %q key", t.Namespace, name, authn.SecretKey)
+		return "", fmt.Errorf("secret %s/%s has no %q key", t.Namespace, name, key)
 	}
 	return tok, nil
 }

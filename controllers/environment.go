@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -239,6 +240,44 @@ func EnvironmentPolicy(t *evalv1.Trial, env *task.Environment) *networkingv1.Net
 			Egress: egress,
 		},
 	}
+}
+
+// SlotEnvironmentPolicyName is the name of the environment policy of one
+// attempt on a slot.
+func SlotEnvironmentPolicyName(trial string, attempt int32) string {
+	suffix := fmt.Sprintf("-a%d-environment", attempt)
+	return shortName(trial, 253-len(suffix)) + suffix
+}
+
+// SlotEnvironmentPolicy fences the environment pod of attempt n of a
+// terminal trial that runs on a slot: ingress from that slot pod alone (its
+// LabelSlot, set when it was made) on the exec agent's port; egress as
+// EnvironmentPolicy. Per attempt, as the environment pod is: the next
+// attempt may run on another slot, and a slot that served this attempt
+// serves other Trials next, whose runner must not reach this environment
+// should it outlive the attempt (a Trial that keeps its pods).
+func SlotEnvironmentPolicy(t *evalv1.Trial, n int32, slot string, env *task.Environment) *networkingv1.NetworkPolicy {
+	np := EnvironmentPolicy(t, env)
+	np.Name = SlotEnvironmentPolicyName(t.Name, n)
+	np.Labels[evalv1.LabelAttempt] = strconv.Itoa(int(n))
+	np.Spec.PodSelector.MatchLabels[evalv1.LabelAttempt] = strconv.Itoa(int(n))
+	np.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{
+		From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			evalv1.LabelManagedBy: evalv1.ManagedByValue,
+			evalv1.LabelComponent: ComponentSlot,
+			evalv1.LabelSlot:      slot,
+		}}}},
+		Ports: tcpPort(EnvironmentPort),
+	}}
+	return np
+}
+
+// onSlotEnvironment is environmentPod for an attempt on a slot of campaign:
+// labelled with it, so the Campaign's slot policy lets its slots out to the
+// pod (SlotNetworkPolicy).
+func onSlotEnvironment(pod *corev1.Pod, campaign string) *corev1.Pod {
+	pod.Labels[evalv1.LabelCampaign] = evalv1.LabelValue(campaign)
+	return pod
 }
 
 // attemptDesc is the task the active attempt runs: the one it started with

@@ -81,6 +81,9 @@ type plan struct {
 	// the trial's claim on its slot.
 	SlotCreate  *slotMake
 	SlotRelease *slotRelease
+	// SlotEnv fences the environment pod of an attempt on a slot (created
+	// with it, CreatePod's RoleEnvironment) so that slot alone reaches it.
+	SlotEnv *slotEnvironment
 	// Env is the task's environment when EnsureNP must fence one too.
 	Env              *task.Environment
 	Cancel           error
@@ -501,10 +504,14 @@ func (p *plan) startNext(w *world) {
 	p.Claim = &attemptInput{Trial: t.DeepCopy(), Number: n, Task: w.Task}
 	p.ClaimID = a.ID
 	if slot {
-		// No pod, Secret or NetworkPolicy of its own, and no event: the
-		// slot's objects are the Campaign's, and the Trial's one event is
-		// its end. The new attempt takes the slot observe claimed for it,
-		// and is submitted at once when that slot is Ready.
+		// No runner or DB service pod, Secret or NetworkPolicy of its own,
+		// and no event: the slot's objects are the Campaign's, and the
+		// Trial's one event is its end. The new attempt takes the slot
+		// observe claimed for it, and is submitted at once when that slot
+		// (and a terminal task's fresh environment) is Ready.
+		if hasEnvironment(w.Task.Desc) {
+			st.Attempts[len(st.Attempts)-1].EnvironmentPod = PodName(t.Name, n, evalv1.RoleEnvironment)
+		}
 		p.slotPods(w, &st.Attempts[len(st.Attempts)-1], true)
 		return
 	}

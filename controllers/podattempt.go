@@ -93,9 +93,10 @@ func (d *Driver) Drive(in *attemptInput, runnerIP, dbIP, envIP string) driveFunc
 
 // DriveSlot returns the DriveFunc of one attempt on a Ready slot: the
 // runner at the slot pod's IP, its DB service on the pod's loopback (the
-// runner reaches it there, nothing else can), the slot's token.
-func (d *Driver) DriveSlot(in *attemptInput, slotIP, token string) driveFunc {
-	tg := attemptTarget{runnerIP: slotIP, dbURL: slotDBURL, slotToken: token}
+// runner reaches it there, nothing else can), the slot's token. envIP is
+// the attempt's own environment pod's (a terminal task), empty otherwise.
+func (d *Driver) DriveSlot(in *attemptInput, slotIP, envIP, token string) driveFunc {
+	tg := attemptTarget{runnerIP: slotIP, dbURL: slotDBURL, envIP: envIP, slotToken: token}
 	return func(ctx context.Context, registered func(runnerReport)) host.AttemptResult {
 		return d.run(ctx, in, tg, registered)
 	}
@@ -142,14 +143,23 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, tg attemptTarget, re
 	}
 
 	token := tg.slotToken
-	judgeKey := ""
+	judgeKey, envToken := "", ""
 	if token == "" {
 		if token, err = attemptToken(ctx, d.APIReader, t, in.Number); err != nil {
 			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "runner credential: %v", err)
 		}
-	} else if usesGateway(t, d.GatewayURL) {
-		if judgeKey, err = gatewayToken(ctx, d.APIReader, t); err != nil {
-			return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "judge key: %v", err)
+	} else {
+		if usesGateway(t, d.GatewayURL) {
+			if judgeKey, err = gatewayToken(ctx, d.APIReader, t); err != nil {
+				return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "judge key: %v", err)
+			}
+		}
+		if tg.envIP != "" {
+			// The attempt's environment has a token of its own, in the
+			// attempt's Secret; the slot's runner mounts no such file.
+			if envToken, err = attemptEnvironmentToken(ctx, d.APIReader, t, in.Number); err != nil {
+				return fail(evalv1.OutcomeInfraFailed, evalv1.ReasonCredentialUnavailable, "environment credential: %v", err)
+			}
 		}
 	}
 	addr := net.JoinHostPort(tg.runnerIP, strconv.Itoa(RunnerPort))
@@ -167,8 +177,8 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, tg attemptTarget, re
 		rc = d.WrapRunner(key, in.Number, rc)
 	}
 	rc = &observedRunner{RunnerServiceClient: rc, registered: registered, metrics: d.Metrics}
-	if judgeKey != "" {
-		rc = &judgeKeyRunner{RunnerServiceClient: rc, key: judgeKey}
+	if judgeKey != "" || envToken != "" {
+		rc = &registrationSecrets{RunnerServiceClient: rc, judgeKey: judgeKey, envToken: envToken}
 	}
 	if tg.slotToken != "" {
 		// A slot pod is Ready when its runner serves; its DB service, on
@@ -341,16 +351,23 @@ func (o *observedRunner) GradeTrial(ctx context.Context, in *runnerpb.GradeTrial
 	return resp, err
 }
 
-// judgeKeyRunner sends a Trial's judge key to a slot's runner in
-// RegisterTrial's metadata (runnerpb.JudgeKeyMetadata), never in the TrialSpec JSON
-// nor in a log line; the slot's runner reads it from there.
-type judgeKeyRunner struct {
+// registrationSecrets sends a slot's runner what a per-attempt runner reads
+// from files of its pod, in RegisterTrial's metadata: the Trial's judge key
+// (runnerpb.JudgeKeyMetadata) and the attempt's environment token
+// (runnerpb.EnvironmentTokenMetadata). Never in the TrialSpec JSON nor in a
+// log line; the slot's runner keeps them for that trial only.
+type registrationSecrets struct {
 	runnerpb.RunnerServiceClient
-	key string
+	judgeKey, envToken string
 }
 
-func (j *judgeKeyRunner) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
-	ctx = runnerpb.WithJudgeKey(ctx, j.key)
+func (j *registrationSecrets) RegisterTrial(ctx context.Context, in *runnerpb.RegisterTrialRequest, opts ...grpc.CallOption) (*runnerpb.RegisterTrialResponse, error) {
+	if j.judgeKey != "" {
+		ctx = runnerpb.WithJudgeKey(ctx, j.judgeKey)
+	}
+	if j.envToken != "" {
+		ctx = runnerpb.WithEnvironmentToken(ctx, j.envToken)
+	}
 	return j.RunnerServiceClient.RegisterTrial(ctx, in, opts...)
 }
 

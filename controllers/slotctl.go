@@ -107,14 +107,15 @@ func (r *TrialReconciler) observeSlots(ctx context.Context, w *world) error {
 }
 
 // mayStartOnSlot: an attempt of the Trial may start now, on a slot. A
-// Trial that names a queue (its Workload's pod sets are its own pods) or
-// whose task has an environment of its own (the runner reads that
-// environment's token from its own Secret) keeps per-attempt pods; one held,
-// in backoff or refused does not claim a slot it would not use.
+// Trial that names a queue (its Workload's pod sets are its own pods) keeps
+// per-attempt pods; one whose task has an environment of its own takes its
+// runner and DB service from a slot and keeps a fresh environment pod per
+// attempt (slotEnvironmentPod); one held, in backoff or refused does not
+// claim a slot it would not use.
 func (r *TrialReconciler) mayStartOnSlot(w *world) bool {
 	t := w.Trial
 	if t.QueueName() != "" || t.Held() || w.Task == nil || w.TaskErr != nil || w.KeyErr != nil ||
-		w.Missing != nil || w.ImageErr != nil || hasEnvironment(w.Task.Desc) {
+		w.Missing != nil || w.ImageErr != nil {
 		return false
 	}
 	if n := len(t.Status.Attempts); n > 0 {

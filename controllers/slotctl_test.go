@@ -46,7 +46,9 @@ func ownedTrial() (*evalv1.Trial, *evalv1.Campaign) {
 }
 
 // Which Trials run their next attempt on a slot: a Campaign's, Enabled, with
-// no queue, no environment of their own, not held and not in backoff.
+// no queue, not held and not in backoff. A task with an environment of its
+// own takes its runner from a slot too (its environment pod stays its
+// attempt's).
 func TestObserveSlotsDecides(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -60,7 +62,7 @@ func TestObserveSlotsDecides(t *testing.T) {
 		{name: "names a queue", mutate: func(tr *evalv1.Trial, _ *world) {
 			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
 		}},
-		{name: "its task has an environment", mutate: func(_ *evalv1.Trial, w *world) { w.Task = &resolvedTask{Desc: terminalTask("img")} }},
+		{name: "its task has an environment", slot: true, mutate: func(_ *evalv1.Trial, w *world) { w.Task = &resolvedTask{Desc: terminalTask("img")} }},
 		{name: "held", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Suspend = ptr.To(true) }},
 		{name: "in backoff", mutate: func(tr *evalv1.Trial, _ *world) {
 			tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}

@@ -102,7 +102,7 @@ func TestDriveSlot(t *testing.T) {
 		},
 	}
 	in := &attemptInput{Trial: tr, Number: 1, Task: resolvedShop()}
-	res := d.DriveSlot(in, "10.1.2.3", "slot-token")(context.Background(), func(runnerReport) {})
+	res := d.DriveSlot(in, "10.1.2.3", "", "slot-token")(context.Background(), func(runnerReport) {})
 	if addr != "10.1.2.3:50051" || token != "slot-token" {
 		t.Errorf("dialed %s with %q", addr, token)
 	}
@@ -134,8 +134,65 @@ func TestDriveSlot(t *testing.T) {
 	gw.OwnerReferences[0].UID = "someone-else"
 	c2 := fake.NewClientBuilder().WithScheme(scheme).WithObjects(gw).Build()
 	d.APIReader = c2
-	res = d.DriveSlot(in, "10.1.2.3", "slot-token")(context.Background(), func(runnerReport) {})
+	res = d.DriveSlot(in, "10.1.2.3", "", "slot-token")(context.Background(), func(runnerReport) {})
 	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonCredentialUnavailable {
 		t.Errorf("foreign gateway secret: %+v", res)
+	}
+}
+
+// An attempt of a terminal task on a slot names its own environment pod in
+// the TrialSpec and sends the environment's token, read from the attempt's
+// Secret, in RegisterTrial's metadata beside the judge key: never in the
+// TrialSpec. Without that Secret the attempt ends InfraFailed before it
+// dials. Per-attempt pods send no token: their runner mounts it.
+func TestDriveSlotEnvironment(t *testing.T) {
+	const envToken = "env-token-of-attempt-1"
+	tr := slotTrial()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	attemptSecret := authSecret(attemptRef{tr, 1}, "attempt-token", envToken)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(attemptSecret).Build()
+	rr := &recordingRunner{}
+	dialed := false
+	d := &Driver{
+		APIReader: c,
+		Actors:    func(context.Context, ActorRequest) (host.Actor, error) { return idleActor{}, nil },
+		Dial: func(context.Context, string, string) (runnerpb.RunnerServiceClient, io.Closer, error) {
+			dialed = true
+			return rr, io.NopCloser(nil), nil
+		},
+	}
+	in := &attemptInput{Trial: tr, Number: 1, Task: &resolvedTask{Desc: terminalTask("img")}}
+	res := d.DriveSlot(in, "10.1.2.3", "10.9.9.9", "slot-token")(context.Background(), func(runnerReport) {})
+	var spec task.TrialSpec
+	if err := json.Unmarshal([]byte(rr.spec), &spec); err != nil {
+		t.Fatalf("spec: %v (%+v)", err, res)
+	}
+	if spec.EnvEndpoints == nil || spec.EnvEndpoints.EnvironmentURL != "10.9.9.9:7070" || spec.EnvEndpoints.DBServiceURL != slotDBURL {
+		t.Errorf("env endpoints %+v", spec.EnvEndpoints)
+	}
+	if got := rr.md.Get(runnerpb.EnvironmentTokenMetadata); len(got) != 1 || got[0] != envToken {
+		t.Errorf("environment token metadata %v", got)
+	}
+	if strings.Contains(rr.spec, envToken) {
+		t.Error("the environment token is in the TrialSpec")
+	}
+
+	// Per-attempt pods: the runner reads the token from its own file.
+	*rr = recordingRunner{}
+	d.Drive(in, "10.0.0.1", "10.0.0.2", "10.9.9.9")(context.Background(), func(runnerReport) {})
+	if rr.md.Get(runnerpb.EnvironmentTokenMetadata) != nil {
+		t.Errorf("pods: metadata %v", rr.md)
+	}
+
+	// No attempt Secret: nothing to give the runner, so no dial.
+	*rr, dialed = recordingRunner{}, false
+	d.APIReader = fake.NewClientBuilder().WithScheme(scheme).Build()
+	res = d.DriveSlot(in, "10.1.2.3", "10.9.9.9", "slot-token")(context.Background(), func(runnerReport) {})
+	if res.Outcome != evalv1.OutcomeInfraFailed || res.Reason != evalv1.ReasonCredentialUnavailable ||
+		!strings.HasPrefix(res.Message, "environment credential: read the attempt's credential secret ") || dialed {
+		t.Errorf("no attempt secret: dialed %t, %+v", dialed, res)
 	}
 }

@@ -40,6 +40,13 @@ type slotMake struct {
 	Class    slotClass
 }
 
+// slotEnvironment is the fence of a terminal task's environment pod for an
+// attempt on a slot: SlotEnvironmentPolicy admitting Slot, the pod labelled
+// with Campaign (whose slot policy lets its slots out to it).
+type slotEnvironment struct {
+	Slot, Campaign string
+}
+
 // slotRelease ends the trial's claim on a slot.
 type slotRelease struct {
 	Slot      string
@@ -69,8 +76,8 @@ func waitingForSlotMessage(n int32) string {
 	return fmt.Sprintf("attempt %d waits for a free slot of its campaign: every slot it may have is busy", n)
 }
 
-func slotPendingMessage(n int32, slot string) string {
-	return fmt.Sprintf("waiting for slot pod %s of attempt %d", slot, n)
+func slotPendingMessage(n int32, pod string) string {
+	return fmt.Sprintf("waiting for pod %s of attempt %d", pod, n)
 }
 
 // slotPods moves an attempt on a slot along: it takes the claimed slot,
@@ -91,17 +98,30 @@ func (p *plan) slotPods(w *world, a *evalv1.AttemptStatus, submit bool) bool {
 		return false
 	}
 	a.Slot = s.Name
+	env, envReady, ended := p.slotEnvironmentPod(w, a, s)
+	if ended {
+		return true
+	}
 	h, reason, msg := observePod(w.Slots.Pod)
 	switch h {
 	case podGone:
 		p.endAttempt(w, a, controllerVerdict(reason, msg), nil)
 		return true
 	case podReady:
-		p.cond(evalv1.TrialPodsReady, true, evalv1.ReasonPodsReady,
-			fmt.Sprintf("slot %s of attempt %d is ready", s.Name, a.Number))
+		if !envReady {
+			break
+		}
+		what := fmt.Sprintf("slot %s of attempt %d is ready", s.Name, a.Number)
+		if env != nil {
+			what = fmt.Sprintf("slot %s and environment %s of attempt %d are ready", s.Name, env.Name, a.Number)
+		}
+		p.cond(evalv1.TrialPodsReady, true, evalv1.ReasonPodsReady, what)
 		if submit {
 			p.Submit, p.OnSlot = true, true
 			p.RunnerIP, p.SlotToken = w.Slots.Pod.Status.PodIP, s.Token
+			if env != nil {
+				p.EnvIP = env.Status.PodIP
+			}
 		}
 		return false
 	case podAbsent:
@@ -114,16 +134,76 @@ func (p *plan) slotPods(w *world, a *evalv1.AttemptStatus, submit bool) bool {
 		}
 	}
 	// Not ready yet: bounded by timeouts.podsReady from the claim, not from
-	// the attempt's start (it may have waited long for a slot).
-	deadline := s.ClaimedAt.Add(podsReadyTimeout(w.Trial))
-	if !w.Now.Before(deadline) {
-		p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodsNotReady, fmt.Sprintf(
-			"slot pod %s of attempt %d not ready after %s", s.Name, a.Number, podsReadyTimeout(w.Trial))), nil)
-		return true
+	// the attempt's start (it may have waited long for a slot); a terminal
+	// task's environment, made once the slot was claimed, by its own
+	// (longer) readiness bound from the claim.
+	if h != podReady {
+		deadline := s.ClaimedAt.Add(podsReadyTimeout(w.Trial))
+		if !w.Now.Before(deadline) {
+			p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodsNotReady, fmt.Sprintf(
+				"slot pod %s of attempt %d not ready after %s", s.Name, a.Number, podsReadyTimeout(w.Trial))), nil)
+			return true
+		}
+		p.requeueIn(deadline.Sub(w.Now))
 	}
-	p.requeueIn(deadline.Sub(w.Now))
-	p.cond(evalv1.TrialPodsReady, false, evalv1.ReasonPodsPending, slotPendingMessage(a.Number, s.Name))
+	if !envReady {
+		desc := w.attemptDesc()
+		limit := environmentReadyTimeout(w.Trial, desc)
+		deadline := s.ClaimedAt.Add(limit)
+		if !w.Now.Before(deadline) {
+			name := PodName(w.Trial.Name, a.Number, evalv1.RoleEnvironment)
+			reason, state := evalv1.ReasonEnvironmentNotReady, "not created yet"
+			if env != nil {
+				state = podPhase(env)
+				if imagePullFailure(env) != "" {
+					reason = evalv1.ReasonEnvironmentImageUnavailable
+				}
+			}
+			p.endAttempt(w, a, controllerVerdict(reason, fmt.Sprintf(
+				"environment pod %s of attempt %d not ready after %s: %s", name, a.Number, limit, state)), nil)
+			return true
+		}
+		p.requeueIn(deadline.Sub(w.Now))
+	}
+	waitingFor := s.Name
+	if h == podReady {
+		waitingFor = a.EnvironmentPod
+	}
+	p.cond(evalv1.TrialPodsReady, false, evalv1.ReasonPodsPending, slotPendingMessage(a.Number, waitingFor))
 	return false
+}
+
+// slotEnvironmentPod moves the fresh environment pod of a terminal task's
+// attempt on a slot along: created (with its fence) once the attempt holds
+// its slot, since the fence names that slot; lost or failed, it ends the
+// attempt. ready is true for a task without an environment. The pod is
+// never the slot's: the agent was root in it, so no later Trial sees it.
+func (p *plan) slotEnvironmentPod(w *world, a *evalv1.AttemptStatus, s *slotView) (pod *corev1.Pod, ready, ended bool) {
+	if !hasEnvironment(w.attemptDesc()) {
+		return nil, true, false
+	}
+	role := evalv1.RoleEnvironment
+	pod = w.Pods[a.Number][role]
+	a.EnvironmentPod = PodName(w.Trial.Name, a.Number, role)
+	h, reason, msg := observePod(pod)
+	switch h {
+	case podGone:
+		p.endAttempt(w, a, controllerVerdict(reason, msg), nil)
+		return pod, false, true
+	case podAbsent:
+		if w.PodsSeen[role] {
+			p.endAttempt(w, a, controllerVerdict(evalv1.ReasonPodLost, fmt.Sprintf("pod %s disappeared", a.EnvironmentPod)), nil)
+			return nil, false, true
+		}
+		if !w.PodsCreated[role] {
+			p.CreatePod = append(p.CreatePod, role)
+			p.SlotEnv = &slotEnvironment{Slot: s.Name, Campaign: s.Class.Campaign}
+		}
+		return nil, false, false
+	case podReady:
+		return pod, true, false
+	}
+	return pod, false, false
 }
 
 // releaseSlot gives the trial's slot back once no attempt of the planned
@@ -151,6 +231,10 @@ func (p *plan) releaseSlot(w *world) {
 		}
 	}
 	switch {
+	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed && !s.Driven && environmentFault(a.Reason):
+		// The attempt's own environment never came up, so no driver ran:
+		// the slot's runner never saw the trial, and is as it was.
+		rel.Kind = releaseUnused
 	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed:
 		rel.Kind, rel.Why = releaseDirty, fmt.Sprintf("attempt %d ended InfraFailed (%s): %s", a.Number, a.Reason, a.Message)
 	case !s.Driven:
@@ -163,4 +247,10 @@ func (p *plan) releaseSlot(w *world) {
 		rel.Kind, rel.Why = releaseDirty, fmt.Sprintf("the attempt ended InfraFailed (%s)", d.Result.Reason)
 	}
 	p.SlotRelease = rel
+}
+
+// environmentFault: an attempt ended for a reason of its own environment
+// pod alone (a terminal task's), never of the slot it held.
+func environmentFault(reason string) bool {
+	return reason == evalv1.ReasonEnvironmentNotReady || reason == evalv1.ReasonEnvironmentImageUnavailable
 }

@@ -64,9 +64,11 @@ func slotTemplate(cfg PodConfig, t *evalv1.Trial, desc *task.TaskDescription) *c
 	// The slot's runner: no judge key file (the key of each trial comes in
 	// RegisterTrial's metadata), its DB service on loopback, and --slot so
 	// CleanupTrial checks the baseline.
+	// No exec agent token file either: a terminal task's environment is per
+	// attempt, and its token comes in RegisterTrial's metadata too.
 	args := make([]string, 0, len(runner.Args)+2)
 	for _, a := range runner.Args {
-		if a == "--secrets-dir="+runnerSecretsDir {
+		if a == "--secrets-dir="+runnerSecretsDir || a == "--environment-token-file="+environmentTokenFile {
 			continue
 		}
 		args = append(args, a)
@@ -159,10 +161,15 @@ func campaignOwner(c campaignRef) metav1.OwnerReference {
 // slotPod names the template as one slot of campaign c.
 func slotPod(tmpl *corev1.Pod, namespace, name, class string, c campaignRef) *corev1.Pod {
 	pod := tmpl.DeepCopy()
+	labels := slotLabels(c.Name, class)
+	// Its own name, for the NetworkPolicy of an environment it is to reach
+	// (SlotEnvironmentPolicy): the pod is never relabelled, so this is its
+	// one unique label from the start.
+	labels[evalv1.LabelSlot] = name
 	pod.ObjectMeta = metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       namespace,
-		Labels:          slotLabels(c.Name, class),
+		Labels:          labels,
 		OwnerReferences: []metav1.OwnerReference{campaignOwner(c)},
 	}
 	for i := range pod.Spec.Volumes {
@@ -194,9 +201,21 @@ func slotSecret(namespace, pod, class, token string, c campaignRef) *corev1.Secr
 // SlotNetworkPolicy fences every slot pod of a Campaign: the manager may
 // call the runner's port and nothing else comes in (the DB service listens
 // on loopback only); out, the slots reach cluster DNS and, when the manager
-// serves one, the judge gateway, as RunnersPolicy lets per-trial runners.
+// serves one, the judge gateway, as RunnersPolicy lets per-trial runners,
+// and the exec agents of its Campaign's environment pods, as a trial's
+// NetworkPolicy lets its runner reach its own. Which slot may reach which
+// environment is the environment's policy's to say (SlotEnvironmentPolicy:
+// the one slot running its attempt); egress cannot name the attempt, since
+// this policy is written once for every slot of the Campaign.
 func SlotNetworkPolicy(namespace string, c campaignRef, mgr ManagerPeer) *networkingv1.NetworkPolicy {
-	egress := RunnersPolicy(namespace, mgr).Spec.Egress
+	egress := append(RunnersPolicy(namespace, mgr).Spec.Egress, networkingv1.NetworkPolicyEgressRule{
+		To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			evalv1.LabelManagedBy: evalv1.ManagedByValue,
+			evalv1.LabelRole:      evalv1.RoleEnvironment,
+			evalv1.LabelCampaign:  evalv1.LabelValue(c.Name),
+		}}}},
+		Ports: tcpPort(EnvironmentPort),
+	})
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -152,7 +152,8 @@ func TestSlotObjectsBelongToTheCampaign(t *testing.T) {
 			t.Errorf("%s owner %+v", o.GetName(), ref)
 		}
 	}
-	if pod.Labels[evalv1.LabelSlotClass] == "" || pod.Labels[evalv1.LabelCampaign] != "c" || pod.Labels[evalv1.LabelComponent] != ComponentSlot {
+	if pod.Labels[evalv1.LabelSlotClass] == "" || pod.Labels[evalv1.LabelCampaign] != "c" || pod.Labels[evalv1.LabelComponent] != ComponentSlot ||
+		pod.Labels[evalv1.LabelSlot] != "c-slot-abc" {
 		t.Errorf("labels %v", pod.Labels)
 	}
 	for _, k := range []string{evalv1.LabelRole, evalv1.LabelTrial, evalv1.LabelAttempt} {
@@ -167,7 +168,8 @@ func TestSlotObjectsBelongToTheCampaign(t *testing.T) {
 
 // The Campaign's policy selects its slot pods and nothing else: not a
 // Trial's own pods, not another Campaign's slots. In: the manager, on the
-// runner's port only. Out: what RunnersPolicy lets every runner reach.
+// runner's port only. Out: what RunnersPolicy lets every runner reach, and
+// the exec agents of its own Campaign's environment pods on their port.
 func TestSlotNetworkPolicy(t *testing.T) {
 	mgr := DefaultManagerPeer("sys")
 	mgr.GatewayPort = 8090
@@ -196,8 +198,34 @@ func TestSlotNetworkPolicy(t *testing.T) {
 		!equality.Semantic.DeepEqual(np.Spec.Ingress[0].From, []networkingv1.NetworkPolicyPeer{managerPeer(mgr)}) {
 		t.Errorf("ingress %+v", np.Spec.Ingress)
 	}
-	if !equality.Semantic.DeepEqual(np.Spec.Egress, RunnersPolicy("ns", mgr).Spec.Egress) || len(np.Spec.PolicyTypes) != 2 {
-		t.Errorf("egress %+v types %v", np.Spec.Egress, np.Spec.PolicyTypes)
+	runners := RunnersPolicy("ns", mgr).Spec.Egress
+	if len(np.Spec.Egress) != len(runners)+1 || !equality.Semantic.DeepEqual(np.Spec.Egress[:len(runners)], runners) || len(np.Spec.PolicyTypes) != 2 {
+		t.Fatalf("egress %+v types %v", np.Spec.Egress, np.Spec.PolicyTypes)
+	}
+	env := np.Spec.Egress[len(runners)]
+	if len(env.To) != 1 || env.To[0].NamespaceSelector != nil || len(env.Ports) != 1 || env.Ports[0].Port.IntVal != EnvironmentPort {
+		t.Fatalf("environment egress %+v", env)
+	}
+	to, err := metav1.LabelSelectorAsSelector(env.To[0].PodSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := terminalTask("img")
+	ownEnv := onSlotEnvironment(environmentPod(PodConfig{}, attemptRef{tr, 1}, desc.Environment), "c")
+	for _, tc := range []struct {
+		what string
+		lbls map[string]string
+		want bool
+	}{
+		{"its campaign's environment on a slot", ownEnv.Labels, true},
+		{"another campaign's environment", onSlotEnvironment(environmentPod(PodConfig{}, attemptRef{tr, 1}, desc.Environment), other.Name).Labels, false},
+		{"an environment with pods of its own", environmentPod(PodConfig{}, attemptRef{tr, 1}, desc.Environment).Labels, false},
+		{"a trial's runner", podLabels(tr.Name, 1, evalv1.RoleRunner), false},
+		{"its own slot", testSlotPod(t).Labels, false},
+	} {
+		if got := to.Matches(labels.Set(tc.lbls)); got != tc.want {
+			t.Errorf("lets out to %s: %t, want %t", tc.what, got, tc.want)
+		}
 	}
 }
 

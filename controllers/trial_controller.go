@@ -487,12 +487,25 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 	if in := r.Pool.Input(key, a.ID); in != nil && in.Task != nil {
 		desc = in.Task.Desc
 	}
+	if e := p.SlotEnv; e != nil && desc != nil && desc.Environment != nil {
+		// The fence first, as ensureNetworkPolicies does for pods of their
+		// own: the environment never runs admitting anyone but its slot.
+		np := SlotEnvironmentPolicy(t, a.Number, e.Slot, desc.Environment)
+		if err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			msg := fmt.Sprintf("create network policy %s: %v; the environment pod is not created without it", np.Name, err)
+			emit(r.Recorder, t, []eventRecord{warningEvent(evalv1.ReasonNetworkPolicyUnavailable, actionStartAttempt, msg)})
+			return nil, fmt.Errorf("network policy %s of trial %s: %w", np.Name, key, err)
+		}
+	}
 	for i, role := range p.CreatePod {
 		switch role {
 		case evalv1.RoleRunner:
 			pods[i] = runnerPod(r.Pods, ref, desc)
 		case evalv1.RoleEnvironment:
 			pods[i] = environmentPod(r.Pods, ref, desc.Environment)
+			if e := p.SlotEnv; e != nil {
+				pods[i] = onSlotEnvironment(pods[i], e.Campaign)
+			}
 		default:
 			pods[i] = dbServicePod(r.Pods, ref)
 		}
@@ -526,7 +539,7 @@ func (r *TrialReconciler) startAttempt(ctx context.Context, t *evalv1.Trial, a *
 			}
 		}
 		r.Slots.markDriven(types.NamespacedName{Namespace: t.Namespace, Name: a.Slot}, a.ID)
-		r.Pool.Submit(key, a.ID, r.Driver.DriveSlot(in, p.RunnerIP, p.SlotToken))
+		r.Pool.Submit(key, a.ID, r.Driver.DriveSlot(in, p.RunnerIP, p.EnvIP, p.SlotToken))
 		return createErrs, nil
 	}
 	if p.Submit {

@@ -108,7 +108,9 @@ type Config struct {
 	// EnvironmentToken is the bearer token of a terminal task's exec agent
 	// (distinct from AuthToken: the environment's pod is the agent's
 	// container). Required to register a trial whose task has an
-	// environment. Never logged.
+	// environment, unless its registration carries one in its metadata
+	// (runnerpb.EnvironmentTokenMetadata), which wins; a Slot runner uses
+	// only that. Never logged.
 	EnvironmentToken string
 	// EnvironmentPaths are the paths in a terminal task's container the
 	// verifier uses (Harbor's /tests, /logs/verifier, /solution when

@@ -33,8 +33,10 @@
 // A terminal task (TaskDescription.environment) runs in its own container,
 // which the manager starts per attempt with an exec agent as PID 1
 // (runner/execagent): RegisterTrial needs env_endpoints.environment_url and
-// the agent's token (Config.EnvironmentToken, --environment-token-env),
-// dials it and waits for its Health (environment.go); the task's bash,
+// the agent's token (in RegisterTrial's metadata,
+// runnerpb.EnvironmentTokenMetadata, for that trial only; else
+// Config.EnvironmentToken, --environment-token-env, which a --slot runner
+// never uses), dials it and waits for its Health (environment.go); the task's bash,
 // read_file, write_file and list_dir run there (runner/tools/envtools), never
 // in the runner's filesystem. Once GradeTrial began, ExecuteTool on the trial
 // answers ERROR ("the agent's turn is over") and the grader verifies in the

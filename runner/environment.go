@@ -59,9 +59,28 @@ func (e *trialEnvironment) close() error {
 	return e.c.Close()
 }
 
+// environmentToken is the exec agent token a registration is to use: the
+// one its metadata carries (runnerpb.EnvironmentTokenMetadata: a slot's host
+// sends each trial's), else the runner's own (--environment-token-file, a
+// per-attempt runner's). A slot's runner has none of its own: a token it kept
+// would be an earlier trial's. "" when there is none; never logged.
+func (s *Server) environmentToken(ctx context.Context) (string, error) {
+	tok, ok, err := runnerpb.EnvironmentTokenFromIncoming(ctx)
+	if err != nil {
+		return "", wiref("%s%v", task.EnvironmentErrorPrefix, err)
+	}
+	if ok {
+		return tok, nil
+	}
+	if s.cfg.Slot {
+		return "", nil
+	}
+	return s.cfg.EnvironmentToken, nil
+}
+
 // checkEnvironment refuses, before anything is created, a trial whose task
 // has an environment the runner cannot reach.
-func (s *Server) checkEnvironment(spec *task.TrialSpec) error {
+func (s *Server) checkEnvironment(spec *task.TrialSpec, token string) error {
 	env := spec.Task.Environment
 	if env == nil {
 		return nil
@@ -70,7 +89,11 @@ func (s *Server) checkEnvironment(spec *task.TrialSpec) error {
 		return fmt.Errorf("task %q runs in its own container (environment), but the trial spec's env_endpoints.environment_url is empty: "+
 			"the trial must run on a cluster, where the manager starts the task's environment and names its exec agent", spec.Task.TaskID)
 	}
-	if s.cfg.EnvironmentToken == "" {
+	if token == "" && s.cfg.Slot {
+		return fmt.Errorf("task %q runs in its own container (environment), but its registration on this slot's runner carries no token for its exec agent (%s metadata); "+
+			"a slot's runner keeps no token of an earlier trial", spec.Task.TaskID, runnerpb.EnvironmentTokenMetadata)
+	}
+	if token == "" {
 		return fmt.Errorf("task %q runs in its own container (environment), but this runner has no token for its exec agent (--environment-token-env)", spec.Task.TaskID)
 	}
 	return nil
@@ -78,11 +101,12 @@ func (s *Server) checkEnvironment(spec *task.TrialSpec) error {
 
 // connectEnvironment dials the trial's exec agent and waits for its Health,
 // until a little before the registration's deadline (EnvironmentWait
-// without one). The trial keeps the client until cleanup.
-func (s *Server) connectEnvironment(ctx context.Context, t *trial) error {
+// without one). The trial keeps the client, and with it token, until
+// cleanup: the token lives nowhere else in the runner.
+func (s *Server) connectEnvironment(ctx context.Context, t *trial, token string) error {
 	spec := t.spec
 	addr := spec.EnvEndpoints.EnvironmentURL
-	c, err := client.Dial(addr, client.Options{Token: s.cfg.EnvironmentToken})
+	c, err := client.Dial(addr, client.Options{Token: token})
 	if err != nil {
 		return wiref("%stask %q: %v", task.EnvironmentErrorPrefix, spec.Task.TaskID, err)
 	}

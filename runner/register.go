@@ -92,7 +92,11 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 			return nil, wiref("Invalid trial_spec_json: %v", err)
 		}
 	}
-	if err := s.checkEnvironment(spec); err != nil {
+	envToken, err := s.environmentToken(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkEnvironment(spec, envToken); err != nil {
 		return nil, err
 	}
 	defS := req.GetDefaultToolTimeoutS()
@@ -143,7 +147,7 @@ func (s *Server) register(ctx context.Context, req *runnerpb.RegisterTrialReques
 	}
 
 	if spec.Task.Environment != nil {
-		if err := s.connectEnvironment(ctx, t); err != nil {
+		if err := s.connectEnvironment(ctx, t, envToken); err != nil {
 			return nil, err
 		}
 	}

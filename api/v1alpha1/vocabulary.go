@@ -211,7 +211,11 @@ const (
 	LabelTaskID = "eval.tolokaforge.io/task-id"
 	// LabelSlotClass marks a Campaign's slot pod (docs/warm-slots.md) with
 	// the hash of its pod template: a Trial claims only a slot of its class.
-	LabelSlotClass   = "eval.tolokaforge.io/slot-class"
+	LabelSlotClass = "eval.tolokaforge.io/slot-class"
+	// LabelSlot is a slot pod's own name, set when it is created (slot pods
+	// are never relabelled): the per-attempt NetworkPolicy of a terminal
+	// task's environment admits the one slot running that attempt by it.
+	LabelSlot        = "eval.tolokaforge.io/slot"
 	ManagedByValue   = "tolokaforge"
 	AppName          = "tolokaforge"
 	ComponentManager = "manager"

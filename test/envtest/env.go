@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -29,6 +30,14 @@ import (
 // Image is the --image of the test managers; the simulator maps every image
 // to the in-process servers.
 const Image = "tolokaforge:test"
+
+// EnvironmentImage is the image a terminal task's environment names in
+// envtest: the simulator runs it as the real exec agent (built by Start) in
+// a process of its own, so its KillAll reaches only what it started, never
+// the control plane or the in-process runners. Its commands run on this
+// machine; the runners point the verifier's paths at a directory of their
+// own (runRunner), never at /tests.
+const EnvironmentImage = "tolokaforge-envtest/environment:test"
 
 // AssetsMissing says why an envtest suite cannot run here, or "".
 func AssetsMissing() string {
@@ -123,11 +132,16 @@ func Start(o Options) (_ *Env, err error) {
 	if e.Client, err = client.NewWithWatch(e.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, fmt.Errorf("envtest: client: %w", err)
 	}
+	environment, err := buildEnvironment(e.Work)
+	if err != nil {
+		return nil, fmt.Errorf("envtest: %w", err)
+	}
 	e.Sim, err = podsim.New(podsim.Config{
 		InProcess: map[string]podsim.InProcessFunc{
 			"runner":    e.runRunner,
 			"dbservice": runDBService,
 		},
+		Binaries:      map[string]string{EnvironmentImage: environment},
 		Workers:       o.SimWorkers,
 		ProbeInterval: o.ProbeInterval,
 		KillGrace:     o.KillGrace,
@@ -184,7 +198,32 @@ func (e *Env) runRunner(ctx context.Context, args []string) error {
 		out = append(out, extra.([]string)...)
 	}
 	defer os.RemoveAll(dir)
-	return runner.MainWith(ctx, out, runner.Config{Grader: grading.New(), SelfExecutable: e.Self, ToolLauncher: e.ToolLauncher})
+	// A terminal task's verifier writes where this runner's environments
+	// (exec agents on this machine) are told: beside its work directory, so
+	// a slot's baseline never sees it, and one runner's trials at a time.
+	envDir := dir + "-environment"
+	defer os.RemoveAll(envDir)
+	paths := grading.EnvironmentPaths{Tests: filepath.Join(envDir, "tests"), Verifier: filepath.Join(envDir, "logs", "verifier"),
+		Solution: filepath.Join(envDir, "solution")}
+	return runner.MainWith(ctx, out, runner.Config{Grader: grading.New(), SelfExecutable: e.Self, ToolLauncher: e.ToolLauncher,
+		EnvironmentPaths: paths})
+}
+
+// buildEnvironment compiles the exec agent into dir and writes the script
+// that stands in for EnvironmentImage: the agent with its state under the
+// simulated container's HOME (a directory of its own) instead of /.
+func buildEnvironment(dir string) (string, error) {
+	bin := filepath.Join(dir, "tolokaforge-execagent")
+	b, err := exec.Command("go", "build", "-o", bin, "tolokaforge.io/operator/cmd/tolokaforge-execagent").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build the exec agent: %w\n%s", err, b)
+	}
+	script := filepath.Join(dir, "environment.sh")
+	body := "#!/bin/sh\nexec '" + bin + "' --state-dir=\"$HOME/execagent-state\" \"$@\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		return "", fmt.Errorf("write %s: %w", script, err)
+	}
+	return script, nil
 }
 
 func runDBService(ctx context.Context, args []string) error {
