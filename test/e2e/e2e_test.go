@@ -220,6 +220,7 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	hostilePythonSpecs()
 	judgeSpecs()
 	terminalSpecs()
+	terminalSlotSpecs()
 
 	It("completes a Campaign of 20 Trials", func() {
 		c := &evalv1.Campaign{

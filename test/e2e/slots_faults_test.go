@@ -258,3 +258,62 @@ func waitNoSlots(ctx context.Context) {
 		return left
 	}).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeEmpty(), "slot objects left")
 }
+
+// terminalSlotSpecs: a terminal task on slots on the real node: the runner
+// and DB service from a slot, a fresh environment pod per attempt, the slot
+// reaching each attempt's environment through the policies kube-router
+// enforces (the attempt's fence admits that slot alone).
+func terminalSlotSpecs() {
+	It("runs a terminal task's Campaign on warm slots: a fresh environment pod per attempt, its runner from one slot", func() {
+		ctx := context.Background()
+		c := &evalv1.Campaign{
+			ObjectMeta: metav1.ObjectMeta{Name: "tslots", Namespace: termNamespace},
+			Spec: evalv1.CampaignSpec{
+				Tasks:         evalv1.CampaignTasks{Names: []string{termTask}},
+				TrialsPerTask: 3,
+				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
+				MaxParallel:   1,
+				Slots:         &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To[int32](5)},
+			},
+		}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		list := func() []evalv1.Trial {
+			var trials evalv1.TrialList
+			Expect(k8s.List(ctx, &trials, client.InNamespace(termNamespace), client.MatchingLabels{evalv1.LabelCampaign: c.Name})).To(Succeed())
+			return trials.Items
+		}
+		Eventually(func() string {
+			var got evalv1.Campaign
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(c), &got); err != nil {
+				return err.Error()
+			}
+			k := got.Status.Counts
+			return fmt.Sprintf("passed=%d failed=%d infra=%d invalid=%d", k.Passed, k.Failed, k.InfraFailed, k.Invalid)
+		}).WithTimeout(5*time.Minute).WithPolling(time.Second).Should(Equal("passed=3 failed=0 infra=0 invalid=0"), func() string {
+			var sb strings.Builder
+			for _, t := range list() {
+				sb.WriteString(t.Name + ": " + describe(&t))
+			}
+			return sb.String()
+		})
+		slots, envs := map[string]int{}, map[string]bool{}
+		for _, t := range list() {
+			Expect(t.Status.Attempts).To(HaveLen(1), "%s: %s", t.Name, describe(&t))
+			a := t.Status.Attempts[0]
+			Expect(a.Slot).NotTo(BeEmpty(), "%s ran on no slot", t.Name)
+			Expect(a.RunnerPod).To(BeEmpty(), "%s has a runner pod of its own", t.Name)
+			Expect(a.EnvironmentPod).NotTo(BeEmpty(), "%s has no environment pod", t.Name)
+			Expect(envs).NotTo(HaveKey(a.EnvironmentPod), "environment pod %s served two attempts", a.EnvironmentPod)
+			envs[a.EnvironmentPod] = true
+			slots[a.Slot]++
+		}
+		Expect(slots).To(HaveLen(1), "slots used: %v", slots)
+		GinkgoWriter.Printf("3 terminal Trials on slot %v, environments %v\n", slots, envs)
+		mustKubectl("", "-n", termNamespace, "delete", "campaign", c.Name, "--wait=true", "--timeout=2m")
+		Eventually(func() int {
+			var pods corev1.PodList
+			_ = k8s.List(ctx, &pods, client.InNamespace(termNamespace), client.HasLabels{evalv1.LabelSlotClass})
+			return len(pods.Items)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
+	})
+}
