@@ -214,6 +214,7 @@ func (r *TrialReconciler) createSlot(ctx context.Context, ns, name string, m *sl
 		return fmt.Errorf("slot %s/%s: %w", ns, name, err)
 	}
 	sec := slotSecret(ns, name, m.Class.Hash, token, m.Campaign)
+	addMetricsToken(sec, r.Pods.RunnerMetrics)
 	if err := r.Client.Create(ctx, sec, client.FieldOwner(evalv1.FieldManager)); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create slot secret %s/%s: %w", ns, sec.Name, err)
