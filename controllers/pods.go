@@ -96,6 +96,18 @@ type RunnerMetrics struct {
 	Token string
 }
 
+// String keeps the token out of any print of a PodConfig.
+func (m RunnerMetrics) String() string {
+	tok := ""
+	if m.Token != "" {
+		tok = "(set)"
+	}
+	return fmt.Sprintf("{Port:%d Token:%s}", m.Port, tok)
+}
+
+// GoString is String, for %#v.
+func (m RunnerMetrics) GoString() string { return m.String() }
+
 // withToken reports whether runners get the scraper's token file.
 func (m RunnerMetrics) withToken() bool { return m.Port > 0 && m.Token != "" }
 

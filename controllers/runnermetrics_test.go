@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -258,5 +259,16 @@ func TestRunnerPoliciesAdmitTheScraper(t *testing.T) {
 	nps := []*networkingv1.NetworkPolicy{NetworkPolicy(tr, mgr), RunnersPolicy("ns", mgr)}
 	if !admittedByAll(t, nps, runner, "ns", prom, 9464) || admittedByAll(t, nps, runner, "monitoring", prom, 9464) {
 		t.Error("a pod-only scraper selector: want its pods of the runner's namespace, and no other namespace's")
+	}
+}
+
+// A PodConfig printed (an error, a debug log) never shows the token.
+func TestRunnerMetricsPrintsNoToken(t *testing.T) {
+	cfg := PodConfig{Image: "img", RunnerMetrics: RunnerMetrics{Port: 9464, Token: scrapeToken}}
+	for _, format := range []string{"%v", "%+v", "%s", "%#v"} {
+		got := fmt.Sprintf(format, cfg)
+		if strings.Contains(got, scrapeToken) || !strings.Contains(got, "9464") {
+			t.Errorf("Sprintf(%q) = %s", format, got)
+		}
 	}
 }
