@@ -1,11 +1,16 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -244,4 +249,23 @@ func policyMeta(t *evalv1.Trial, name string) metav1.ObjectMeta {
 		},
 		OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
 	}
+}
+
+// refreshSlotPolicy brings a Campaign's existing slot policy to want's spec:
+// one an earlier manager wrote with other settings (a metrics scraper turned
+// on since) would not admit what this manager's slots serve. Run once per
+// Campaign and process, like the create.
+func (r *TrialReconciler) refreshSlotPolicy(ctx context.Context, want *networkingv1.NetworkPolicy) error {
+	var cur networkingv1.NetworkPolicy
+	if err := r.uncached().Get(ctx, client.ObjectKeyFromObject(want), &cur); err != nil {
+		return fmt.Errorf("get slot network policy %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
+		return nil
+	}
+	cur.Spec = want.Spec
+	if err := r.Client.Update(ctx, &cur, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("update slot network policy %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
 }

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"tolokaforge.io/operator/api/authn"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -270,5 +272,46 @@ func TestRunnerMetricsPrintsNoToken(t *testing.T) {
 		if strings.Contains(got, scrapeToken) || !strings.Contains(got, "9464") {
 			t.Errorf("Sprintf(%q) = %s", format, got)
 		}
+	}
+}
+
+// A Campaign's slot policy an earlier manager wrote without the scraper is
+// brought to this manager's spec when it makes the Campaign's next slot; one
+// already right is not written again.
+func TestSlotPolicyIsRefreshedForTheScraper(t *testing.T) {
+	ctx := context.Background()
+	old := SlotNetworkPolicy("ns", testCampaign, DefaultManagerPeer("sys"))
+	var updates int
+	c := fake.NewClientBuilder().WithScheme(slotScheme(t)).WithObjects(old).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates++
+			return c.Update(ctx, obj, opts...)
+		},
+	}).Build()
+	mgr := DefaultManagerPeer("sys")
+	mgr.Scraper = MetricsScraper{Port: 9464, Pods: map[string]string{"app.kubernetes.io/name": "prometheus"}}
+	cfg := PodConfig{Image: "img", RunnerMetrics: RunnerMetrics{Port: 9464, Token: scrapeToken}}
+	class, tmpl := slotClassOf(cfg, slotTrial(), nil, "c")
+	make1 := func(r *TrialReconciler, n int) {
+		t.Helper()
+		res := r.Slots.claim(class, trialKey(n), fmt.Sprintf("t%d-1", n), slotPolicy{Cap: 4}, allReady)
+		if err := r.createSlot(ctx, "ns", res.View.Name, &slotMake{Template: tmpl, Campaign: testCampaign, Class: class}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &TrialReconciler{Client: c, APIReader: c, Slots: newSlotRegistry(), ManagerPeer: mgr, Pods: cfg}
+	make1(r, 1)
+	got := &networkingv1.NetworkPolicy{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: SlotPolicyName("c")}, got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Ingress) != 2 || got.Spec.Ingress[1].Ports[0].Port.IntVal != 9464 || updates != 1 {
+		t.Fatalf("after the first slot: %d updates, ingress %+v; want one update adding the scraper's rule", updates, got.Spec.Ingress)
+	}
+	// A new process (restart) with the same settings: nothing to write.
+	r = &TrialReconciler{Client: c, APIReader: c, Slots: newSlotRegistry(), ManagerPeer: mgr, Pods: cfg}
+	make1(r, 2)
+	if updates != 1 {
+		t.Errorf("a policy already right was written again: %d updates", updates)
 	}
 }

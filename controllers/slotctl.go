@@ -201,7 +201,11 @@ func (r *TrialReconciler) releaseSlot(ctx context.Context, t *evalv1.Trial, rel 
 func (r *TrialReconciler) createSlot(ctx context.Context, ns, name string, m *slotMake) error {
 	err := r.Slots.ensurePolicy(m.Campaign.UID, func() error {
 		np := SlotNetworkPolicy(ns, m.Campaign, r.ManagerPeer)
-		if err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager))
+		if apierrors.IsAlreadyExists(err) {
+			return r.refreshSlotPolicy(ctx, np)
+		}
+		if err != nil {
 			return fmt.Errorf("create slot network policy %s/%s: %w", ns, np.Name, err)
 		}
 		return nil
