@@ -182,6 +182,7 @@ func (r *TrialReconciler) ensureAuthSecret(ctx context.Context, a attemptRef) er
 		return err
 	}
 	s := authSecret(a, tok, envTok)
+	addMetricsToken(s, r.Pods.RunnerMetrics)
 	if err := r.Client.Create(ctx, s, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 		emit(r.Recorder, a.Trial, []eventRecord{warningEvent(evalv1.ReasonCredentialUnavailable, actionStartAttempt,
 			fmt.Sprintf("create credential secret %s: %v; no pods are created without it", s.Name, err))})

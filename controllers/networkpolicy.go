@@ -1,11 +1,16 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -19,6 +24,36 @@ type ManagerPeer struct {
 	// GatewayPort is the manager's port runners may call (the LLM gateway a
 	// runner's judge uses). 0: runners may not reach the manager at all.
 	GatewayPort int32
+	// Scraper may reach every runner's /metrics (RunnerMetrics.Port).
+	Scraper MetricsScraper
+}
+
+// MetricsScraper is who may scrape the runners' /metrics: a Prometheus, by
+// its namespace's labels and its pods' labels, as a NetworkPolicy peer
+// selects (pods alone: the runner's own namespace; namespaces alone: every
+// pod there; both: those pods in those namespaces).
+type MetricsScraper struct {
+	// Port is the runners' /metrics port; 0 (or no selector): no rule.
+	Port       int32
+	Namespaces map[string]string
+	Pods       map[string]string
+}
+
+// scraperIngress is the rule admitting the scraper to the runners' metrics
+// port; none when metrics are off. Never an empty peer: that would admit
+// every pod of the namespace.
+func scraperIngress(s MetricsScraper) []networkingv1.NetworkPolicyIngressRule {
+	if s.Port <= 0 || (len(s.Namespaces) == 0 && len(s.Pods) == 0) {
+		return nil
+	}
+	var p networkingv1.NetworkPolicyPeer
+	if len(s.Namespaces) > 0 {
+		p.NamespaceSelector = &metav1.LabelSelector{MatchLabels: copyLabels(s.Namespaces)}
+	}
+	if len(s.Pods) > 0 {
+		p.PodSelector = &metav1.LabelSelector{MatchLabels: copyLabels(s.Pods)}
+	}
+	return []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{p}, Ports: tcpPort(s.Port)}}
 }
 
 // DNS is where runners resolve names: kube-system's kube-dns pods (CoreDNS
@@ -108,7 +143,8 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 }
 
 // RunnersPolicy lets every runner of the namespace reach cluster DNS and the
-// manager's gateway (when mgr.GatewayPort is set). With each trial's
+// manager's gateway (when mgr.GatewayPort is set), and, when runners serve
+// metrics, lets mgr.Scraper in to their metrics port. With each trial's
 // NetworkPolicy that is all a runner reaches: its own DB service, DNS, the
 // gateway; no other trial, no provider, no cloud metadata endpoint. It has
 // no owner: it serves every trial of the namespace, outlives each, and is
@@ -133,6 +169,14 @@ func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolic
 			Ports: tcpPort(mgr.GatewayPort),
 		})
 	}
+	policyTypes := []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
+	ingress := scraperIngress(mgr.Scraper)
+	if len(ingress) > 0 {
+		// Adds to each trial's policy, which admits the manager alone: a
+		// runner is already isolated for ingress, so this takes nothing
+		// away. Without a scraper the policy stays egress-only, as before.
+		policyTypes = []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}
+	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -148,7 +192,8 @@ func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolic
 				evalv1.LabelManagedBy: evalv1.ManagedByValue,
 				evalv1.LabelRole:      evalv1.RoleRunner,
 			}},
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+			PolicyTypes: policyTypes,
+			Ingress:     ingress,
 			Egress:      rules,
 		},
 	}
@@ -204,4 +249,23 @@ func policyMeta(t *evalv1.Trial, name string) metav1.ObjectMeta {
 		},
 		OwnerReferences: []metav1.OwnerReference{ownerRef(t)},
 	}
+}
+
+// refreshSlotPolicy brings a Campaign's existing slot policy to want's spec:
+// one an earlier manager wrote with other settings (a metrics scraper turned
+// on since) would not admit what this manager's slots serve. Run once per
+// Campaign and process, like the create.
+func (r *TrialReconciler) refreshSlotPolicy(ctx context.Context, want *networkingv1.NetworkPolicy) error {
+	var cur networkingv1.NetworkPolicy
+	if err := r.uncached().Get(ctx, client.ObjectKeyFromObject(want), &cur); err != nil {
+		return fmt.Errorf("get slot network policy %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
+		return nil
+	}
+	cur.Spec = want.Spec
+	if err := r.Client.Update(ctx, &cur, client.FieldOwner(evalv1.FieldManager)); err != nil {
+		return fmt.Errorf("update slot network policy %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	return nil
 }

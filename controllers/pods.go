@@ -43,6 +43,15 @@ const (
 	authTokenFile = authDir + "/" + authn.SecretKey
 	// authVolume is both pods' volume of the credential Secret.
 	authVolume = "auth-token"
+	// MetricsTokenKey is the scraper's token in a runner's credential
+	// Secret (RunnerMetrics.Token), runnerMetricsTokenFile its file: beside
+	// the runner's own token, out of every tool's reach like it (the
+	// runner's confinement lets no tool read authDir).
+	MetricsTokenKey        = "metrics-token"
+	runnerMetricsTokenFile = authDir + "/" + MetricsTokenKey
+	// RunnerMetricsPortName names the runner container's /metrics port,
+	// which a PodMonitor selects.
+	RunnerMetricsPortName = "metrics"
 	// podIPEnv is the downward-API variable the listen flags expand.
 	podIPEnv = "POD_IP"
 	// nonRootUID is the distroless "nonroot" user.
@@ -69,7 +78,49 @@ type PodConfig struct {
 	// http://tolokaforge-gateway.tolokaforge-system.svc:8090/v1. Empty: no
 	// gateway, and a judge model gets no credential.
 	GatewayURL string
+	// RunnerMetrics has every runner the manager makes serve /metrics.
+	RunnerMetrics RunnerMetrics
 }
+
+// RunnerMetrics is how the runners the manager makes (an attempt's, a warm
+// slot's) serve their Prometheus series.
+type RunnerMetrics struct {
+	// Port is where each runner serves /metrics on its pod IP; 0: not
+	// served.
+	Port int32
+	// Token is the scraper's bearer token (a Prometheus PodMonitor's): the
+	// manager copies it into every runner's credential Secret, and /metrics
+	// accepts it besides the runner's own token, which no scraper can know
+	// (one per pod). RunnerService never accepts it. Empty: a scrape needs
+	// the runner's own token. Never logged.
+	Token string
+}
+
+// String keeps the token out of any print of a PodConfig.
+func (m RunnerMetrics) String() string {
+	tok := ""
+	if m.Token != "" {
+		tok = "(set)"
+	}
+	return fmt.Sprintf("{Port:%d Token:%s}", m.Port, tok)
+}
+
+// GoString is String, for %#v.
+func (m RunnerMetrics) GoString() string { return m.String() }
+
+// withToken reports whether runners get the scraper's token file.
+func (m RunnerMetrics) withToken() bool { return m.Port > 0 && m.Token != "" }
+
+// addMetricsToken puts the scraper's token into a runner's credential
+// Secret, when runners serve metrics with it.
+func addMetricsToken(s *corev1.Secret, m RunnerMetrics) {
+	if m.withToken() {
+		s.Data[MetricsTokenKey] = []byte(m.Token)
+	}
+}
+
+// metricsTokenItem is the credential volume's item of the scraper's token.
+var metricsTokenItem = corev1.KeyToPath{Key: MetricsTokenKey, Path: MetricsTokenKey}
 
 func (c PodConfig) entrypoint() string {
 	if c.Entrypoint == "" {
@@ -158,6 +209,13 @@ func runnerPod(cfg PodConfig, a attemptRef, desc *task.TaskDescription) *corev1.
 	}
 	c := baseContainer(cfg, evalv1.RoleRunner, o, args)
 	c.Ports = []corev1.ContainerPort{{Name: "grpc", ContainerPort: RunnerPort, Protocol: corev1.ProtocolTCP}}
+	if m := cfg.RunnerMetrics; m.Port > 0 {
+		c.Args = append(c.Args, fmt.Sprintf("--metrics-bind-address=$(%s):%d", podIPEnv, m.Port))
+		if m.withToken() {
+			c.Args = append(c.Args, "--metrics-token-file="+runnerMetricsTokenFile)
+		}
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: RunnerMetricsPortName, ContainerPort: m.Port, Protocol: corev1.ProtocolTCP})
+	}
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: RunnerPort}},
 		PeriodSeconds:    2,
@@ -174,13 +232,19 @@ func runnerPod(cfg PodConfig, a attemptRef, desc *task.TaskDescription) *corev1.
 		c.Args = append(c.Args, "--environment-token-file="+environmentTokenFile)
 	}
 	pod := basePod(a, evalv1.RoleRunner, t.Spec.Runner, c)
-	if hasEnvironment(desc) {
-		// The runner reads the exec agent's token too (the DB service
-		// does not: its pod mounts the runner's token alone).
-		for i := range pod.Spec.Volumes {
-			if v := &pod.Spec.Volumes[i]; v.Name == authVolume {
-				v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: EnvironmentTokenKey, Path: EnvironmentTokenKey})
-			}
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		if v.Name != authVolume {
+			continue
+		}
+		// The runner reads the exec agent's token and the scraper's too
+		// (the DB service does not: its pod mounts the runner's token
+		// alone).
+		if hasEnvironment(desc) {
+			v.Secret.Items = append(v.Secret.Items, corev1.KeyToPath{Key: EnvironmentTokenKey, Path: EnvironmentTokenKey})
+		}
+		if cfg.RunnerMetrics.withToken() {
+			v.Secret.Items = append(v.Secret.Items, metricsTokenItem)
 		}
 	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{

@@ -202,7 +202,11 @@ func (r *TrialReconciler) releaseSlot(ctx context.Context, t *evalv1.Trial, rel 
 func (r *TrialReconciler) createSlot(ctx context.Context, ns, name string, m *slotMake) error {
 	err := r.Slots.ensurePolicy(m.Campaign.UID, func() error {
 		np := SlotNetworkPolicy(ns, m.Campaign, r.ManagerPeer)
-		if err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, np, client.FieldOwner(evalv1.FieldManager))
+		if apierrors.IsAlreadyExists(err) {
+			return r.refreshSlotPolicy(ctx, np)
+		}
+		if err != nil {
 			return fmt.Errorf("create slot network policy %s/%s: %w", ns, np.Name, err)
 		}
 		return nil
@@ -215,6 +219,7 @@ func (r *TrialReconciler) createSlot(ctx context.Context, ns, name string, m *sl
 		return fmt.Errorf("slot %s/%s: %w", ns, name, err)
 	}
 	sec := slotSecret(ns, name, m.Class.Hash, token, m.Campaign)
+	addMetricsToken(sec, r.Pods.RunnerMetrics)
 	if err := r.Client.Create(ctx, sec, client.FieldOwner(evalv1.FieldManager)); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create slot secret %s/%s: %w", ns, sec.Name, err)

@@ -93,6 +93,10 @@ func slotTemplate(cfg PodConfig, t *evalv1.Trial, desc *task.TaskDescription) *c
 		{Name: authVolume, MountPath: authDir, ReadOnly: true},
 	}
 
+	auth := []corev1.KeyToPath{{Key: authn.SecretKey, Path: authn.SecretKey}}
+	if cfg.RunnerMetrics.withToken() {
+		auth = append(auth, metricsTokenItem)
+	}
 	pod := &corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		Spec: restrictedPodSpec(corev1.PodSpec{
@@ -102,7 +106,7 @@ func slotTemplate(cfg PodConfig, t *evalv1.Trial, desc *task.TaskDescription) *c
 				{Name: slotDBTmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(tmpSizeLimit.DeepCopy())}}},
 				{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(workDirSizeLimit.DeepCopy())}}},
 				{Name: authVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					Items: []corev1.KeyToPath{{Key: authn.SecretKey, Path: authn.SecretKey}},
+					Items: auth,
 					// Group-readable: the pod's fsGroup is the servers' group.
 					DefaultMode: ptr.To[int32](0o440),
 				}}},
@@ -199,7 +203,8 @@ func slotSecret(namespace, pod, class, token string, c campaignRef) *corev1.Secr
 }
 
 // SlotNetworkPolicy fences every slot pod of a Campaign: the manager may
-// call the runner's port and nothing else comes in (the DB service listens
+// call the runner's port, the metrics scraper (when mgr.Scraper has a port)
+// the runner's /metrics, and nothing else comes in (the DB service listens
 // on loopback only); out, the slots reach cluster DNS and, when the manager
 // serves one, the judge gateway, as RunnersPolicy lets per-trial runners,
 // and the exec agents of its Campaign's environment pods, as a trial's
@@ -235,9 +240,9 @@ func SlotNetworkPolicy(namespace string, c campaignRef, mgr ManagerPeer) *networ
 				evalv1.LabelCampaign:  evalv1.LabelValue(c.Name),
 			}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{
+			Ingress: append([]networkingv1.NetworkPolicyIngressRule{
 				{From: []networkingv1.NetworkPolicyPeer{managerPeer(mgr)}, Ports: tcpPort(RunnerPort)},
-			},
+			}, scraperIngress(mgr.Scraper)...),
 			Egress: egress,
 		},
 	}

@@ -105,6 +105,10 @@ type Config struct {
 	// DBAuthToken is what the runner presents to DB services; empty means
 	// AuthToken (the one per-trial Secret is mounted into both pods).
 	DBAuthToken string
+	// MetricsToken is a second bearer token /metrics accepts besides
+	// AuthToken: the scraper's, the same for every runner, which gRPC never
+	// accepts (a PodMonitor cannot know each pod's AuthToken). Never logged.
+	MetricsToken string
 	// EnvironmentToken is the bearer token of a terminal task's exec agent
 	// (distinct from AuthToken: the environment's pod is the agent's
 	// container). Required to register a trial whose task has an

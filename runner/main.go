@@ -31,7 +31,8 @@ import (
 // at start; default DefaultEnvironmentTokenEnv), --slot (a warm slot's runner:
 // CleanupTrial checks the baseline, Config.Slot), --metrics-bind-address
 // (Prometheus metrics at /metrics, behind the auth token when there is one;
-// default not served), --log-level (error, info, debug or a verbosity number;
+// default not served), --metrics-token-file (a scraper's token /metrics
+// accepts too, never RunnerService), --log-level (error, info, debug or a verbosity number;
 // default info). OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on (package
 // telemetry). GradeTrial uses grading.New unless MainWith
 // is given another Grader.
@@ -62,6 +63,7 @@ type flags struct {
 	envTokenEnv  string
 	slot         bool
 	metricsAddr  string
+	metricsToken string
 }
 
 // FlagSet is the set of flags Main parses, for the binary's help and its
@@ -102,6 +104,7 @@ func newFlagSet(f *flags, out io.Writer) (*flag.FlagSet, *string) {
 	fs.StringVar(&f.envTokenEnv, "environment-token-env", DefaultEnvironmentTokenEnv, "environment variable holding the bearer token of a terminal task's exec agent (its own container); read once at start and unset, never logged")
 	fs.BoolVar(&f.slot, "slot", false, "serve many trials one after another (a warm slot): CleanupTrial then also checks the runner is back to its baseline (no process below it but other registered trials', no folder in --work-dir but theirs, the temp dir empty when none is left, the trial gone from its DB service) and answers success=false naming what remained")
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", "", "address to serve Prometheus metrics on at /metrics (host:port; default: not served); with --auth-token-file a scrape must carry the same bearer token")
+	fs.StringVar(&f.metricsToken, "metrics-token-file", "", "file holding a second bearer token /metrics accepts besides the --auth-token-file one (a Prometheus scraper's, shared by all runners); RunnerService never accepts it; never logged")
 	level := fs.String("log-level", "info", "log verbosity: error, info, debug, or a logr V-level number")
 	return fs, level
 }
@@ -184,6 +187,13 @@ func run(ctx context.Context, args []string, base Config, logOut io.Writer, read
 			return fmt.Errorf("runner: --auth-token-file: %w", err)
 		}
 		cfg.AuthToken = tok
+	}
+	if f.metricsToken != "" {
+		tok, err := authn.ReadTokenFile(f.metricsToken)
+		if err != nil {
+			return fmt.Errorf("runner: --metrics-token-file: %w", err)
+		}
+		cfg.MetricsToken = tok
 	}
 	if cfg.Grader == nil {
 		cfg.Grader = grading.New(grading.WithLogger(cfg.Logger.WithName("grading")), grading.WithSecretsDir(f.secretsDir), grading.WithVerifierLimits(f.limits))

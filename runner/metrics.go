@@ -136,17 +136,28 @@ func (m *metrics) graded(ok bool, took time.Duration) {
 }
 
 // MetricsHandler serves the runner's series in the Prometheus text format.
-// When the runner has an auth token, a scrape must carry it as its gRPC
-// callers do ("Authorization: Bearer <token>").
+// When the runner has an auth token or a metrics token, a scrape must carry
+// one of them as its gRPC callers do ("Authorization: Bearer <token>").
 func (s *Server) MetricsHandler() http.Handler {
 	h := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
-	want := s.cfg.AuthToken
-	if want == "" {
+	var accept [][]byte
+	for _, tok := range []string{s.cfg.AuthToken, s.cfg.MetricsToken} {
+		if tok != "" {
+			accept = append(accept, []byte("Bearer "+tok))
+		}
+	}
+	if len(accept) == 0 {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get("Authorization")
-		if subtle.ConstantTimeCompare([]byte(got), []byte("Bearer "+want)) != 1 {
+		got := []byte(r.Header.Get("Authorization"))
+		ok := 0
+		for _, want := range accept {
+			// Both compared, whichever matches, so the time taken does not
+			// say which token came close.
+			ok |= subtle.ConstantTimeCompare(got, want)
+		}
+		if ok != 1 {
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}

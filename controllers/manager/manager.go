@@ -26,6 +26,7 @@ import (
 	kueuev1 "sigs.k8s.io/kueue/apis/kueue/v1beta2"
 
 	"tolokaforge.io/operator/api/artifacts/blobstore"
+	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/llm"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers"
@@ -113,6 +114,23 @@ type Options struct {
 	GatewayURL string
 	// Campaign tunes the Campaign controller (tests shorten its status interval).
 	Campaign []campaign.Option
+	// RunnerMetricsPort has every runner the manager makes (an attempt's,
+	// a warm slot's) serve /metrics on its pod IP at this port, and the
+	// runner NetworkPolicies admit the scraper to it. 0 (default): off.
+	RunnerMetricsPort int32
+	// RunnerMetricsTokenFile holds the scraper's bearer token (the
+	// tolokaforge-metrics-reader Secret, mounted): read at start, copied
+	// into every runner's credential Secret; a runner's /metrics accepts it,
+	// its RunnerService never. Required with RunnerMetricsPort.
+	RunnerMetricsTokenFile string
+	// RunnerMetricsScraperNamespaces and RunnerMetricsScraperPods select the
+	// scraper's namespaces and pods ("k=v,k2=v2", equality only) for the
+	// runner NetworkPolicies; at least one with RunnerMetricsPort.
+	RunnerMetricsScraperNamespaces string
+	RunnerMetricsScraperPods       string
+	// runnerMetrics and scraper are the above, read and parsed.
+	runnerMetrics controllers.RunnerMetrics
+	scraper       controllers.MetricsScraper
 	// Kueue turns on the Kueue integration (controllers/kueue): KueueAuto
 	// (the default) when the API server serves Kueue's Workloads, KueueOn
 	// always (Kueue must be installed), KueueOff never (the queue label
@@ -158,6 +176,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.GatewayPort < 0 || o.GatewayPort > 65535 {
 		return o, fmt.Errorf("manager: gateway port must be 0 (none) or 1-65535, got %d", o.GatewayPort)
 	}
+	if err := o.parseRunnerMetrics(); err != nil {
+		return o, err
+	}
 	if o.MetricsBindAddress == "" {
 		o.MetricsBindAddress = "0"
 	}
@@ -198,9 +219,51 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// parseRunnerMetrics reads the runner-metrics options into runnerMetrics
+// and scraper. The errors name the flags, never the token.
+func (o *Options) parseRunnerMetrics() error {
+	port := o.RunnerMetricsPort
+	if port == 0 {
+		if o.RunnerMetricsTokenFile != "" || o.RunnerMetricsScraperNamespaces != "" || o.RunnerMetricsScraperPods != "" {
+			return errors.New("manager: --runner-metrics-token-file and --runner-metrics-scraper-* need --runner-metrics-port")
+		}
+		return nil
+	}
+	switch {
+	case port < 0 || port > 65535:
+		return fmt.Errorf("manager: --runner-metrics-port must be 0 (off) or 1-65535, got %d", port)
+	case port == controllers.RunnerPort || port == controllers.DBServicePort:
+		// The runner's gRPC port, or the slot DB service's on loopback.
+		return fmt.Errorf("manager: --runner-metrics-port %d is taken in runner pods (%d: gRPC, %d: DB service)", port, controllers.RunnerPort, controllers.DBServicePort)
+	}
+	if o.RunnerMetricsTokenFile == "" {
+		return errors.New("manager: --runner-metrics-port needs --runner-metrics-token-file (the scraper's bearer token: a runner's own is per pod, unknown to Prometheus)")
+	}
+	tok, err := authn.ReadTokenFile(o.RunnerMetricsTokenFile)
+	if err != nil {
+		return fmt.Errorf("manager: --runner-metrics-token-file: %w", err)
+	}
+	namespaces, err := labels.ConvertSelectorToLabelsMap(o.RunnerMetricsScraperNamespaces)
+	if err != nil {
+		return fmt.Errorf("manager: --runner-metrics-scraper-namespace-selector %q: want k=v[,k=v]: %w", o.RunnerMetricsScraperNamespaces, err)
+	}
+	pods, err := labels.ConvertSelectorToLabelsMap(o.RunnerMetricsScraperPods)
+	if err != nil {
+		return fmt.Errorf("manager: --runner-metrics-scraper-pod-selector %q: want k=v[,k=v]: %w", o.RunnerMetricsScraperPods, err)
+	}
+	if len(namespaces) == 0 && len(pods) == 0 {
+		// An empty peer would admit every pod of the runner's namespace.
+		return errors.New("manager: --runner-metrics-port needs --runner-metrics-scraper-namespace-selector or --runner-metrics-scraper-pod-selector (who may scrape the runners)")
+	}
+	o.runnerMetrics = controllers.RunnerMetrics{Port: port, Token: tok}
+	o.scraper = controllers.MetricsScraper{Port: port, Namespaces: namespaces, Pods: pods}
+	return nil
+}
+
 func managerPeer(o Options) controllers.ManagerPeer {
 	p := controllers.DefaultManagerPeer(o.ManagerNamespace)
 	p.GatewayPort = o.GatewayPort
+	p.Scraper = o.scraper
 	return p
 }
 
@@ -458,5 +521,5 @@ func cacheOptions(namespace string, kueueOn bool) cache.Options {
 // podConfig is the part of opts every attempt's pods take.
 func podConfig(opts Options) controllers.PodConfig {
 	return controllers.PodConfig{Image: opts.Image, PythonImage: opts.PythonImage, Python: opts.Python,
-		Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL}
+		Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL, RunnerMetrics: opts.runnerMetrics}
 }

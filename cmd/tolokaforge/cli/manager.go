@@ -74,6 +74,10 @@ runner and dbservice containers run --image.`,
 	fs.StringVar(&f.ManagerNamespace, "manager-namespace", "", "namespace of the manager's pods, allowed to reach runners (default $POD_NAMESPACE, else "+manager.DefaultManagerNamespace+")")
 	fs.StringVar(&f.GatewayBindAddress, "gateway-bind-address", gateway.DefaultBindAddress, `address to serve the judge's LLM gateway (/v1/chat/completions) on ("0" disables)`)
 	fs.StringVar(&f.GatewayURL, "gateway-url", "", "the gateway's URL as runner pods reach it, e.g. http://tolokaforge-gateway.tolokaforge-system.svc:8090/v1 (empty: judges get no credential)")
+	fs.Int32Var(&f.RunnerMetricsPort, "runner-metrics-port", 0, "port every runner pod the manager makes serves Prometheus /metrics on (its pod IP), admitted by the runner NetworkPolicies from the scraper the --runner-metrics-scraper-* selectors name; 0: off")
+	fs.StringVar(&f.RunnerMetricsTokenFile, "runner-metrics-token-file", "", "file holding the scraper's bearer token (e.g. the tolokaforge-metrics-reader Secret's key token, mounted), copied into every runner's credential Secret: runners' /metrics accept it, their gRPC never; required with --runner-metrics-port")
+	fs.StringVar(&f.RunnerMetricsScraperNamespaces, "runner-metrics-scraper-namespace-selector", "", "labels of the scraper's namespaces (k=v[,k=v]), e.g. kubernetes.io/metadata.name=monitoring")
+	fs.StringVar(&f.RunnerMetricsScraperPods, "runner-metrics-scraper-pod-selector", "", "labels of the scraper's pods (k=v[,k=v]), e.g. app.kubernetes.io/name=prometheus; with no namespace selector, pods in the runner's own namespace")
 	fs.StringVar((*string)(&f.Kueue), "kueue", string(manager.KueueAuto), "Kueue integration: Trials (or their Campaign) that name a LocalQueue with the label kueue.x-k8s.io/queue-name wait for their Workload's admission; auto (when Kueue's Workload API is served), on or off")
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
 	fs.StringVar(&f.Context, "context", "", "the kubeconfig context to use (default: its current context)")
@@ -191,6 +195,6 @@ func runManager(ctx context.Context, f *managerFlags) error {
 	opts := f.Options
 	opts.Logger = log
 	log.Info("starting manager", "image", opts.Image, "pythonImage", opts.PythonImage, "maxConcurrentTrials", opts.MaxConcurrentTrials,
-		"namespace", opts.Namespace, "leaderElection", opts.LeaderElection)
+		"namespace", opts.Namespace, "leaderElection", opts.LeaderElection, "runnerMetricsPort", opts.RunnerMetricsPort)
 	return manager.Run(ctx, cfg, opts)
 }
