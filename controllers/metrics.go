@@ -20,6 +20,9 @@ type Metrics struct {
 	PoolQueued      prometheus.Gauge
 	Registration    prometheus.Histogram
 	Grading         prometheus.Histogram
+	// ProgressWrites counts Trial status writes made for live progress
+	// alone (the writes live progress adds).
+	ProgressWrites prometheus.Counter
 }
 
 var (
@@ -38,7 +41,7 @@ func DefaultMetrics() *Metrics {
 		crmetrics.Registry.MustRegister(
 			metrics.TrialsStarted, metrics.TrialsCompleted, metrics.Attempts,
 			metrics.PoolCapacity, metrics.PoolRunning, metrics.PoolQueued,
-			metrics.Registration, metrics.Grading,
+			metrics.Registration, metrics.Grading, metrics.ProgressWrites,
 		)
 		// The chat calls of every actor (and of the judge through the gateway).
 		crmetrics.Registry.MustRegister(llm.DefaultMetrics.Collectors()...)
@@ -71,6 +74,10 @@ func newMetrics() *Metrics {
 		PoolQueued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tolokaforge_driver_pool_queued",
 			Help: "Ready attempts waiting for a free driver.",
+		}),
+		ProgressWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tolokaforge_trial_progress_writes_total",
+			Help: "Trial status writes made only to update the running attempt's progress (at most one per Trial per progress interval).",
 		}),
 		Registration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tolokaforge_registration_duration_seconds",
