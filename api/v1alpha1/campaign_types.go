@@ -163,10 +163,6 @@ type TrialCounts struct {
 	// Running counts phases Running and Grading.
 	// +optional
 	Running int32 `json:"running,omitempty"`
-	// Done counts the Trials with a final outcome: Passed, Failed,
-	// InfraFailed and Invalid together.
-	// +optional
-	Done int32 `json:"done,omitempty"`
 	// +optional
 	Passed int32 `json:"passed,omitempty"`
 	// Failed counts phases Failed and GradingFailed: both are measured

@@ -260,8 +260,8 @@ func (w *World) status(exp planned, rr rerunPlan, spent evalv1.Spend, creates in
 	}
 	counts.Pending += int32(creates)
 	counts.Queued = counts.Total - counts.Pending - counts.Running - counts.Passed - counts.Failed - counts.InfraFailed - counts.Invalid
-	counts.Done = counts.Passed + counts.Failed + counts.InfraFailed + counts.Invalid
-	st.Progress = fmt.Sprintf("%d/%d", counts.Done, counts.Total)
+	done := counts.Passed + counts.Failed + counts.InfraFailed + counts.Invalid
+	st.Progress = fmt.Sprintf("%d/%d", done, counts.Total)
 
 	agents := make([]string, len(c.Spec.Agents))
 	for i, a := range c.Spec.Agents {

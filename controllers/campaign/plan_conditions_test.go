@@ -19,7 +19,7 @@ func TestPlanCompletes(t *testing.T) {
 		t.Fatalf("creates %v", names(p.Creates))
 	}
 	c := p.Status.Counts
-	if c.Total != 2 || c.Passed != 1 || c.InfraFailed != 1 || c.Done != 2 || c.Queued != 0 || c.Pending != 0 || p.Status.Progress != "2/2" {
+	if c.Total != 2 || c.Passed != 1 || c.InfraFailed != 1 || c.Queued != 0 || c.Pending != 0 || p.Status.Progress != "2/2" {
 		t.Fatalf("counts %+v progress %s", c, p.Status.Progress)
 	}
 	wantCond(t, &p.Status, evalv1.CampaignCompleted, metav1.ConditionTrue, evalv1.ReasonFinished)
