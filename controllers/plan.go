@@ -96,11 +96,8 @@ type plan struct {
 	CompletedReason  string
 	Release          string // attempt whose result was recorded
 	RequeueAfter     time.Duration
-	// ProgressAttempt is the registered attempt whose latest progress this
-	// status carries (a write of it restarts the progress throttle);
-	// ProgressOnly: the progress is all this status changes.
-	ProgressAttempt  string
-	ProgressOnly     bool
+	ProgressAttempt  string // registered attempt whose progress the status carries (settleProgress)
+	ProgressOnly     bool   // the progress is all the status changes
 	liveFigures      *evalv1.TrialProgress
 	progressSince    time.Time
 	attemptEndedHere bool
