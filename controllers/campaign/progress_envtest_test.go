@@ -2,13 +2,27 @@ package campaign_test
 
 import (
 	"fmt"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
+	"tolokaforge.io/operator/controllers"
 )
+
+// progressWrites is the manager's count of Trial status writes made for
+// live progress alone (process-wide; callers take differences).
+func progressWrites(tb testing.TB) float64 {
+	var m dto.Metric
+	if err := controllers.DefaultMetrics().ProgressWrites.Write(&m); err != nil {
+		tb.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
 
 var _ = Describe("Live progress in the Campaign", func() {
 	// Two slow LLM Trials, one at a time: while the first runs, the
