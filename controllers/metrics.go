@@ -25,6 +25,9 @@ type Metrics struct {
 	// first reconcile) to the runner's answer to RegisterTrial, so pods'
 	// scheduling and start, or a warm slot's claim, and registration.
 	AttemptStart prometheus.Histogram
+	// ProgressWrites counts Trial status writes made for live progress
+	// alone (the writes live progress adds).
+	ProgressWrites prometheus.Counter
 }
 
 var (
@@ -47,7 +50,7 @@ func DefaultMetrics() *Metrics {
 		crmetrics.Registry.MustRegister(
 			metrics.TrialsStarted, metrics.TrialsCompleted, metrics.Attempts,
 			metrics.PoolCapacity, metrics.PoolRunning, metrics.PoolQueued,
-			metrics.Registration, metrics.Grading, metrics.AttemptStart,
+			metrics.Registration, metrics.Grading, metrics.AttemptStart, metrics.ProgressWrites,
 		)
 		// The chat calls of every actor (and of the judge through the gateway).
 		crmetrics.Registry.MustRegister(llm.DefaultMetrics.Collectors()...)
@@ -80,6 +83,10 @@ func newMetrics() *Metrics {
 		PoolQueued: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tolokaforge_driver_pool_queued",
 			Help: "Ready attempts waiting for a free driver.",
+		}),
+		ProgressWrites: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tolokaforge_trial_progress_writes_total",
+			Help: "Trial status writes made only to update the running attempt's progress (at most one per Trial per progress interval).",
 		}),
 		Registration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tolokaforge_registration_duration_seconds",

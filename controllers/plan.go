@@ -57,6 +57,10 @@ type world struct {
 	// Slots is the warm-slot side (nil: the Trial's spec.slots is not
 	// Enabled).
 	Slots *slotWorld
+	// ProgressInterval is the least time between two status writes that
+	// carry nothing but the running attempt's progress; 0 leaves
+	// status.progress unwritten.
+	ProgressInterval time.Duration
 }
 
 // plan is the desired status and what to do once it is written.
@@ -95,6 +99,10 @@ type plan struct {
 	CompletedReason  string
 	Release          string // attempt whose result was recorded
 	RequeueAfter     time.Duration
+	ProgressAttempt  string // registered attempt whose progress the status carries (settleProgress)
+	ProgressOnly     bool   // the progress is all the status changes
+	liveFigures      *evalv1.TrialProgress
+	progressSince    time.Time
 	attemptEndedHere bool
 	now              metav1.Time
 	gen              int64
@@ -153,6 +161,7 @@ func planTrial(w *world) plan {
 	}
 	p.collectPods(w)
 	p.releaseSlot(w)
+	p.settleProgress(w)
 	return p
 }
 
@@ -269,6 +278,7 @@ func (p *plan) registration(w *world, a *evalv1.AttemptStatus, d *driverView) {
 		st.Phase = evalv1.PhaseRunning
 		p.cond(evalv1.TrialCompleted, false, evalv1.ReasonRunning,
 			fmt.Sprintf("attempt %d of %d is running", a.Number, maxAttempts(w.Trial)))
+		p.liveProgress(w, a, d)
 	} else {
 		p.cond(evalv1.TrialRegistered, false, evalv1.ReasonNotRegistered,
 			fmt.Sprintf("attempt %d is not registered yet", a.Number))
@@ -305,6 +315,9 @@ func (p *plan) endAttempt(w *world, a *evalv1.AttemptStatus, v verdict, res *hos
 	p.attemptEndedHere = true
 	a.EndTime = &now
 	a.Outcome, a.Reason, a.Message = v.Outcome, v.Reason, truncate(v.Message, result.MaxStatusText)
+	// The attempt's figures move to turns and usage: progress is only ever
+	// the running attempt's, so summing usage and progress counts none twice.
+	st.Progress = nil
 	if res != nil {
 		st.Turns = int32(res.Turns)
 		st.TerminationReason = string(res.TerminationReason)

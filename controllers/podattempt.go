@@ -203,6 +203,7 @@ func (d *Driver) run(ctx context.Context, in *attemptInput, tg attemptTarget, re
 		Record:             recordOf(t),
 		TrialIndex:         int(t.Spec.TrialIndex),
 		AttemptNumber:      int(in.Number),
+		Progress:           progressSink(ctx),
 		Log:                log,
 	}
 	if d.Artifacts != nil {

@@ -89,6 +89,11 @@ type driverView struct {
 	Result *host.AttemptResult
 	// Cause is why the driver was cancelled, if it was.
 	Cause error
+	// Progress is the running attempt's latest figures (nil before its
+	// first turn); ProgressWritten is when a status write of the Trial
+	// last carried them (zero: not yet).
+	Progress        *host.TurnEvent
+	ProgressWritten time.Time
 }
 
 type poolEntry struct {
@@ -111,6 +116,10 @@ type poolEntry struct {
 	// claimed is when this process started the attempt (Claim): the start
 	// of Metrics.AttemptStart.
 	claimed time.Time
+	// progress is what the driver last published; progressWritten when a
+	// status write last carried it.
+	progress        *host.TurnEvent
+	progressWritten time.Time
 }
 
 // Pool is the bounded set of trial drivers. It is the only place a trial's
@@ -214,7 +223,28 @@ func (p *Pool) View(key types.NamespacedName) (driverView, bool) {
 	if e == nil {
 		return driverView{}, false
 	}
-	return driverView{AttemptID: e.attemptID, State: e.state, Registered: e.registered, Report: e.report, Result: e.result, Cause: e.cause}, true
+	return driverView{AttemptID: e.attemptID, State: e.state, Registered: e.registered, Report: e.report, Result: e.result, Cause: e.cause,
+		Progress: e.progress, ProgressWritten: e.progressWritten}, true
+}
+
+// ProgressWritten records that a status write of the Trial carried the
+// attempt's progress at now: the throttle counts from there.
+func (p *Pool) ProgressWritten(key types.NamespacedName, attemptID string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e := p.entries[key]; e != nil && e.attemptID == attemptID {
+		e.progressWritten = now
+	}
+}
+
+// progressKey carries a running driver's progress sink in its context.
+type progressKey struct{}
+
+// progressSink is the function a driver publishes its attempt's progress
+// to (nil outside a pool's driver).
+func progressSink(ctx context.Context) func(host.TurnEvent) {
+	f, _ := ctx.Value(progressKey{}).(func(host.TurnEvent))
+	return f
 }
 
 // MarkPodCreated records that this process created role's pod of the
@@ -324,7 +354,16 @@ func (p *Pool) drive(ctx context.Context, key types.NamespacedName, e *poolEntry
 			p.notify(key)
 		}
 	}
-	res := run(ctx, registered)
+	// Progress goes into the entry only: the Trial controller picks it up
+	// on its own schedule, so a turn costs no event and no API write. It
+	// rides in the context so every driveFunc keeps its signature.
+	publish := func(ev host.TurnEvent) {
+		ev.Content, ev.ToolCalls, ev.ToolStatuses = "", nil, nil
+		p.mu.Lock()
+		e.progress = &ev
+		p.mu.Unlock()
+	}
+	res := run(context.WithValue(ctx, progressKey{}, publish), registered)
 
 	p.mu.Lock()
 	p.running--

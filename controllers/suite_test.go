@@ -50,6 +50,8 @@ var (
 const (
 	waitLong  = 90 * time.Second
 	pollEvery = 100 * time.Millisecond
+	// progressInterval is the suite manager's ProgressInterval.
+	progressInterval = 2 * time.Second
 )
 
 var _ = BeforeSuite(func() {
@@ -78,6 +80,9 @@ func startManager(maxTrials int) *envtest.Manager {
 	opts.Actors, opts.WrapRunner = gates.Actors, rpcs.Wrap
 	// Trials with a judge get a gateway token Secret; nothing here calls it.
 	opts.GatewayURL = testGatewayURL
+	// Live progress every 2 s rather than 15, so a spec sees it move within
+	// a ten-second Trial.
+	opts.ProgressInterval = progressInterval
 	// Python packs run their tools with Debian's interpreter: the runner
 	// runs in process, so the "image" only has to be named.
 	opts.PythonImage, opts.Python = envtest.Image+"-python", "/usr/bin/python3"

@@ -64,6 +64,10 @@ type TrialReconciler struct {
 	// Queue is the queueing integration (Kueue, controllers/kueue); nil: a
 	// queue label means nothing here and Trials run as they always did.
 	Queue QueueView
+	// ProgressInterval is the least time between two status writes of a
+	// Trial that carry only its running attempt's progress (0:
+	// DefaultProgressInterval; tests shorten it).
+	ProgressInterval time.Duration
 
 	// runners remembers the namespaces whose RunnersPolicy this process
 	// wrote (NewTrialReconciler sets it; nil: every trial checks alone).
@@ -203,9 +207,17 @@ func (r *TrialReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		if podsReadyOnly(&t.Status, &p.Status, &p) {
 			break
 		}
-		written, _, err := writeTrialStatus(ctx, r.Client, t, &p.Status)
+		written, changed, err := writeTrialStatus(ctx, r.Client, t, &p.Status)
 		if err == nil {
 			t = written
+			if changed && p.ProgressAttempt != "" {
+				// Every write of a running attempt carries its latest
+				// progress, so the throttle counts from any of them.
+				r.Pool.ProgressWritten(req.NamespacedName, p.ProgressAttempt, p.now.Time)
+				if p.ProgressOnly && r.Metrics != nil {
+					r.Metrics.ProgressWrites.Inc()
+				}
+			}
 			break
 		}
 		if !apierrors.IsConflict(err) || try >= maxStatusConflicts {
@@ -258,9 +270,10 @@ func nonZero(d, fallback time.Duration) time.Duration {
 func (r *TrialReconciler) observe(ctx context.Context, t *evalv1.Trial) (*world, error) {
 	key := client.ObjectKeyFromObject(t)
 	w := &world{
-		Now:   metav1.Now().Rfc3339Copy().Time,
-		Trial: t,
-		Pods:  map[int32]map[string]*corev1.Pod{},
+		Now:              metav1.Now().Rfc3339Copy().Time,
+		Trial:            t,
+		Pods:             map[int32]map[string]*corev1.Pod{},
+		ProgressInterval: nonZero(r.ProgressInterval, DefaultProgressInterval),
 	}
 	if r.Now != nil {
 		w.Now = metav1.NewTime(r.Now()).Rfc3339Copy().Time

@@ -30,3 +30,29 @@ func TestCRDShortNames(t *testing.T) {
 		}
 	}
 }
+
+// kubectl get trials: the running attempt's turn is a default column (no
+// -o wide), right after Status, read from status.progress.
+func TestTrialTurnColumn(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "eval.tolokaforge.io_trials.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(raw, &crd); err != nil {
+		t.Fatal(err)
+	}
+	cols := crd.Spec.Versions[0].AdditionalPrinterColumns
+	var names []string
+	for _, c := range cols {
+		names = append(names, c.Name)
+	}
+	i := slices.IndexFunc(cols, func(c apiextensionsv1.CustomResourceColumnDefinition) bool { return c.Name == "Turn" })
+	if i < 1 {
+		t.Fatalf("columns %v: no Turn column after another", names)
+	}
+	c := cols[i]
+	if c.JSONPath != ".status.progress.turn" || c.Type != "integer" || c.Priority != 0 || cols[i-1].Name != "Status" {
+		t.Fatalf("Turn column %+v after %s, want .status.progress.turn, integer, priority 0, after Status", c, cols[i-1].Name)
+	}
+}

@@ -276,6 +276,25 @@ type Usage struct {
 	TotalCostUSD float64 `json:"totalCostUSD,omitempty"`
 }
 
+// TrialProgress is how far the running attempt has got.
+type TrialProgress struct {
+	// Attempt is the number of the attempt these figures are of.
+	Attempt int32 `json:"attempt"`
+	// Turn is the agent turns (LLM calls) taken so far.
+	// +optional
+	Turn int32 `json:"turn,omitempty"`
+	// ToolCalls is the tool calls executed so far, by agent and user.
+	// +optional
+	ToolCalls int32 `json:"toolCalls,omitempty"`
+	// Usage is the agent's and the user simulator's spend so far (the
+	// judge has not run yet).
+	// +optional
+	Usage Usage `json:"usage,omitempty"`
+	// UpdateTime is when these figures were written.
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+}
+
 // TrialStatus is rebuilt from the world on every reconcile.
 type TrialStatus struct {
 	// +optional
@@ -303,6 +322,12 @@ type TrialStatus struct {
 	Turns int32 `json:"turns,omitempty"`
 	// +optional
 	Usage *Usage `json:"usage,omitempty"`
+	// Progress is the running attempt's live figures, absent when no
+	// attempt runs: once an attempt ends its figures are in turns and usage.
+	// It is written at most once per progress interval (15 s) on its own;
+	// a status write that happens anyway carries the latest figures.
+	// +optional
+	Progress *TrialProgress `json:"progress,omitempty"`
 	// ArtifactsPath is where trajectory.yaml, grade.yaml and metrics.yaml are.
 	// +optional
 	ArtifactsPath string `json:"artifactsPath,omitempty"`
@@ -323,6 +348,7 @@ type TrialStatus struct {
 // +kubebuilder:printcolumn:name="Task",type=string,JSONPath=`.status.taskID`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agent`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Turn",type=integer,JSONPath=`.status.progress.turn`
 // +kubebuilder:printcolumn:name="Queue",type=string,JSONPath=`.status.conditions[?(@.type=="Admitted")].reason`
 // +kubebuilder:printcolumn:name="Score",type=number,JSONPath=`.status.grade.score`
 // +kubebuilder:printcolumn:name="Pass",type=boolean,JSONPath=`.status.grade.binaryPass`

@@ -46,7 +46,9 @@ import (
 // services; the shop MCP servers are child processes, counted in
 // cpu_children_s) during the campaign (bare_rss_peak_MiB: up to the end of
 // the first bare half; bare_cpu_ms_per_trial); campaign reconciles per
-// trial; the resident set before the manager started
+// trial; progress_writes_per_trial, the Trial status writes made for live
+// progress alone (0 for Trials shorter than the 15 s progress interval);
+// the resident set before the manager started
 // (rss_baseline_MiB). As in BenchmarkOracleTrials, pods are probed every
 // second after readiness and the tool servers are the small mcpstandin
 // binary, not the re-executed test binary. BENCH_BARE_TRIALS=n runs n bare
@@ -103,7 +105,9 @@ func BenchmarkCampaign1000(b *testing.B) {
 		rec0 := reconciles(b, "campaign")
 		profiled := profileAPIServer(b, s.Config, os.Getenv("BENCH_APISERVER_PPROF"), 60*time.Second)
 		self0, child0 := cpuSeconds(syscall.RUSAGE_SELF), cpuSeconds(syscall.RUSAGE_CHILDREN)
+		progress0 := progressWrites(b)
 		d := runBenchCampaign(b, s, trials, parallel, nil)
+		progress := progressWrites(b) - progress0
 		if err := <-profiled; err != nil {
 			b.Error(err)
 		}
@@ -138,6 +142,7 @@ func BenchmarkCampaign1000(b *testing.B) {
 		b.ReportMetric(cpu/trials*1000, "cpu_ms_per_trial")
 		b.ReportMetric(children, "cpu_children_s")
 		b.ReportMetric(campaignReconciles/trials, "campaign_reconciles_per_trial")
+		b.ReportMetric(progress/trials, "progress_writes_per_trial")
 	}
 	b.StopTimer()
 	b.ReportMetric(rssBase, "rss_baseline_MiB")

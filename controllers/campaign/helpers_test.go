@@ -29,6 +29,10 @@ const (
 	// failMarker in a Task's system prompt makes the scripted LLM buy the
 	// wrong quantity, so that task fails.
 	failMarker = "Variant: fail"
+	// slowMarker makes every scripted LLM reply wait slowDelay, so a Trial
+	// runs long enough to be seen running with spend.
+	slowMarker = "Variant: slow"
+	slowDelay  = 4 * time.Second
 )
 
 var bg = context.Background()
@@ -79,16 +83,20 @@ const (
 // quantity under failMarker); after the tool results, a report and stop.
 func responder(req fakellm.Request) fakellm.Reply {
 	usage := fakellm.Usage{PromptTokens: tokensPerCall}
+	var delay time.Duration
+	if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, slowMarker) {
+		delay = slowDelay
+	}
 	for _, m := range req.Messages {
 		if m.Role == "tool" {
-			return fakellm.Reply{Content: "Order O-001 is paid. ###STOP###", Usage: usage}
+			return fakellm.Reply{Content: "Order O-001 is paid. ###STOP###", Usage: usage, Delay: delay}
 		}
 	}
 	qty := 1
 	if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Content, failMarker) {
 		qty = 2
 	}
-	return fakellm.Reply{Usage: usage, ToolCalls: []fakellm.ToolCall{
+	return fakellm.Reply{Usage: usage, Delay: delay, ToolCalls: []fakellm.ToolCall{
 		{Name: "place_order", Arguments: fmt.Sprintf(`{"customer_id":"C-101","items":[{"product_id":"P-001","quantity":%d,"unit_price":89.99},{"product_id":"P-002","quantity":2,"unit_price":34.5}]}`, qty)},
 		{Name: "confirm_payment", Arguments: `{"order_id":"O-001"}`},
 	}}

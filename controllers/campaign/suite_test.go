@@ -45,7 +45,9 @@ func TestCampaignEnvtest(t *testing.T) {
 var s *stack
 
 var _ = BeforeSuite(func() {
-	o := stackOptions{simWorkers: 8, maxTrials: 20, log: logr.Discard()}
+	// Live progress every second, so a Campaign spec sees a running Trial's
+	// spend within seconds.
+	o := stackOptions{simWorkers: 8, maxTrials: 20, progressInterval: time.Second, log: logr.Discard()}
 	if os.Getenv("CAMPAIGN_TEST_LOG") != "" {
 		o.log = zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true))
 	}
@@ -78,6 +80,9 @@ type stackOptions struct {
 	maxTrials  int
 	// statusInterval of the campaign reconciler (0: every change at once).
 	statusInterval time.Duration
+	// progressInterval of the Trial reconciler's live progress (0: the
+	// default, 15 s).
+	progressInterval time.Duration
 	// probeInterval of the pod simulator after readiness (0: 50ms).
 	probeInterval time.Duration
 	// smallMCP serves the shop tools from the small cmd/mcpstandin binary
@@ -123,7 +128,8 @@ func startStack(o stackOptions) (_ *stack, err error) {
 		Campaign:            []campaign.Option{campaign.WithStatusInterval(o.statusInterval)},
 		// As installed: a gateway for judges (none of these Trials has one),
 		// so the writes counted are those of a real manager's Trials.
-		GatewayURL: "http://tolokaforge-gateway.invalid:8081",
+		GatewayURL:       "http://tolokaforge-gateway.invalid:8081",
+		ProgressInterval: o.progressInterval,
 	}
 	s.mgr, err = s.StartManager(envtest.Counted(s.Config, &s.api), s.mgrOpts)
 	return s, err

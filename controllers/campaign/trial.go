@@ -98,6 +98,13 @@ func OutcomeOf(t *evalv1.Trial) Outcome {
 		o.Tokens = u.TotalTokens
 		o.CostUSD = u.TotalCostUSD
 	}
+	// The running attempt's spend so far is spent too (the budget sees it
+	// before the attempt ends); status.usage holds only ended attempts, and
+	// an ended attempt's progress is cleared, so nothing counts twice.
+	if pr := t.Status.Progress; pr != nil && !IsTerminalPhase(o.Phase) {
+		o.Tokens += pr.Usage.TotalTokens
+		o.CostUSD += pr.Usage.TotalCostUSD
+	}
 	return o
 }
 

@@ -118,6 +118,12 @@ type TurnEvent struct {
 	// ToolStatuses is the runner's status per tool call, in order ("success",
 	// "error", ...), once the calls were executed.
 	ToolStatuses []string
+	// ToolCallCount is the tool calls executed so far in the attempt, by
+	// either actor; AgentUsage and UserUsage are the spend so far. They are
+	// running totals, so a reader that skips events loses nothing.
+	ToolCallCount int
+	AgentUsage    Usage
+	UserUsage     Usage
 }
 
 // AttemptResult is how the attempt ended and what it produced.

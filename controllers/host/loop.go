@@ -146,7 +146,8 @@ func (r *run) progress(actor string, msg task.Message, statuses []string) {
 	if r.cfg.Progress == nil {
 		return
 	}
-	ev := TurnEvent{Turn: r.turns, Actor: actor, Content: msg.Content, ToolStatuses: statuses}
+	ev := TurnEvent{Turn: r.turns, Actor: actor, Content: msg.Content, ToolStatuses: statuses,
+		ToolCallCount: len(r.records), AgentUsage: r.agentUsage, UserUsage: r.userUsage}
 	for _, c := range msg.ToolCalls {
 		ev.ToolCalls = append(ev.ToolCalls, c.Function.Name)
 	}

@@ -59,6 +59,16 @@ func TestScriptedAgentCompletesShop(t *testing.T) {
 	if got := strings.Join(lines, "|"); got != want {
 		t.Fatalf("progress = %s\nwant %s", got, want)
 	}
+	// Running totals: after the third agent turn (place_order), three turns,
+	// three calls executed and the spend of three LLM calls.
+	if ev := events[3]; ev.Turn != 3 || ev.ToolCallCount != 3 || ev.AgentUsage.Calls != 3 ||
+		ev.AgentUsage.PromptTokens != 600 || ev.AgentUsage.CompletionTokens != 60 ||
+		math.Abs(ev.AgentUsage.CostUSD-(600*1+60*4)/1e6) > 1e-12 {
+		t.Fatalf("progress after turn 3 = turn %d, %d tool calls, agent usage %+v", ev.Turn, ev.ToolCallCount, ev.AgentUsage)
+	}
+	if last := events[len(events)-1]; last.Turn != 5 || last.ToolCallCount != 4 || last.AgentUsage.PromptTokens != 1500 {
+		t.Fatalf("last progress = turn %d, %d tool calls, agent usage %+v", last.Turn, last.ToolCallCount, last.AgentUsage)
+	}
 
 	reqs := f.RequestsFor("agent")
 	if len(reqs) != 5 {

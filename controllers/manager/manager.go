@@ -65,6 +65,10 @@ type Options struct {
 	MaxConcurrentTrials int
 	// MaxConcurrentReconciles of the Trial controller (default 8).
 	MaxConcurrentReconciles int
+	// ProgressInterval is the least time between two status writes of a
+	// Trial that carry only its running attempt's progress (0:
+	// controllers.DefaultProgressInterval).
+	ProgressInterval time.Duration
 	// ArtifactsDir receives each attempt's trajectory, grade and metrics;
 	// empty writes none.
 	ArtifactsDir string
@@ -402,6 +406,7 @@ func addReconcilers(mgr ctrl.Manager, opts Options, kueueOn bool) error {
 		Metrics:                 metrics,
 		Log:                     opts.Logger.WithName("trial"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
+		ProgressInterval:        opts.ProgressInterval,
 	})
 	if err := trials.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: trial controller: %w", err)

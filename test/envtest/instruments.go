@@ -2,10 +2,12 @@ package envtest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +28,8 @@ type Gates struct {
 	base controllers.ActorFactory
 	mu   sync.Mutex
 	m    map[types.NamespacedName]*Gate
+	// paces are the trials whose agents are slowed (Pace).
+	paces map[types.NamespacedName]Pace
 	// keys records the API key each trial's agent was last built with.
 	keys map[types.NamespacedName]string
 }
@@ -35,7 +39,27 @@ func NewGates(base controllers.ActorFactory) *Gates {
 	if base == nil {
 		base = controllers.DefaultActors
 	}
-	return &Gates{base: base, m: map[types.NamespacedName]*Gate{}, keys: map[types.NamespacedName]string{}}
+	return &Gates{base: base, m: map[types.NamespacedName]*Gate{}, paces: map[types.NamespacedName]Pace{},
+		keys: map[types.NamespacedName]string{}}
+}
+
+// Pace slows a trial's agent into a long run: its first turn is the base
+// agent's (the oracle's golden calls), then Extra turns each of one
+// read-only shop call (list_products and get_customer in turn, so the
+// stuck detector sees no repeat), then the base agent's again (its stop).
+// Every turn first waits Delay and bills Usage, so the attempt runs for
+// (Extra+2) x Delay and its spend grows turn by turn.
+type Pace struct {
+	Delay time.Duration
+	Extra int
+	Usage host.Usage
+}
+
+// SetPace paces every attempt of a trial's agent.
+func (g *Gates) SetPace(key types.NamespacedName, p Pace) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.paces[key] = p
 }
 
 // Gate is one held attempt: Reached closes when its agent is at its first
@@ -73,10 +97,14 @@ func (g *Gates) Actors(ctx context.Context, req controllers.ActorRequest) (host.
 	key := types.NamespacedName{Namespace: req.Trial.Namespace, Name: req.Trial.Name}
 	g.mu.Lock()
 	gt := g.m[key]
+	pace, paced := g.paces[key]
 	if req.Role == controllers.ActorAgent {
 		g.keys[key] = req.APIKey
 	}
 	g.mu.Unlock()
+	if paced && req.Role == controllers.ActorAgent {
+		a = &pacedActor{inner: a, pace: pace}
+	}
 	if gt == nil || gt.attempt != req.Attempt || req.Role != controllers.ActorAgent {
 		return a, nil
 	}
@@ -96,6 +124,40 @@ func (a *gatedActor) Next(ctx context.Context, conv []task.Message, tools []*run
 		return host.Turn{}, context.Cause(ctx)
 	}
 	return a.inner.Next(ctx, conv, tools)
+}
+
+type pacedActor struct {
+	inner host.Actor
+	pace  Pace
+	turns int
+}
+
+func (a *pacedActor) Next(ctx context.Context, conv []task.Message, tools []*runnerpb.ToolSchema) (host.Turn, error) {
+	select {
+	case <-time.After(a.pace.Delay):
+	case <-ctx.Done():
+		return host.Turn{}, context.Cause(ctx)
+	}
+	a.turns++
+	if a.turns == 1 || a.turns > a.pace.Extra+1 {
+		t, err := a.inner.Next(ctx, conv, tools)
+		t.Usage.Add(a.pace.Usage)
+		return t, err
+	}
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.GetName()
+	}
+	name, args := "list_products", `{}`
+	if a.turns%2 == 1 {
+		name, args = "get_customer", `{"customer_id":"C-101"}`
+	}
+	resolved, err := agents.ResolveToolName(name, names)
+	if err != nil {
+		return host.Turn{}, err
+	}
+	return host.Turn{Usage: a.pace.Usage, ToolCalls: []task.ToolCall{{ID: fmt.Sprintf("paced_%d", a.turns), Type: "function",
+		Function: task.FunctionCall{Name: resolved, Arguments: args}}}}, nil
 }
 
 // RPCLog records every runner RPC the managers make, per trial and

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"tolokaforge.io/operator/api/artifacts/blobstore"
 	"tolokaforge.io/operator/api/telemetry"
+	"tolokaforge.io/operator/controllers"
 	"tolokaforge.io/operator/controllers/gateway"
 	"tolokaforge.io/operator/controllers/manager"
 )
@@ -64,6 +65,7 @@ runner and dbservice containers run --image.`,
 	fs.StringVar(&f.HealthProbeBindAddress, "health-probe-bind-address", manager.DefaultProbeAddr, `address to serve /healthz and /readyz on ("0" disables)`)
 	fs.IntVar(&f.MaxConcurrentTrials, "max-concurrent-trials", manager.DefaultMaxConcurrentTrials, "attempts driven at once; ready attempts beyond it wait for a free driver")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 0, "Trial reconciles run at once (default 8)")
+	fs.DurationVar(&f.ProgressInterval, "trial-progress-interval", controllers.DefaultProgressInterval, "least time between two status writes of a Trial that carry only its running attempt's progress (turn, tool calls, tokens, cost); at least 1s")
 	fs.StringVar(&f.ArtifactsDir, "artifacts-dir", "", "directory for each attempt's trajectory.yaml, grade.yaml and metrics.yaml (empty: none; same as --artifacts-url file:///DIR)")
 	fs.StringVar(&f.ArtifactsURL, "artifacts-url", "", "store for each attempt's artifacts, under <namespace>/<trial>/attempt-<n>/, and the only store Tasks' spec.files.url bundles are read from (pack import --store): file:///DIR, s3://BUCKET/PREFIX[?region=&endpoint=&use_path_style=true] or gs://BUCKET/PREFIX; credentials from the provider's environment (AWS_*, ~/.aws, GOOGLE_APPLICATION_CREDENTIALS)")
 	fs.StringVar(&f.Image, "image", "", "image of the runner and dbservice pods, normally the manager's own (default $TOLOKAFORGE_IMAGE)")
@@ -125,6 +127,9 @@ func (f *managerFlags) check() error {
 	}
 	if f.MaxConcurrentReconciles < 0 {
 		return fmt.Errorf("manager flags: --max-concurrent-reconciles must be >= 0, got %d", f.MaxConcurrentReconciles)
+	}
+	if f.ProgressInterval < time.Second {
+		return fmt.Errorf("manager flags: --trial-progress-interval must be at least 1s, got %s", f.ProgressInterval)
 	}
 	switch f.Kueue {
 	case manager.KueueAuto, manager.KueueOn, manager.KueueOff:

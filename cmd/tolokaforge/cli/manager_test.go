@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"tolokaforge.io/operator/controllers/manager"
 )
@@ -21,7 +22,7 @@ func TestManagerFlagsDefaults(t *testing.T) {
 		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElection ||
 		o.LeaderElectionID != manager.DefaultLeaderElectionID || o.Namespace != "" || o.ArtifactsDir != "" ||
 		o.Entrypoint != "tolokaforge" || f.Kubeconfig != "" || o.GatewayBindAddress != ":8090" || o.GatewayURL != "" ||
-		o.PythonImage != "" || o.Python != "python3" || o.Kueue != manager.KueueAuto {
+		o.PythonImage != "" || o.Python != "python3" || o.Kueue != manager.KueueAuto || o.ProgressInterval != 15*time.Second {
 		t.Errorf("defaults = %+v kubeconfig %q", o, f.Kubeconfig)
 	}
 }
@@ -33,6 +34,7 @@ func TestManagerFlagsAll(t *testing.T) {
 		"--manager-namespace=ops", "--max-concurrent-reconciles=4", "--zap-log-level=debug",
 		"--gateway-bind-address=:9999", "--gateway-url=http://gw.ops.svc:9999/v1",
 		"--runner-python-image=reg/tolokaforge:v1-python", "--runner-python=/usr/local/bin/python3", "--kueue=off",
+		"--trial-progress-interval=1m",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,8 @@ func TestManagerFlagsAll(t *testing.T) {
 		o.MaxConcurrentTrials != 50 || o.ArtifactsDir != "/art" || o.Namespace != "evals" || f.Kubeconfig != "/k" ||
 		o.ManagerNamespace != "ops" || o.MaxConcurrentReconciles != 4 ||
 		o.GatewayBindAddress != ":9999" || o.GatewayURL != "http://gw.ops.svc:9999/v1" ||
-		o.PythonImage != "reg/tolokaforge:v1-python" || o.Python != "/usr/local/bin/python3" || o.Kueue != manager.KueueOff {
+		o.PythonImage != "reg/tolokaforge:v1-python" || o.Python != "/usr/local/bin/python3" || o.Kueue != manager.KueueOff ||
+		o.ProgressInterval != time.Minute {
 		t.Errorf("options = %+v", o)
 	}
 }
@@ -83,6 +86,10 @@ func TestManagerFlagsRefusesBadInput(t *testing.T) {
 		{[]string{"--image=i", "--artifacts-url=s3://b/p", "--artifacts-dir=/art"}, "manager flags: give --artifacts-url or --artifacts-dir, not both"},
 		{[]string{"--image=i", "--artifacts-url=/art"}, `manager flags: --artifacts-url "/art": want file:///DIR, s3://BUCKET/PREFIX or gs://BUCKET/PREFIX`},
 		{[]string{"--image=i", "--kueue=yes"}, `manager flags: --kueue "yes": want auto, on or off`},
+		{[]string{"--image=i", "--trial-progress-interval=0s"}, "manager flags: --trial-progress-interval must be at least 1s, got 0s"},
+		{[]string{"--image=i", "--trial-progress-interval=500ms"}, "manager flags: --trial-progress-interval must be at least 1s, got 500ms"},
+		{[]string{"--image=i", "--trial-progress-interval=-15s"}, "manager flags: --trial-progress-interval must be at least 1s, got -15s"},
+		{[]string{"--image=i", "--trial-progress-interval=soon"}, `manager flags: invalid argument "soon" for "--trial-progress-interval" flag`},
 		{[]string{"--image=i", "--artifacts-url=ftp://h/p"}, `manager flags: --artifacts-url "ftp://h/p": want`},
 	} {
 		_, err := parseManagerFlags(tc.args, io.Discard)
