@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 )
@@ -123,9 +124,12 @@ func observabilitySpecs() {
 		mustKubectl("", "-n", managerNamespace, "patch", "deploy/tolokaforge-manager", "--type=json", "-p", string(b))
 		mustKubectl("", "-n", managerNamespace, "rollout", "status", "deploy/tolokaforge-manager", "--timeout=3m")
 
-		trial := strings.NewReplacer("name: shop-oracle\n", "name: shop-observed\n").Replace(sample("eval_v1alpha1_trial_oracle.yaml"))
-		mustKubectl(trial, "-n", ns, "apply", "-f", "-")
-		mustKubectl("", "-n", ns, "patch", "trial", "shop-observed", "--type=merge", "-p", `{"spec":{"keepPodsAfterFinished":true}}`)
+		var tr evalv1.Trial
+		Expect(yaml.Unmarshal([]byte(sample("eval_v1alpha1_trial_oracle.yaml")), &tr)).To(Succeed())
+		tr.ObjectMeta = metav1.ObjectMeta{Name: "shop-observed", Namespace: ns}
+		// Kept: its runner still serves /metrics after the Trial ends.
+		tr.Spec.KeepPodsAfterFinished = true
+		Expect(k8s.Create(ctx, &tr)).To(Succeed())
 		Eventually(trialPhase("shop-observed")).WithTimeout(4*time.Minute).WithPolling(time.Second).
 			Should(Equal(evalv1.PhasePassed), func() string { return describe(getTrial("shop-observed")) })
 		t := getTrial("shop-observed")
