@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -35,10 +36,14 @@ type QueueState struct {
 	// EvictedReason and EvictedMessage are its Evicted=True condition's
 	// (Preempted, PodsReadyTimeout, InactiveWorkload...); empty otherwise.
 	EvictedReason, EvictedMessage string
+	// SlotPodSet: the Workload reserves one slot pod (pod set SlotPodSet),
+	// not the Trial's own runner and DB-service pods: its attempts may run on
+	// its Campaign's warm slots, and only then.
+	SlotPodSet bool
 	// Placement is where the admission puts each role's pod (by
-	// evalv1.RoleRunner, evalv1.RoleDBService): the node labels and
-	// tolerations of the ResourceFlavors Kueue assigned and of its
-	// admission checks' pod set updates. The quota was counted in those
+	// evalv1.RoleRunner, evalv1.RoleDBService, or SlotPodSet): the node
+	// labels and tolerations of the ResourceFlavors Kueue assigned and of
+	// its admission checks' pod set updates. The quota was counted in those
 	// flavors, so the pods must land on their nodes.
 	Placement map[string]Placement
 }
@@ -73,6 +78,36 @@ func AttemptResources(t *evalv1.Trial) map[string]corev1.ResourceRequirements {
 		evalv1.RoleRunner:    resourcesFor(evalv1.RoleRunner, t.Spec.Runner.Resources),
 		evalv1.RoleDBService: resourcesFor(evalv1.RoleDBService, t.Spec.DBService.Resources),
 	}
+}
+
+// SlotPodSet names the one pod set of a slotted Trial's Workload: the slot
+// pod its attempts run on (docs/kueue.md, "Kueue with warm slots").
+const SlotPodSet = ComponentSlot
+
+// QueuedOnSlots reports whether a Trial's Workload reserves a slot pod rather
+// than its own runner and DB-service pods: its spec.slots is Enabled, a
+// Campaign controls it (MultiKueue's Trials have no owner: a worker's copy
+// runs pods of its own under the Workload the manager cluster's made) and
+// its task has no environment of its own (such a Trial keeps per-attempt
+// pods, docs/warm-slots.md).
+func QueuedOnSlots(t *evalv1.Trial, hasEnvironment bool) bool {
+	ref := metav1.GetControllerOf(t)
+	return t.Spec.Slots.Enabled() && !hasEnvironment && !t.ManagedElsewhere() &&
+		ref != nil && ref.Kind == "Campaign" && ref.APIVersion == evalv1.GroupVersion.String()
+}
+
+// SlotPodSetSpec is what a slotted Trial's Workload reserves: the slot pod
+// its attempts run on, reduced to its containers' names and resources. It is
+// read off the slot pod's own template, so the reservation and the pod
+// cannot drift apart: one pod whose requests are its runner's and its DB
+// service's together, the same as the Trial's own two pods would ask.
+func SlotPodSetSpec(t *evalv1.Trial) corev1.PodSpec {
+	tmpl := slotTemplate(PodConfig{}, t, nil)
+	spec := corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}
+	for _, c := range tmpl.Spec.Containers {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: c.Name, Resources: *c.Resources.DeepCopy()})
+	}
+	return spec
 }
 
 // evictedBy says whether an attempt ended because the Trial was suspended

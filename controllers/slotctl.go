@@ -60,18 +60,27 @@ func (r *TrialReconciler) observeSlots(ctx context.Context, w *world) error {
 	w.Slots = &slotWorld{Claim: r.Slots.claimOf(key)}
 	if isTerminal(&t.Status) {
 		r.Slots.forgetWaiter(key)
+		r.Slots.unadmit(key)
 		return r.slotPodOf(ctx, w)
 	}
 	a := activeAttempt(&t.Status)
 	var attemptID string
 	var desc *resolvedTask
 	switch {
+	case !slotAdmitted(w):
+		// Kueue has not admitted it onto a slot pod (not yet, no longer, or
+		// its Workload reserves pods of its own): it claims no slot and
+		// counts for none; an attempt that ran on one ends as evicted.
 	case a != nil && onSlot(t, a) && w.AttemptTask != nil:
 		attemptID, desc = a.ID, w.AttemptTask
 	case a == nil && r.mayStartOnSlot(w):
 		attemptID, desc = AttemptID(t, int32(len(t.Status.Attempts))+1), w.Task
 	}
 	if attemptID == "" {
+		if w.Queue != nil {
+			r.Slots.forgetWaiter(key)
+			r.Slots.unadmit(key)
+		}
 		return r.slotPodOf(ctx, w)
 	}
 	c, err := r.campaignOf(ctx, t)
@@ -82,8 +91,17 @@ func (r *TrialReconciler) observeSlots(ctx context.Context, w *world) error {
 		w.Slots.Next = true
 	}
 	class, tmpl := slotClassOf(r.Pods, t, desc.Desc, c.Name)
+	if w.Queue != nil {
+		// The slot pod goes where Kueue counted its quota: the flavor's
+		// nodes, so Trials admitted into different flavors never share one.
+		if pl, ok := w.Queue.Placement[SlotPodSet]; ok {
+			place(tmpl, pl)
+			class.Hash = slotClassHash(tmpl)
+		}
+		r.Slots.admit(class, key)
+	}
 	if w.Slots.Claim == nil || w.Slots.Claim.AttemptID == attemptID {
-		pol := slotPolicy{Cap: int(c.MaxParallel), CampaignUID: c.UID, MaxReuses: 50, Idle: 30 * time.Second}
+		pol := slotPolicy{Cap: int(c.MaxParallel), CampaignUID: c.UID, MaxReuses: 50, Idle: 30 * time.Second, Queued: w.Queue != nil}
 		if pol.Cap <= 0 {
 			pol.Cap = r.Pool.Size()
 		}
@@ -106,15 +124,24 @@ func (r *TrialReconciler) observeSlots(ctx context.Context, w *world) error {
 	return r.slotPodOf(ctx, w)
 }
 
+// slotAdmitted: the Trial's queue, if it waits in one, lets it have a slot
+// now: Kueue admitted its Workload (not evicted), and that Workload reserves
+// a slot pod (controllers/kueue makes it so for a Trial that runs on slots;
+// one made before keeps per-attempt pods, which its pod sets describe).
+func slotAdmitted(w *world) bool {
+	q := w.Queue
+	return q == nil || (q.Admitted && q.EvictedReason == "" && q.SlotPodSet)
+}
+
 // mayStartOnSlot: an attempt of the Trial may start now, on a slot. A
-// Trial that names a queue (its Workload's pod sets are its own pods) keeps
-// per-attempt pods; one whose task has an environment of its own takes its
-// runner and DB service from a slot and keeps a fresh environment pod per
-// attempt (slotEnvironmentPod); one held, in backoff or refused does not
+// Trial whose Kueue queue has not admitted it onto a slot (slotAdmitted)
+// does not claim one; one whose task has an environment of its own takes
+// its runner and DB service from a slot and keeps a fresh environment pod
+// per attempt (slotEnvironmentPod); one held, in backoff or refused does not
 // claim a slot it would not use.
 func (r *TrialReconciler) mayStartOnSlot(w *world) bool {
 	t := w.Trial
-	if t.QueueName() != "" || t.Held() || w.Task == nil || w.TaskErr != nil || w.KeyErr != nil ||
+	if !slotAdmitted(w) || t.Held() || w.Task == nil || w.TaskErr != nil || w.KeyErr != nil ||
 		w.Missing != nil || w.ImageErr != nil {
 		return false
 	}
@@ -123,7 +150,9 @@ func (r *TrialReconciler) mayStartOnSlot(w *world) bool {
 		if countedAttempts(&t.Status) >= maxAttempts(t) {
 			return false
 		}
-		if last.EndTime != nil && w.Now.Before(last.EndTime.Add(backoffAfter(t, infraFailures(&t.Status)))) {
+		// As startNext: an attempt a suspension ended (Kueue's eviction)
+		// waits no backoff.
+		if last.EndTime != nil && !evictedBy(last) && w.Now.Before(last.EndTime.Add(backoffAfter(t, infraFailures(&t.Status)))) {
 			return false
 		}
 	}
@@ -154,6 +183,14 @@ func (r *TrialReconciler) slotPodOf(ctx context.Context, w *world) error {
 // first (it may free what a create would otherwise add), then the new
 // slot's objects.
 func (r *TrialReconciler) executeSlots(ctx context.Context, t *evalv1.Trial, p *plan) error {
+	if r.Slots != nil && isTerminal(&t.Status) {
+		// Finished: its admission no longer counts for a slot, from the
+		// write on (Kueue may admit the next Trial before this one is
+		// reconciled again).
+		key := client.ObjectKeyFromObject(t)
+		r.Slots.forgetWaiter(key)
+		r.Slots.unadmit(key)
+	}
 	var errs []error
 	if rel := p.SlotRelease; rel != nil {
 		errs = append(errs, r.releaseSlot(ctx, t, rel))

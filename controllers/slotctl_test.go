@@ -45,10 +45,10 @@ func ownedTrial() (*evalv1.Trial, *evalv1.Campaign) {
 	return tr, c
 }
 
-// Which Trials run their next attempt on a slot: a Campaign's, Enabled, with
-// no queue, not held and not in backoff. A task with an environment of its
-// own takes its runner from a slot too (its environment pod stays its
-// attempt's).
+// Which Trials run their next attempt on a slot: a Campaign's, Enabled,
+// admitted by Kueue onto a slot pod if queued, not held and not in backoff.
+// A task with an environment of its own takes its runner from a slot too
+// (its environment pod stays its attempt's).
 func TestObserveSlotsDecides(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -59,14 +59,37 @@ func TestObserveSlotsDecides(t *testing.T) {
 		{name: "disabled", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Slots.Mode = evalv1.SlotsDisabled }},
 		{name: "no policy", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Slots = nil }},
 		{name: "a bare trial", mutate: func(tr *evalv1.Trial, _ *world) { tr.OwnerReferences = nil }},
-		{name: "names a queue", mutate: func(tr *evalv1.Trial, _ *world) {
+		{name: "names a queue, no Kueue integration: the label means nothing", slot: true, mutate: func(tr *evalv1.Trial, _ *world) {
 			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+		}},
+		{name: "queued, not admitted", mutate: func(tr *evalv1.Trial, w *world) {
+			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+			w.Queue = &QueueState{Workload: "wl", SlotPodSet: true, Pending: "insufficient quota"}
+		}},
+		{name: "queued, admitted", slot: true, mutate: func(tr *evalv1.Trial, w *world) {
+			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+			w.Queue = &QueueState{Workload: "wl", SlotPodSet: true, Admitted: true, ClusterQueue: "cq"}
+		}},
+		{name: "queued, evicted", mutate: func(tr *evalv1.Trial, w *world) {
+			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+			w.Queue = &QueueState{Workload: "wl", SlotPodSet: true, Admitted: true, EvictedReason: "Preempted"}
+		}},
+		{name: "queued, admitted on a Workload reserving pods of its own", mutate: func(tr *evalv1.Trial, w *world) {
+			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+			w.Queue = &QueueState{Workload: "wl", Admitted: true, ClusterQueue: "cq"}
 		}},
 		{name: "its task has an environment", slot: true, mutate: func(_ *evalv1.Trial, w *world) { w.Task = &resolvedTask{Desc: terminalTask("img")} }},
 		{name: "held", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Suspend = ptr.To(true) }},
 		{name: "in backoff", mutate: func(tr *evalv1.Trial, _ *world) {
 			tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}
 			tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", EndTime: mt(0), Outcome: evalv1.OutcomeInfraFailed}}
+		}},
+		{name: "readmitted after an eviction: no backoff", slot: true, mutate: func(tr *evalv1.Trial, w *world) {
+			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
+			w.Queue = &QueueState{Workload: "wl", SlotPodSet: true, Admitted: true, ClusterQueue: "cq"}
+			tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}
+			tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", EndTime: mt(0), Outcome: evalv1.OutcomeInfraFailed,
+				Reason: evalv1.ReasonPreempted}}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -91,7 +114,7 @@ func TestObserveSlotsDecides(t *testing.T) {
 				return
 			}
 			cl, mk := w.Slots.Claim, w.Slots.Make
-			if cl == nil || cl.AttemptID != "uid-1-1" || mk == nil || mk.Campaign.UID != "cuid" || mk.Class != cl.Class {
+			if cl == nil || cl.AttemptID != AttemptID(tr, int32(len(tr.Status.Attempts))+1) || mk == nil || mk.Campaign.UID != "cuid" || mk.Class != cl.Class {
 				t.Fatalf("claim %+v make %+v", cl, mk)
 			}
 			if n := r.Slots.count(cl.Class); n != 1 {

@@ -22,8 +22,8 @@ const slotWaitPoll = 2 * time.Second
 // slotWorld is the slot side of a world.
 type slotWorld struct {
 	// Next: the next attempt runs on a slot (observe decided it with the
-	// task: spec.slots Enabled, a Campaign owns the Trial, no queue, no
-	// environment of its own).
+	// task: spec.slots Enabled, a Campaign owns the Trial, admitted by Kueue
+	// if it names a queue, no environment of its own).
 	Next bool
 	// Claim is the slot the trial holds (any attempt; nil: none), Pod its
 	// pod in the cache (nil: absent).
@@ -59,7 +59,7 @@ type slotRelease struct {
 // onSlot reports whether an attempt of t runs on a slot: t's spec.slots is
 // Enabled and the attempt names no runner pod of its own (one waiting for
 // its slot names no slot yet either). An attempt of such a Trial that kept
-// per-attempt pods (a queue, an environment) names them.
+// per-attempt pods (an environment, a Workload reserving them) names them.
 func onSlot(t *evalv1.Trial, a *evalv1.AttemptStatus) bool {
 	return t.Spec.Slots.Enabled() && a.RunnerPod == ""
 }
@@ -230,12 +230,16 @@ func (p *plan) releaseSlot(w *world) {
 			a = &p.Status.Attempts[i]
 		}
 	}
+	// An attempt Kueue evicted (or spec.suspend held) ended InfraFailed
+	// with nothing wrong on its slot: its cancelled driver's CleanupTrial
+	// says how the slot was left, and a clean one is free again.
+	evicted := a != nil && evictedBy(a)
 	switch {
 	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed && !s.Driven && environmentFault(a.Reason):
 		// The attempt's own environment never came up, so no driver ran:
 		// the slot's runner never saw the trial, and is as it was.
 		rel.Kind = releaseUnused
-	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed:
+	case a != nil && a.Outcome == evalv1.OutcomeInfraFailed && !evicted:
 		rel.Kind, rel.Why = releaseDirty, fmt.Sprintf("attempt %d ended InfraFailed (%s): %s", a.Number, a.Reason, a.Message)
 	case !s.Driven:
 		rel.Kind = releaseUnused
@@ -243,7 +247,7 @@ func (p *plan) releaseSlot(w *world) {
 		rel.Kind, rel.Why = releaseDirty, "this process has no record of how the attempt's CleanupTrial went"
 	case d.Result.CleanupError != "":
 		rel.Kind, rel.Why = releaseDirty, d.Result.CleanupError
-	case d.Result.Outcome == evalv1.OutcomeInfraFailed:
+	case d.Result.Outcome == evalv1.OutcomeInfraFailed && !(evicted && d.Result.Reason == evalv1.ReasonCanceled):
 		rel.Kind, rel.Why = releaseDirty, fmt.Sprintf("the attempt ended InfraFailed (%s)", d.Result.Reason)
 	}
 	p.SlotRelease = rel

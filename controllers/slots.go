@@ -34,7 +34,18 @@ type slotPolicy struct {
 	Idle      time.Duration
 	// CampaignUID owns the slot's objects.
 	CampaignUID types.UID
+	// Queued: the class's Trials run under Kueue's admission. Its slots are
+	// bounded by its admitted, unfinished Trials too (admit): a slot runs
+	// only an admitted Trial, and one left over goes (sweep).
+	Queued bool
 }
+
+// slotHandoff is how long a free slot of a queued class may outnumber the
+// class's admitted Trials: the quota a finished Trial gave back admits the
+// next Trial of its Campaign meanwhile, which takes the slot warm. A slot
+// still over the bound after that is deleted (sooner when idleSeconds is
+// shorter).
+const slotHandoff = 2 * time.Second
 
 // slotEntry is one slot this process made (or is making). Nothing about it
 // is written to the API: the pod is never changed after create, and the
@@ -105,6 +116,10 @@ type slotRegistry struct {
 	next    int
 	slots   map[types.NamespacedName]*slotEntry
 	waiting map[slotClass]map[types.NamespacedName]bool
+	// admitted are, per class, the queued Trials Kueue admitted that hold
+	// or claim a slot of it and have not finished: a queued class has no
+	// more slots than that.
+	admitted map[slotClass]map[types.NamespacedName]bool
 	// policyMu guards policies.
 	policyMu sync.Mutex
 	// policies are the Campaigns (by UID: a Campaign re-created under the
@@ -121,6 +136,7 @@ func newSlotRegistry() *slotRegistry {
 		epoch:    fmt.Sprintf("%x", b)[:5],
 		slots:    map[types.NamespacedName]*slotEntry{},
 		waiting:  map[slotClass]map[types.NamespacedName]bool{},
+		admitted: map[slotClass]map[types.NamespacedName]bool{},
 		policies: map[types.UID]bool{},
 		events:   make(chan event.GenericEvent, 1024),
 		now:      time.Now,
@@ -148,7 +164,9 @@ type claimResult struct {
 
 // claim gives the attempt a slot of its class: the one it already holds, a
 // free slot whose pod is ready, or a new one while the class is below its
-// cap. Otherwise the attempt is recorded as waiting and gets none.
+// cap. Otherwise the attempt is recorded as waiting and gets none. Under
+// Kueue (pol.Queued) a trial not admitted into the class gets none and does
+// not wait, and the cap is also the class's admitted Trials.
 func (r *slotRegistry) claim(class slotClass, trial types.NamespacedName, attemptID string, pol slotPolicy, ready func(name string) bool) claimResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -159,6 +177,15 @@ func (r *slotRegistry) claim(class slotClass, trial types.NamespacedName, attemp
 		// A claim of an earlier attempt not released yet: the plan releases
 		// it first; this attempt waits for that.
 		return claimResult{}
+	}
+	limit := max(pol.Cap, 1)
+	if pol.Queued {
+		if !r.admitted[class][trial] {
+			// Never before its admission, and not as a waiter: its
+			// admission brings it back.
+			return claimResult{}
+		}
+		limit = min(limit, len(r.admitted[class]))
 	}
 	var free []*slotEntry
 	count := 0
@@ -179,7 +206,7 @@ func (r *slotRegistry) claim(class slotClass, trial types.NamespacedName, attemp
 		r.unwaitLocked(class, trial)
 		return claimResult{View: e.viewLocked()}
 	}
-	if count < max(pol.Cap, 1) {
+	if count < limit {
 		name := slotPodName(class.Campaign, class.Hash, r.epoch, r.next)
 		r.next++
 		e := &slotEntry{name: name, class: class, policy: pol, freeSince: r.now(),
@@ -238,6 +265,41 @@ func (r *slotRegistry) forgetWaiter(trial types.NamespacedName) {
 	defer r.mu.Unlock()
 	for c := range r.waiting {
 		r.unwaitLocked(c, trial)
+	}
+}
+
+// admit records that Kueue admitted trial, which holds or claims a slot of
+// class: a queued class may have as many slots as it has such Trials.
+func (r *slotRegistry) admit(class slotClass, trial types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.admitted {
+		if c != class {
+			r.unadmitLocked(c, trial)
+		}
+	}
+	if r.admitted[class] == nil {
+		r.admitted[class] = map[types.NamespacedName]bool{}
+	}
+	r.admitted[class][trial] = true
+}
+
+// unadmit drops trial from every class's admitted Trials: it finished, Kueue
+// took its admission back, or it claims no slot now.
+func (r *slotRegistry) unadmit(trial types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for c := range r.admitted {
+		r.unadmitLocked(c, trial)
+	}
+}
+
+func (r *slotRegistry) unadmitLocked(class slotClass, trial types.NamespacedName) {
+	if a := r.admitted[class]; a != nil {
+		delete(a, trial)
+		if len(a) == 0 {
+			delete(r.admitted, class)
+		}
 	}
 }
 
@@ -321,6 +383,7 @@ func (r *slotRegistry) release(slot types.NamespacedName, attemptID string, kind
 func (r *slotRegistry) releaseTrial(trial types.NamespacedName) (string, released) {
 	v := r.claimOf(trial)
 	r.forgetWaiter(trial)
+	r.unadmit(trial)
 	if v == nil {
 		return "", released{}
 	}
@@ -394,9 +457,11 @@ func (r *slotRegistry) known(slot types.NamespacedName) bool {
 }
 
 // sweep drops the free slots to delete now: those idle longer than their
-// policy's idleSeconds while no attempt of their class waits, and those
-// whose pod is gone (gone reports it from the cache). Slots being made are
-// kept: their claimant is waiting for them.
+// policy's idleSeconds while no attempt of their class waits, those whose
+// pod is gone (gone reports it from the cache), and those by which a queued
+// class outnumbers its admitted Trials once they have been free for the
+// handoff (longest free first). Slots being made are kept: their claimant
+// is waiting for them.
 func (r *slotRegistry) sweep(gone func(slot types.NamespacedName, seen bool) bool) []types.NamespacedName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -412,7 +477,44 @@ func (r *slotRegistry) sweep(gone func(slot types.NamespacedName, seen bool) boo
 			out = append(out, k)
 		}
 	}
+	out = append(out, r.sweepExcessLocked(now)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// sweepExcessLocked drops the free slots by which each queued class
+// outnumbers its admitted, unfinished Trials, so Kueue's quota still means
+// pods; a slot freed less than the handoff ago is left for the Trial its
+// quota admits next.
+func (r *slotRegistry) sweepExcessLocked(now time.Time) []types.NamespacedName {
+	count := map[slotClass]int{}
+	var free []types.NamespacedName
+	for k, e := range r.slots {
+		if !e.policy.Queued {
+			continue
+		}
+		count[e.class]++
+		if e.claim == nil && e.created {
+			free = append(free, k)
+		}
+	}
+	sort.Slice(free, func(i, j int) bool {
+		a, b := r.slots[free[i]], r.slots[free[j]]
+		if !a.freeSince.Equal(b.freeSince) {
+			return a.freeSince.Before(b.freeSince)
+		}
+		return free[i].String() < free[j].String()
+	})
+	var out []types.NamespacedName
+	for _, k := range free {
+		e := r.slots[k]
+		if count[e.class] <= len(r.admitted[e.class]) || now.Sub(e.freeSince) < min(slotHandoff, e.policy.Idle) {
+			continue
+		}
+		count[e.class]--
+		delete(r.slots, k)
+		out = append(out, k)
+	}
 	return out
 }
 

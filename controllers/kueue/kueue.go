@@ -1,7 +1,8 @@
 // Package kueue is the Trial's Kueue integration: a Trial that names a
 // LocalQueue (label kueue.x-k8s.io/queue-name, its own or copied from its
-// Campaign) gets a Workload it owns, whose two pod sets are the requests of
-// its runner and DB service pods, and runs only while Kueue admits that
+// Campaign) gets a Workload it owns, whose pod sets are the requests of the
+// pods an attempt runs on (its runner and DB service pods, or the one warm
+// slot pod of its Campaign it runs on), and runs only while Kueue admits that
 // Workload.
 //
 // The contract is Kueue's jobframework.GenericJob, kept by hand. The Trial's
@@ -190,20 +191,41 @@ func WorkloadName(t *evalv1.Trial) string {
 	return name + suffix
 }
 
-// NewWorkload is t's Workload in queue: owned by t, one pod set per attempt
-// pod with its requests, priority from the WorkloadPriorityClass wpc (nil:
-// none).
+// NewWorkload is t's Workload in queue: owned by t, one pod set per pod an
+// attempt runs with its requests, priority from the WorkloadPriorityClass wpc
+// (nil: none). A Trial on warm slots (controllers.QueuedOnSlots) reserves the
+// one slot pod it runs on; any other its own runner and DB-service pods.
 func NewWorkload(t *evalv1.Trial, wpc *kueuev1.WorkloadPriorityClass) *kueuev1.Workload {
-	res := controllers.AttemptResources(t)
-	podSet := func(role string) kueuev1.PodSet {
-		return kueuev1.PodSet{
-			Name:  kueuev1.PodSetReference(role),
-			Count: 1,
-			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers:    []corev1.Container{{Name: role, Resources: res[role]}},
-			}},
+	return newWorkload(t, wpc, nil)
+}
+
+// newWorkload is NewWorkload for a task whose environment is env (nil: none,
+// or not known yet): such a task keeps per-attempt pods, the environment's
+// among them.
+func newWorkload(t *evalv1.Trial, wpc *kueuev1.WorkloadPriorityClass, env *task.Environment) *kueuev1.Workload {
+	var sets []kueuev1.PodSet
+	if controllers.QueuedOnSlots(t, env != nil) {
+		// Quota still means pods: the slot pod its attempts run on, whose
+		// requests are its runner's and DB service's together. A slot runs
+		// only an admitted Trial, and a Campaign keeps no more slots than it
+		// has admitted, unfinished Trials.
+		sets = []kueuev1.PodSet{{
+			Name: kueuev1.PodSetReference(controllers.SlotPodSet), Count: 1,
+			Template: corev1.PodTemplateSpec{Spec: controllers.SlotPodSetSpec(t)},
+		}}
+	} else {
+		res := controllers.AttemptResources(t)
+		podSet := func(role string) kueuev1.PodSet {
+			return kueuev1.PodSet{
+				Name:  kueuev1.PodSetReference(role),
+				Count: 1,
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: role, Resources: res[role]}},
+				}},
+			}
 		}
+		sets = []kueuev1.PodSet{podSet(evalv1.RoleRunner), podSet(evalv1.RoleDBService)}
 	}
 	wl := &kueuev1.Workload{
 		ObjectMeta: metav1.ObjectMeta{
@@ -224,8 +246,11 @@ func NewWorkload(t *evalv1.Trial, wpc *kueuev1.WorkloadPriorityClass) *kueuev1.W
 		},
 		Spec: kueuev1.WorkloadSpec{
 			QueueName: kueuev1.LocalQueueName(t.QueueName()),
-			PodSets:   []kueuev1.PodSet{podSet(evalv1.RoleRunner), podSet(evalv1.RoleDBService)},
+			PodSets:   sets,
 		},
+	}
+	if env != nil {
+		WithEnvironment(wl, env)
 	}
 	if wpc != nil {
 		wl.Spec.PriorityClassRef = &kueuev1.PriorityClassRef{
@@ -424,6 +449,11 @@ func podSetRequests(ps *kueuev1.PodSet) corev1.ResourceList {
 // stateOf reads a Workload's conditions.
 func stateOf(wl *kueuev1.Workload) controllers.QueueState {
 	s := controllers.QueueState{Workload: wl.Name, Admitted: admitted(wl)}
+	for _, ps := range wl.Spec.PodSets {
+		if string(ps.Name) == controllers.SlotPodSet {
+			s.SlotPodSet = true
+		}
+	}
 	if s.Admitted {
 		s.ClusterQueue = string(wl.Status.Admission.ClusterQueue)
 	}
@@ -525,10 +555,7 @@ func (i *Integration) Reconcile(ctx context.Context, req reconcile.Request) (rec
 				return reconcile.Result{}, fmt.Errorf("trial %s: WorkloadPriorityClass %q (label %s): %w", req, name, evalv1.LabelPriorityClass, err)
 			}
 		}
-		wl = NewWorkload(t, wpc)
-		if env := i.trialEnvironment(ctx, t); env != nil {
-			WithEnvironment(wl, env)
-		}
+		wl = newWorkload(t, wpc, i.trialEnvironment(ctx, t))
 		if err := i.Client.Create(ctx, wl, client.FieldOwner(evalv1.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return reconcile.Result{}, fmt.Errorf("create workload %s/%s of trial %s: %w", wl.Namespace, wl.Name, req, err)
 		}

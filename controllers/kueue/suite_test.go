@@ -85,6 +85,10 @@ type stack struct {
 	kueueStart time.Duration
 	gates      *envtest.Gates
 	mgr        *envtest.Manager
+	// dirty makes the slot runner's CleanupTrial of the Trials it names
+	// refuse, as the runner's baseline check does when a trial left
+	// something behind (dirtyCleanup).
+	dirty *dirtyCleanup
 }
 
 type stackOptions struct {
@@ -99,7 +103,7 @@ type stackOptions struct {
 }
 
 func startStack(o stackOptions) (_ *stack, err error) {
-	s := &stack{gates: envtest.NewGates(nil)}
+	s := &stack{gates: envtest.NewGates(nil), dirty: &dirtyCleanup{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.stop(true))
@@ -121,6 +125,7 @@ func startStack(o stackOptions) (_ *stack, err error) {
 	s.kueueStart = time.Since(start)
 	opts := s.ManagerOptions(o.maxTrials)
 	opts.Actors = s.gates.Actors
+	opts.WrapRunner = s.dirty.wrap
 	opts.Logger = o.log
 	s.mgrLog = o.log
 	opts.Kueue = manager.KueueOn

@@ -10,6 +10,9 @@ import (
 // Quota is a ClusterQueue's nominal quota of one flavor.
 type Quota struct {
 	CPU, Memory, EphemeralStorage string
+	// Pods, when set, bounds the number of pods too (Kueue counts each pod
+	// set's count against it).
+	Pods string
 }
 
 // ResourceFlavor is a flavor with no node labels (envtest has no nodes).
@@ -33,16 +36,19 @@ func ClusterQueue(name, flavor string, q Quota) *kueue.ClusterQueue {
 
 // SetQuota replaces cq's resource groups with one flavor of quota q.
 func SetQuota(cq *kueue.ClusterQueue, flavor string, q Quota) {
+	covered := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+	quotas := []kueue.ResourceQuota{
+		{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(q.CPU)},
+		{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse(q.Memory)},
+		{Name: corev1.ResourceEphemeralStorage, NominalQuota: resource.MustParse(q.EphemeralStorage)},
+	}
+	if q.Pods != "" {
+		covered = append(covered, corev1.ResourcePods)
+		quotas = append(quotas, kueue.ResourceQuota{Name: corev1.ResourcePods, NominalQuota: resource.MustParse(q.Pods)})
+	}
 	cq.Spec.ResourceGroups = []kueue.ResourceGroup{{
-		CoveredResources: []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage},
-		Flavors: []kueue.FlavorQuotas{{
-			Name: kueue.ResourceFlavorReference(flavor),
-			Resources: []kueue.ResourceQuota{
-				{Name: corev1.ResourceCPU, NominalQuota: resource.MustParse(q.CPU)},
-				{Name: corev1.ResourceMemory, NominalQuota: resource.MustParse(q.Memory)},
-				{Name: corev1.ResourceEphemeralStorage, NominalQuota: resource.MustParse(q.EphemeralStorage)},
-			},
-		}},
+		CoveredResources: covered,
+		Flavors:          []kueue.FlavorQuotas{{Name: kueue.ResourceFlavorReference(flavor), Resources: quotas}},
 	}}
 }
 
