@@ -53,7 +53,7 @@ func (r *TrialReconciler) campaignOf(ctx context.Context, t *evalv1.Trial) (*cam
 // record the slot (and submit the attempt when the slot is Ready).
 func (r *TrialReconciler) observeSlots(ctx context.Context, w *world) error {
 	t := w.Trial
-	if !t.Spec.Slots.Enabled() || r.Slots == nil {
+	if !t.Spec.Slots.Enabled() || r.Slots == nil || r.NoSlots {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(t)

@@ -51,9 +51,10 @@ func ownedTrial() (*evalv1.Trial, *evalv1.Campaign) {
 // (its environment pod stays its attempt's).
 func TestObserveSlotsDecides(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		mutate func(tr *evalv1.Trial, w *world)
-		slot   bool
+		name    string
+		noSlots bool
+		mutate  func(tr *evalv1.Trial, w *world)
+		slot    bool
 	}{
 		{name: "a campaign's trial, enabled", slot: true},
 		{name: "disabled", mutate: func(tr *evalv1.Trial, _ *world) { tr.Spec.Slots.Mode = evalv1.SlotsDisabled }},
@@ -84,6 +85,7 @@ func TestObserveSlotsDecides(t *testing.T) {
 			tr.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 3, Backoff: &metav1.Duration{Duration: time.Minute}}
 			tr.Status.Attempts = []evalv1.AttemptStatus{{Number: 1, ID: "uid-1-1", EndTime: mt(0), Outcome: evalv1.OutcomeInfraFailed}}
 		}},
+		{name: "a manager whose pods cannot be slots (tolokaforge dev)", noSlots: true},
 		{name: "readmitted after an eviction: no backoff", slot: true, mutate: func(tr *evalv1.Trial, w *world) {
 			tr.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
 			w.Queue = &QueueState{Workload: "wl", SlotPodSet: true, Admitted: true, ClusterQueue: "cq"}
@@ -99,7 +101,7 @@ func TestObserveSlotsDecides(t *testing.T) {
 				tc.mutate(tr, w)
 			}
 			r := &TrialReconciler{Client: fake.NewClientBuilder().WithScheme(slotScheme(t)).WithObjects(c).Build(),
-				Pods: PodConfig{Image: "img"}, Pool: NewPool(4, nil, logr.Discard()), Slots: newSlotRegistry()}
+				Pods: PodConfig{Image: "img"}, Pool: NewPool(4, nil, logr.Discard()), Slots: newSlotRegistry(), NoSlots: tc.noSlots}
 			if err := r.observeSlots(context.Background(), w); err != nil {
 				t.Fatal(err)
 			}

@@ -75,6 +75,10 @@ type TrialReconciler struct {
 	// Slots is the registry of the Campaigns' warm slots (NewTrialReconciler
 	// sets it).
 	Slots *slotRegistry
+	// NoSlots runs every attempt on pods of its own whatever its spec.slots
+	// says: for a cluster whose pods cannot be slots (tolokaforge dev's pod
+	// simulator runs one container per pod, and a slot is two).
+	NoSlots bool
 }
 
 // NewTrialReconciler builds the Trial reconciler from cfg, taking mgr's

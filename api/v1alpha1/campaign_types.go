@@ -75,7 +75,10 @@ type CampaignSpec struct {
 	// +optional
 	Rerun []TrialPhase `json:"rerun,omitempty"`
 	// Slots is passed down as every Trial's spec.slots: whether its
-	// attempts run on the Campaign's warm slots (default: they do not).
+	// attempts run on the Campaign's warm slots. Unset, they do (mode
+	// Enabled, maxReuses 50, idleSeconds 30), unless keepPodsAfterFinished
+	// asks for each Trial's pods to be kept; mode Disabled gives every
+	// attempt pods of its own.
 	// +optional
 	Slots *SlotPolicy `json:"slots,omitempty"`
 }

@@ -198,12 +198,13 @@ const (
 )
 
 // SlotPolicy is how a Campaign's Trials use warm slots (docs/warm-slots.md).
-// A Trial that names a Kueue queue, or whose task has its own environment,
-// keeps per-attempt pods whatever it says.
+// A Trial under a Kueue queue runs on a slot only once admitted
+// (docs/kueue.md); a task with its own environment takes its runner and DB
+// service from a slot and keeps a fresh environment pod per attempt.
 type SlotPolicy struct {
-	// Mode: Enabled runs attempts on slots; Disabled (the default while
-	// slots are new) keeps per-attempt pods.
-	// +kubebuilder:default=Disabled
+	// Mode: Enabled (the default) runs attempts on slots; Disabled keeps
+	// per-attempt pods.
+	// +kubebuilder:default=Enabled
 	// +optional
 	Mode SlotMode `json:"mode,omitempty"`
 	// MaxReuses is how many Trials one slot serves before it is replaced.

@@ -193,6 +193,9 @@ var _ = Describe("Campaign", func() {
 		create(shopTask(ns, "shop", "ok"))
 		c := newCampaign(ns, "rerun", 4, 4, "shop").Agent("oracle", envtest.Oracle()).Obj()
 		c.Spec.RetryPolicy = evalv1.RetryPolicy{MaxAttempts: 1}
+		// Pods of their own, killed by name (a slot lost mid-trial is the
+		// slots specs').
+		c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled}
 		lost := []string{campaign.TrialName("rerun", "oracle", "shop", 1), campaign.TrialName("rerun", "oracle", "shop", 3)}
 		var gs []*envtest.Gate
 		for _, name := range lost {

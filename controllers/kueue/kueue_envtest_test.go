@@ -145,6 +145,9 @@ var _ = Describe("Kueue", func() {
 		}
 		c := envtest.MakeCampaign("eval", ns).Tasks("shop").TrialsPerTask(n).MaxParallel(n).Agent("oracle", envtest.Oracle()).Obj()
 		c.Spec.UserSimulator = scriptedUser()
+		// Per-attempt pods, whose two pod sets this spec reads (slots under
+		// a queue are slots_envtest_test.go's).
+		c.Spec.Slots = &evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled}
 		c.Labels = map[string]string{evalv1.LabelQueueName: "lq"}
 		Expect(s.Client.Create(bg, c)).To(Succeed())
 

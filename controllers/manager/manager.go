@@ -69,6 +69,9 @@ type Options struct {
 	// Trial that carry only its running attempt's progress (0:
 	// controllers.DefaultProgressInterval).
 	ProgressInterval time.Duration
+	// NoSlots runs every attempt on pods of its own, whatever the Trials'
+	// spec.slots say (controllers.TrialReconciler.NoSlots).
+	NoSlots bool
 	// ArtifactsDir receives each attempt's trajectory, grade and metrics;
 	// empty writes none.
 	ArtifactsDir string
@@ -407,6 +410,7 @@ func addReconcilers(mgr ctrl.Manager, opts Options, kueueOn bool) error {
 		Log:                     opts.Logger.WithName("trial"),
 		MaxConcurrentReconciles: opts.MaxConcurrentReconciles,
 		ProgressInterval:        opts.ProgressInterval,
+		NoSlots:                 opts.NoSlots,
 	})
 	if err := trials.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("manager: trial controller: %w", err)

@@ -149,6 +149,10 @@ func Run(ctx context.Context, opts Options) error {
 			MetricsBindAddress:     "0",
 			HealthProbeBindAddress: "0",
 			Logger:                 opts.Log.WithName("manager"),
+			// The simulator runs a pod's first container only: a slot's
+			// DB service would never start. Campaigns here take pods of
+			// their own per attempt.
+			NoSlots: true,
 		}))
 	}()
 

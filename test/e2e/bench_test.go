@@ -87,7 +87,7 @@ func benchmarkSpecs() {
 		bare := probe.phase(ctx, before, bareNames)
 
 		// The same Campaign on per-Trial pods, then on warm slots.
-		campaign := runBenchCampaign(ctx, probe, "bench", nil)
+		campaign := runBenchCampaign(ctx, probe, "bench", &evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled})
 		slotted := runBenchCampaign(ctx, probe, "bench-slots", &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled})
 
 		table := benchTable(campaign, bare, probe.managerMemory()) + slotTable(slotted, campaign)

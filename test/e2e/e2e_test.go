@@ -230,6 +230,9 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 				TrialsPerTask: 20,
 				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
 				MaxParallel:   8,
+				// Pods of its own per attempt: the failover of a Campaign on
+				// warm slots is slotFaultSpecs'.
+				Slots: &evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled},
 			},
 		}
 		Expect(k8s.Create(context.Background(), c)).To(Succeed())

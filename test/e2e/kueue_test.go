@@ -193,16 +193,18 @@ func kueueSpecs() {
 			},
 		}
 		Expect(k8s.Create(context.Background(), c)).To(Succeed())
-		// At no moment do more than room attempts hold pods: Kueue admits
-		// two Workloads, and a Trial runs only while its Workload is.
+		// At no moment do more than room runners hold pods: Kueue admits
+		// two Workloads, a Trial runs only while its Workload is, and the
+		// Campaign's slots never outnumber its admitted Trials (a Workload
+		// reserves the one slot pod its Trial runs on).
 		most := 0
 		Eventually(func(g Gomega) {
 			var pods corev1.PodList
-			g.Expect(k8s.List(context.Background(), &pods, client.InNamespace(ns),
-				client.MatchingLabels{evalv1.LabelRole: evalv1.RoleRunner})).To(Succeed())
+			g.Expect(k8s.List(context.Background(), &pods, client.InNamespace(ns))).To(Succeed())
 			running := 0
 			for _, p := range pods.Items {
-				if strings.HasPrefix(p.Name, "queued-") && p.DeletionTimestamp == nil &&
+				runner := p.Labels[evalv1.LabelRole] == evalv1.RoleRunner || p.Labels[evalv1.LabelSlotClass] != ""
+				if runner && strings.HasPrefix(p.Name, "queued-") && p.DeletionTimestamp == nil &&
 					p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 					running++
 				}
@@ -212,7 +214,7 @@ func kueueSpecs() {
 			g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(c), &got)).To(Succeed())
 			g.Expect(got.Status.Counts.Passed).To(BeEquivalentTo(n), "counts %+v", got.Status.Counts)
 		}).WithTimeout(6 * time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
-		GinkgoWriter.Printf("queued campaign: %d Trials in %s, at most %d runner pods at once\n", n, time.Since(start).Round(time.Second), most)
+		GinkgoWriter.Printf("queued campaign: %d Trials in %s, at most %d runner or slot pods at once\n", n, time.Since(start).Round(time.Second), most)
 		Expect(most).To(BeNumerically("<=", room), "more attempts ran than the ClusterQueue admits")
 		Expect(most).To(BeNumerically(">=", 1))
 
@@ -223,6 +225,8 @@ func kueueSpecs() {
 			t := &trials.Items[i]
 			Expect(t.Status.Phase).To(Equal(evalv1.PhasePassed), t.Name)
 			Expect(t.Status.Attempts).To(HaveLen(1), t.Name)
+			// On the Campaign's warm slots (the default), once admitted.
+			Expect(t.Status.Attempts[0].Slot).NotTo(BeEmpty(), "%s ran on no slot: %s", t.Name, describe(t))
 			Expect(t.Status.Grade).NotTo(BeNil(), t.Name)
 			adm := condition(t, evalv1.TrialAdmitted)
 			Expect(adm).NotTo(BeNil(), t.Name)

@@ -25,7 +25,9 @@ func newDevCommand(d *deps) *cobra.Command {
 		Long: `dev starts kube-apiserver and etcd (--assets), installs the CRDs, and runs the
 manager with the pod simulator (no kubelet, no containers: runner and DB
 service pods run as processes) until it is stopped; it writes a kubeconfig
-under --dir for kubectl. Only in a build with -tags dev (make build-dev,
+under --dir for kubectl. The simulator runs one container per pod, so a
+Campaign's Trials take pods of their own per attempt here instead of warm
+slots (two containers each). Only in a build with -tags dev (make build-dev,
 make demo).`,
 		Example: `  bin/tolokaforge-dev dev --assets "$(hack/build-envtest.sh)"`,
 		Args:    noArgs,
