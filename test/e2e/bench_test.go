@@ -121,16 +121,7 @@ func benchmarkSpecs() {
 // slots when slots is set) and measures it.
 func runBenchCampaign(ctx context.Context, probe *benchProbe, name string, slots *evalv1.SlotPolicy) benchPhase {
 	GinkgoHelper()
-	c := &evalv1.Campaign{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: evalv1.CampaignSpec{
-			Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
-			TrialsPerTask: int32(benchCampaignTrials),
-			Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-			MaxParallel:   benchParallel,
-			Slots:         slots,
-		},
-	}
+	c := oracleCampaign(ns, name, int32(benchCampaignTrials), int32(benchParallel), slots, "shop-orders-02")
 	// Each phase starts on a quiet node: the pods of the one before are
 	// gone (their teardown is kubelet's and containerd's work, which would
 	// be charged to this phase and slow its pods' start).

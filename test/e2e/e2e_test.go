@@ -13,7 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -223,18 +222,9 @@ var _ = Describe("the operator on real nodes", Ordered, ContinueOnFailure, func(
 	terminalSlotSpecs()
 
 	It("completes a Campaign of 20 Trials", func() {
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "twenty", Namespace: ns},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
-				TrialsPerTask: 20,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   8,
-				// Pods of its own per attempt: the failover of a Campaign on
-				// warm slots is slotFaultSpecs'.
-				Slots: &evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled},
-			},
-		}
+		// Pods of its own per attempt: the failover of a Campaign on
+		// warm slots is slotFaultSpecs'.
+		c := oracleCampaign(ns, "twenty", 20, 8, &evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled}, "shop-orders-02")
 		Expect(k8s.Create(context.Background(), c)).To(Succeed())
 		start := time.Now()
 		// The leader manager pod is deleted while Trials run: the other

@@ -14,7 +14,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -183,15 +182,8 @@ func kueueSpecs() {
 		}).WithTimeout(2 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
 		mustKubectl("", "-n", "tolokaforge-system", "rollout", "status", "deploy/tolokaforge-manager", "--timeout=3m")
 
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "queued", Namespace: ns, Labels: map[string]string{evalv1.LabelQueueName: "evals"}},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
-				TrialsPerTask: n,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   n,
-			},
-		}
+		c := oracleCampaign(ns, "queued", int32(n), int32(n), nil, "shop-orders-02")
+		c.Labels = map[string]string{evalv1.LabelQueueName: "evals"}
 		Expect(k8s.Create(context.Background(), c)).To(Succeed())
 		// At no moment do more than room runners hold pods: Kueue admits
 		// two Workloads, a Trial runs only while its Workload is, and the

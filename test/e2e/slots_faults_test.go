@@ -61,16 +61,7 @@ func slotFaultSpecs() {
 		// One slot (maxParallel 1): the Campaign creates index by index,
 		// tasks in name order, so each clean Trial runs right after a
 		// hostile one on the same slot pod.
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "tenants", Namespace: ns},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{hostileTenant, cleanTenant}},
-				TrialsPerTask: 3,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   1,
-				Slots:         &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To[int32](5)},
-			},
-		}
+		c := oracleCampaign(ns, "tenants", 3, 1, slotsIdleAfter(5), hostileTenant, cleanTenant)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		waitForCampaign(ctx, c, 6, 4*time.Minute)
 
@@ -98,16 +89,7 @@ func slotFaultSpecs() {
 
 	It("ends an attempt InfraFailed once when its slot pod is deleted mid-trial, and retries it on another slot", func() {
 		ctx := context.Background()
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "slot-lost", Namespace: ns},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{slowTenant}},
-				TrialsPerTask: 1,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   1,
-				Slots:         &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To[int32](5)},
-			},
-		}
+		c := oracleCampaign(ns, "slot-lost", 1, 1, slotsIdleAfter(5), slowTenant)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		// The slow tool sleeps 20 s: delete the slot once the trial is
 		// registered on it, while the tool runs.
@@ -145,16 +127,7 @@ func slotFaultSpecs() {
 
 	It("completes a Campaign on slots whose leader manager is deleted mid-run: no Trial graded twice, no slot or slot Secret left", func() {
 		ctx := context.Background()
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "slot-failover", Namespace: ns},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
-				TrialsPerTask: 16,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   4,
-				Slots:         &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To[int32](5)},
-			},
-		}
+		c := oracleCampaign(ns, "slot-failover", 16, 4, slotsIdleAfter(5), "shop-orders-02")
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		Eventually(func() int32 {
 			var got evalv1.Campaign
@@ -266,16 +239,7 @@ func waitNoSlots(ctx context.Context) {
 func terminalSlotSpecs() {
 	It("runs a terminal task's Campaign on warm slots: a fresh environment pod per attempt, its runner from one slot", func() {
 		ctx := context.Background()
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "tslots", Namespace: termNamespace},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{termTask}},
-				TrialsPerTask: 3,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   1,
-				Slots:         &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To[int32](5)},
-			},
-		}
+		c := oracleCampaign(termNamespace, "tslots", 3, 1, slotsIdleAfter(5), termTask)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		list := func() []evalv1.Trial {
 			var trials evalv1.TrialList
@@ -316,4 +280,25 @@ func terminalSlotSpecs() {
 			return len(pods.Items)
 		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(BeZero())
 	})
+}
+
+// oracleCampaign is a Campaign of the oracle over tasks, k Trials a task, at
+// most parallel at once, on slots as slots says (nil: the default, slots).
+func oracleCampaign(namespace, name string, k, parallel int32, slots *evalv1.SlotPolicy, tasks ...string) *evalv1.Campaign {
+	return &evalv1.Campaign{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: evalv1.CampaignSpec{
+			Tasks:         evalv1.CampaignTasks{Names: tasks},
+			TrialsPerTask: k,
+			Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
+			MaxParallel:   parallel,
+			Slots:         slots,
+		},
+	}
+}
+
+// slotsIdleAfter is warm slots deleted after seconds idle, so a spec's slots
+// are gone soon after its Campaign.
+func slotsIdleAfter(seconds int32) *evalv1.SlotPolicy {
+	return &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To(seconds)}
 }

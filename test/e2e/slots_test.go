@@ -9,8 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
@@ -25,16 +23,7 @@ import (
 func slotSpecs() {
 	It("runs a Campaign's Trials on warm slots: 8 Trials Passed on at most 2 slot pods, none replaced, and the slots deleted once idle", func() {
 		ctx := context.Background()
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: "slotted", Namespace: ns},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{"shop-orders-02"}},
-				TrialsPerTask: 8,
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   2,
-				Slots:         &evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, IdleSeconds: ptr.To[int32](5)},
-			},
-		}
+		c := oracleCampaign(ns, "slotted", 8, 2, slotsIdleAfter(5), "shop-orders-02")
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		start := time.Now()
 		Eventually(func() string {

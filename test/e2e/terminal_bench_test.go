@@ -549,15 +549,7 @@ func terminalBenchSpecs() {
 
 		// 3. A Campaign of the terminal task with the oracle: three pods an
 		// attempt (DB service, runner, environment).
-		c := &evalv1.Campaign{
-			ObjectMeta: metav1.ObjectMeta{Name: termCampaign, Namespace: termNamespace},
-			Spec: evalv1.CampaignSpec{
-				Tasks:         evalv1.CampaignTasks{Names: []string{termTask}},
-				TrialsPerTask: int32(sizes.trials),
-				Agents:        []evalv1.NamedAgent{{Name: "oracle", Model: evalv1.ModelSpec{Provider: "oracle"}}},
-				MaxParallel:   termMaxParallel,
-			},
-		}
+		c := oracleCampaign(termNamespace, termCampaign, int32(sizes.trials), int32(termMaxParallel), nil, termTask)
 		DeferCleanup(func(ctx SpecContext) {
 			var trials evalv1.TrialList
 			_ = k8s.List(ctx, &trials, client.InNamespace(termNamespace), client.MatchingLabels{evalv1.LabelCampaign: c.Name})
