@@ -6,7 +6,7 @@
 //
 // Imports: api/artifacts, api/artifacts/blobstore, api/llm, api/packfiles,
 // api/result, api/runnerpb, api/task, api/task/pack, api/telemetry, api/v1alpha1,
-// cmd/tolokaforge/cli/imagebuild, controllers/gateway, controllers/host, controllers/host/agents,
+// cmd/tolokaforge/cli/imagebuild, controllers, controllers/gateway, controllers/host, controllers/host/agents,
 // controllers/manager, dbservice, examples/shop, results/cluster,
 // results/local, results/pull, results/report, runner, runner/proc,
 // runner/tools/builtin, the standard library, github.com/go-logr/logr,

@@ -75,6 +75,7 @@ var foreignFlags = map[string]bool{
 	"pull": true, "layers": true, "isolation": true, "variant": true, "no-install-recommends": true,
 	"install": true, "registry-port": true, "registry-dir": true,
 	"type": true, // kubectl patch's, in docs/observability.md
+	"otlp-listen": true, // the fake LLM's (test/fakellm), in docs/observability.md
 }
 
 // flagsOf is every long flag c takes (its own and inherited).
