@@ -26,6 +26,43 @@ type ManagerPeer struct {
 	GatewayPort int32
 	// Scraper may reach every runner's /metrics (RunnerMetrics.Port).
 	Scraper MetricsScraper
+	// Collector is the OTLP collector every runner may export its spans to
+	// (PodConfig.RunnerOTLPEndpoint).
+	Collector OTLPCollector
+}
+
+// OTLPCollector is where the runners' spans go: the collector's pods, by
+// their namespace's labels and their own, as for MetricsScraper, and the
+// port they receive OTLP/gRPC on.
+type OTLPCollector struct {
+	// Port is the collector pods' OTLP/gRPC port; 0 (or no selector): no
+	// rule.
+	Port       int32
+	Namespaces map[string]string
+	Pods       map[string]string
+}
+
+// collectorEgress is the rule letting runners reach the collector; none
+// when runners export nothing. Never an empty peer: that would open every
+// pod of the runner's namespace on that port.
+func collectorEgress(c OTLPCollector) []networkingv1.NetworkPolicyEgressRule {
+	if c.Port <= 0 || (len(c.Namespaces) == 0 && len(c.Pods) == 0) {
+		return nil
+	}
+	return []networkingv1.NetworkPolicyEgressRule{{To: []networkingv1.NetworkPolicyPeer{selectedPeer(c.Namespaces, c.Pods)}, Ports: tcpPort(c.Port)}}
+}
+
+// selectedPeer is the peer of pods with these labels in namespaces with
+// those; either may be empty, not both (the callers check).
+func selectedPeer(namespaces, pods map[string]string) networkingv1.NetworkPolicyPeer {
+	var p networkingv1.NetworkPolicyPeer
+	if len(namespaces) > 0 {
+		p.NamespaceSelector = &metav1.LabelSelector{MatchLabels: copyLabels(namespaces)}
+	}
+	if len(pods) > 0 {
+		p.PodSelector = &metav1.LabelSelector{MatchLabels: copyLabels(pods)}
+	}
+	return p
 }
 
 // MetricsScraper is who may scrape the runners' /metrics: a Prometheus, by
@@ -46,14 +83,7 @@ func scraperIngress(s MetricsScraper) []networkingv1.NetworkPolicyIngressRule {
 	if s.Port <= 0 || (len(s.Namespaces) == 0 && len(s.Pods) == 0) {
 		return nil
 	}
-	var p networkingv1.NetworkPolicyPeer
-	if len(s.Namespaces) > 0 {
-		p.NamespaceSelector = &metav1.LabelSelector{MatchLabels: copyLabels(s.Namespaces)}
-	}
-	if len(s.Pods) > 0 {
-		p.PodSelector = &metav1.LabelSelector{MatchLabels: copyLabels(s.Pods)}
-	}
-	return []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{p}, Ports: tcpPort(s.Port)}}
+	return []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{selectedPeer(s.Namespaces, s.Pods)}, Ports: tcpPort(s.Port)}}
 }
 
 // DNS is where runners resolve names: kube-system's kube-dns pods (CoreDNS
@@ -142,8 +172,9 @@ func NetworkPolicy(t *evalv1.Trial, mgr ManagerPeer) *networkingv1.NetworkPolicy
 	}
 }
 
-// RunnersPolicy lets every runner of the namespace reach cluster DNS and the
-// manager's gateway (when mgr.GatewayPort is set), and, when runners serve
+// RunnersPolicy lets every runner of the namespace reach cluster DNS, the
+// manager's gateway (when mgr.GatewayPort is set) and the OTLP collector
+// (when mgr.Collector has a port), and, when runners serve
 // metrics, lets mgr.Scraper in to their metrics port. With each trial's
 // NetworkPolicy that is all a runner reaches: its own DB service, DNS, the
 // gateway; no other trial, no provider, no cloud metadata endpoint. It has
@@ -169,6 +200,7 @@ func RunnersPolicy(namespace string, mgr ManagerPeer) *networkingv1.NetworkPolic
 			Ports: tcpPort(mgr.GatewayPort),
 		})
 	}
+	rules = append(rules, collectorEgress(mgr.Collector)...)
 	policyTypes := []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}
 	ingress := scraperIngress(mgr.Scraper)
 	if len(ingress) > 0 {

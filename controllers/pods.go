@@ -13,6 +13,7 @@ import (
 
 	"tolokaforge.io/operator/api/authn"
 	"tolokaforge.io/operator/api/task"
+	"tolokaforge.io/operator/api/telemetry"
 	evalv1 "tolokaforge.io/operator/api/v1alpha1"
 	"tolokaforge.io/operator/controllers/gateway"
 )
@@ -80,6 +81,11 @@ type PodConfig struct {
 	GatewayURL string
 	// RunnerMetrics has every runner the manager makes serve /metrics.
 	RunnerMetrics RunnerMetrics
+	// RunnerOTLPEndpoint is the OTLP/gRPC endpoint every runner the manager
+	// makes exports its spans to (its OTEL_EXPORTER_OTLP_ENDPOINT, e.g.
+	// http://collector.observability.svc:4317); empty: runners trace
+	// nothing. ManagerPeer.Collector lets them reach it.
+	RunnerOTLPEndpoint string
 }
 
 // RunnerMetrics is how the runners the manager makes (an attempt's, a warm
@@ -215,6 +221,11 @@ func runnerPod(cfg PodConfig, a attemptRef, desc *task.TaskDescription) *corev1.
 			c.Args = append(c.Args, "--metrics-token-file="+runnerMetricsTokenFile)
 		}
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: RunnerMetricsPortName, ContainerPort: m.Port, Protocol: corev1.ProtocolTCP})
+	}
+	if cfg.RunnerOTLPEndpoint != "" {
+		// The one OTEL_* variable the runner binary keeps through its
+		// environment scrub (runner/proc); the runner names its own service.
+		c.Env = append(c.Env, corev1.EnvVar{Name: telemetry.EnvEndpoint, Value: cfg.RunnerOTLPEndpoint})
 	}
 	c.ReadinessProbe = &corev1.Probe{
 		ProbeHandler:     corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: RunnerPort}},

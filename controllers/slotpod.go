@@ -205,8 +205,9 @@ func slotSecret(namespace, pod, class, token string, c campaignRef) *corev1.Secr
 // SlotNetworkPolicy fences every slot pod of a Campaign: the manager may
 // call the runner's port, the metrics scraper (when mgr.Scraper has a port)
 // the runner's /metrics, and nothing else comes in (the DB service listens
-// on loopback only); out, the slots reach cluster DNS and, when the manager
-// serves one, the judge gateway, as RunnersPolicy lets per-trial runners,
+// on loopback only); out, the slots reach cluster DNS, the judge gateway
+// when the manager serves one and the OTLP collector when runners export
+// spans, as RunnersPolicy lets per-trial runners,
 // and the exec agents of its Campaign's environment pods, as a trial's
 // NetworkPolicy lets its runner reach its own. Which slot may reach which
 // environment is the environment's policy's to say (SlotEnvironmentPolicy:

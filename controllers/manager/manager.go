@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -138,6 +139,18 @@ type Options struct {
 	// runnerMetrics and scraper are the above, read and parsed.
 	runnerMetrics controllers.RunnerMetrics
 	scraper       controllers.MetricsScraper
+	// RunnerOTLPEndpoint is the OTLP/gRPC endpoint every runner the manager
+	// makes exports its spans to (http:// or https://, host and port, as
+	// OTEL_EXPORTER_OTLP_ENDPOINT); empty (default): runners trace nothing.
+	RunnerOTLPEndpoint string
+	// RunnerOTLPCollectorNamespaces and RunnerOTLPCollectorPods select the
+	// collector's namespaces and pods ("k=v,k2=v2", equality only) the
+	// runner NetworkPolicies let runners reach on the endpoint's port; at
+	// least one with RunnerOTLPEndpoint.
+	RunnerOTLPCollectorNamespaces string
+	RunnerOTLPCollectorPods       string
+	// collector is the above, parsed.
+	collector controllers.OTLPCollector
 	// Kueue turns on the Kueue integration (controllers/kueue): KueueAuto
 	// (the default) when the API server serves Kueue's Workloads, KueueOn
 	// always (Kueue must be installed), KueueOff never (the queue label
@@ -184,6 +197,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("manager: gateway port must be 0 (none) or 1-65535, got %d", o.GatewayPort)
 	}
 	if err := o.parseRunnerMetrics(); err != nil {
+		return o, err
+	}
+	if err := o.parseRunnerOTLP(); err != nil {
 		return o, err
 	}
 	if o.MetricsBindAddress == "" {
@@ -267,10 +283,64 @@ func (o *Options) parseRunnerMetrics() error {
 	return nil
 }
 
+// parseRunnerOTLP reads the runner-tracing options into collector. The
+// endpoint must name its port: the NetworkPolicy rule opens exactly that
+// port on the collector's pods, and a default guessed here could differ
+// from the exporter's.
+func (o *Options) parseRunnerOTLP() error {
+	ep := o.RunnerOTLPEndpoint
+	if ep == "" {
+		if o.RunnerOTLPCollectorNamespaces != "" || o.RunnerOTLPCollectorPods != "" {
+			return errors.New("manager: --runner-otlp-collector-* need --runner-otlp-endpoint")
+		}
+		return nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		// url.Error's text repeats the whole URL, which may hold a
+		// password; its cause does not.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("manager: --runner-otlp-endpoint is not a URL: %w", err)
+	}
+	if u.User != nil {
+		// It would land in every runner pod's spec, which many may read.
+		return errors.New("manager: --runner-otlp-endpoint: no user or password in the URL (it goes into every runner pod's spec)")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("manager: --runner-otlp-endpoint %q: want http://host:port (plaintext) or https://host:port", ep)
+	}
+	if u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("manager: --runner-otlp-endpoint %q: want http://host:port or https://host:port, nothing more", ep)
+	}
+	port, err := strconv.ParseInt(u.Port(), 10, 32)
+	if err != nil || port < 1 || port > 65535 {
+		return fmt.Errorf("manager: --runner-otlp-endpoint %q: want an explicit port 1-65535 (the collector pods' OTLP/gRPC port, e.g. 4317)", ep)
+	}
+	namespaces, err := labels.ConvertSelectorToLabelsMap(o.RunnerOTLPCollectorNamespaces)
+	if err != nil {
+		return fmt.Errorf("manager: --runner-otlp-collector-namespace-selector %q: want k=v[,k=v]: %w", o.RunnerOTLPCollectorNamespaces, err)
+	}
+	pods, err := labels.ConvertSelectorToLabelsMap(o.RunnerOTLPCollectorPods)
+	if err != nil {
+		return fmt.Errorf("manager: --runner-otlp-collector-pod-selector %q: want k=v[,k=v]: %w", o.RunnerOTLPCollectorPods, err)
+	}
+	if len(namespaces) == 0 && len(pods) == 0 {
+		// An empty peer would open that port on every pod of the runner's
+		// namespace.
+		return errors.New("manager: --runner-otlp-endpoint needs --runner-otlp-collector-namespace-selector or --runner-otlp-collector-pod-selector (which pods receive the runners' spans)")
+	}
+	o.collector = controllers.OTLPCollector{Port: int32(port), Namespaces: namespaces, Pods: pods}
+	return nil
+}
+
 func managerPeer(o Options) controllers.ManagerPeer {
 	p := controllers.DefaultManagerPeer(o.ManagerNamespace)
 	p.GatewayPort = o.GatewayPort
 	p.Scraper = o.scraper
+	p.Collector = o.collector
 	return p
 }
 
@@ -530,5 +600,6 @@ func cacheOptions(namespace string, kueueOn bool) cache.Options {
 // podConfig is the part of opts every attempt's pods take.
 func podConfig(opts Options) controllers.PodConfig {
 	return controllers.PodConfig{Image: opts.Image, PythonImage: opts.PythonImage, Python: opts.Python,
-		Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL, RunnerMetrics: opts.runnerMetrics}
+		Entrypoint: opts.Entrypoint, GatewayURL: opts.GatewayURL, RunnerMetrics: opts.runnerMetrics,
+		RunnerOTLPEndpoint: opts.RunnerOTLPEndpoint}
 }

@@ -17,6 +17,11 @@ var keptEnv = map[string]bool{
 	"POD_IP": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true,
 	// A cluster may need a proxy for the judge's provider.
 	"HTTPS_PROXY": true, "HTTP_PROXY": true, "NO_PROXY": true, "https_proxy": true, "http_proxy": true, "no_proxy": true,
+	// Where the runner exports its spans (api/telemetry), set by the
+	// manager's --runner-otlp-endpoint: an address, no credential. The
+	// other OTEL_EXPORTER_OTLP_* variables stay out: their headers may
+	// carry a collector's key.
+	"OTEL_EXPORTER_OTLP_ENDPOINT": true,
 	"GOMAXPROCS": true, "GOMEMLIMIT": true, "GOGC": true, "GODEBUG": true, "GOTRACEBACK": true, "GOCOVERDIR": true,
 	envScrubbed: true,
 }

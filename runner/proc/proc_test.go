@@ -269,9 +269,10 @@ func TestKillTaggedKillsDetachedAndSparesOthers(t *testing.T) {
 }
 
 func TestScrubbedEnvKeepsOnlyWhatARunnerNeeds(t *testing.T) {
-	in := []string{"PATH=/bin", "POD_IP=10.0.0.1", "OPENAI_API_KEY=sk-x", "HOME=/h", "KUBERNETES_SERVICE_HOST=10.96.0.1", "AWS_SECRET_ACCESS_KEY=y", "HTTPS_PROXY=http://proxy:3128"}
+	in := []string{"PATH=/bin", "POD_IP=10.0.0.1", "OPENAI_API_KEY=sk-x", "HOME=/h", "KUBERNETES_SERVICE_HOST=10.96.0.1", "AWS_SECRET_ACCESS_KEY=y", "HTTPS_PROXY=http://proxy:3128",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317", "OTEL_EXPORTER_OTLP_HEADERS=api-key=secret"}
 	got := strings.Join(proc.ScrubbedEnv(in), " ")
-	if want := "PATH=/bin POD_IP=10.0.0.1 HOME=/h HTTPS_PROXY=http://proxy:3128"; got != want {
+	if want := "PATH=/bin POD_IP=10.0.0.1 HOME=/h HTTPS_PROXY=http://proxy:3128 OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317"; got != want {
 		t.Fatalf("ScrubbedEnv = %q, want %q", got, want)
 	}
 }
