@@ -108,12 +108,18 @@ func observabilitySpecs() {
 			ObjectMeta: metav1.ObjectMeta{Name: metricsReader, Namespace: managerNamespace},
 			Data:       map[string][]byte{"token": []byte(token)},
 		})).To(Succeed())
+		endpoint := fmt.Sprintf("http://%s.%s.svc:%d", otlpSink, ns, otlpSinkGRPCPort)
 		patch := []map[string]any{
 			{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--runner-metrics-port=" + strconv.Itoa(runnerMetricsPort)},
 			{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--runner-metrics-token-file=/var/run/tolokaforge/metrics-reader/token"},
 			{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--runner-metrics-scraper-pod-selector=app=" + scraperPod},
 			{"op": "add", "path": "/spec/template/spec/containers/0/env/-", "value": map[string]string{
-				"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": fmt.Sprintf("http://%s.%s.svc:%d", otlpSink, ns, otlpSinkGRPCPort)}},
+				"name": "OTEL_EXPORTER_OTLP_ENDPOINT", "value": endpoint}},
+			// The runners export theirs to the same receiver, which their
+			// egress policy admits (a pod selector alone: pods of the
+			// runners' own namespace).
+			{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--runner-otlp-endpoint=" + endpoint},
+			{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--runner-otlp-collector-pod-selector=app=" + otlpSink},
 			{"op": "add", "path": "/spec/template/spec/volumes/-", "value": map[string]any{
 				"name": "metrics-reader", "secret": map[string]string{"secretName": metricsReader}}},
 			{"op": "add", "path": "/spec/template/spec/containers/0/volumeMounts/-", "value": map[string]any{
@@ -166,25 +172,38 @@ func observabilitySpecs() {
 				return fmt.Errorf("%w: %s", err, raw)
 			}
 			spans = spans[:0]
-			roots := 0
+			roots, runner := 0, 0
 			for _, s := range got.Spans {
 				spans = append(spans, span{s.TraceID, s.SpanID, s.ParentSpanID, s.Name, s.ServiceName})
 				if s.ParentSpanID == "" {
 					roots++
 				}
+				if s.ServiceName == "tolokaforge-runner" {
+					runner++
+				}
 			}
-			if roots != 1 || len(spans) < 3 {
-				return fmt.Errorf("%d spans, %d roots: %+v", len(spans), roots, spans)
+			// The runner's spans come on its batcher's interval (5 s).
+			if roots != 1 || len(spans) < 3 || runner == 0 {
+				return fmt.Errorf("%d spans, %d roots, %d of the runner: %+v", len(spans), roots, runner, spans)
 			}
 			return nil
 		}).WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Succeed())
-		names := map[string]bool{}
+		names, ids := map[string]bool{}, map[string]bool{}
 		for _, s := range spans {
 			Expect(s.TraceID).To(Equal(a.TraceID))
-			names[s.Name] = true
+			names[s.ServiceName+": "+s.Name] = true
+			ids[s.SpanID] = true
 		}
 		GinkgoWriter.Printf("%d spans of trace %s reached the receiver: %v\n", len(spans), a.TraceID, names)
-		Expect(names).To(HaveKey("attempt"))
+		Expect(names).To(HaveKey("tolokaforge-manager: attempt"))
+		// The runner's spans hang below the manager's calls (the context
+		// went over gRPC), and its grading has a span per component.
+		for _, s := range spans {
+			if s.ServiceName == "tolokaforge-runner" {
+				Expect(ids).To(HaveKey(s.ParentSpanID), "runner span %q has a parent in the trace", s.Name)
+			}
+		}
+		Expect(names).To(HaveKey("tolokaforge-runner: grading hash"))
 
 		// The manager's metrics (its metrics port, as a ServiceMonitor reads it).
 		var mgrText strings.Builder
