@@ -22,7 +22,7 @@ var keptEnv = map[string]bool{
 	// other OTEL_EXPORTER_OTLP_* variables stay out: their headers may
 	// carry a collector's key.
 	"OTEL_EXPORTER_OTLP_ENDPOINT": true,
-	"GOMAXPROCS": true, "GOMEMLIMIT": true, "GOGC": true, "GODEBUG": true, "GOTRACEBACK": true, "GOCOVERDIR": true,
+	"GOMAXPROCS":                  true, "GOMEMLIMIT": true, "GOGC": true, "GODEBUG": true, "GOTRACEBACK": true, "GOCOVERDIR": true,
 	envScrubbed: true,
 }
 

@@ -74,7 +74,7 @@ var foreignFlags = map[string]bool{
 	// image side), the exec agent's and test/nodecluster's cluster command's.
 	"pull": true, "layers": true, "isolation": true, "variant": true, "no-install-recommends": true,
 	"install": true, "registry-port": true, "registry-dir": true,
-	"type": true, // kubectl patch's, in docs/observability.md
+	"type":        true, // kubectl patch's, in docs/observability.md
 	"otlp-listen": true, // the fake LLM's (test/fakellm), in docs/observability.md
 }
 
