@@ -22,7 +22,7 @@
 // deletion, the idle and orphan sweeper).
 //
 // Imports: api/artifacts/blobstore, api/authn, api/llm, api/packfiles, api/result, api/runnerpb,
-// api/task, api/v1alpha1, controllers/gateway, controllers/host,
+// api/task, api/telemetry, api/v1alpha1, controllers/gateway, controllers/host,
 // controllers/host/agents, controllers/refs, runner/client, the standard library,
 // github.com/go-logr/logr, github.com/prometheus/client_golang, go.opentelemetry.io/otel/trace, google.golang.org/grpc,
 // k8s.io/api, k8s.io/apimachinery, k8s.io/client-go, k8s.io/utils and
