@@ -160,14 +160,14 @@ var _ = Describe("Task and Trial validation", func() {
 		}
 	})
 
-	It("defaults spec.slots: Disabled, 50 reuses, 30 idle seconds; refuses an unknown mode and zero reuses", func() {
+	It("defaults spec.slots: Enabled, 50 reuses, 30 idle seconds; refuses an unknown mode and zero reuses", func() {
 		trial := oracleTrial("slotted")
 		trial.Spec.Slots = &evalv1.SlotPolicy{}
 		Expect(k8sClient.Create(ctx, trial)).To(Succeed())
 		got := &evalv1.Trial{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(trial), got)).To(Succeed())
-		Expect(*got.Spec.Slots).To(Equal(evalv1.SlotPolicy{Mode: evalv1.SlotsDisabled, MaxReuses: 50, IdleSeconds: ptr.To[int32](30)}))
-		Expect(got.Spec.Slots.Enabled()).To(BeFalse())
+		Expect(*got.Spec.Slots).To(Equal(evalv1.SlotPolicy{Mode: evalv1.SlotsEnabled, MaxReuses: 50, IdleSeconds: ptr.To[int32](30)}))
+		Expect(got.Spec.Slots.Enabled()).To(BeTrue())
 
 		bad := oracleTrial("slotted-bad-mode")
 		bad.Spec.Slots = &evalv1.SlotPolicy{Mode: "Sometimes"}
